@@ -1,0 +1,29 @@
+"""User-facing errors: bad input files, bad options, missing models.
+
+Every error a user can cause by what they pass in is an :class:`InputError`. The CLI prints it as
+``path:line: message`` on stderr and exits with status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class InputError(Exception):
+    """A problem with something the user gave us (a file, a path, an option value).
+
+    ``path`` and ``line`` (1-based) locate it where they apply.
+    """
+
+    def __init__(self, message: str, path: str | os.PathLike | None = None, line: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.path = None if path is None else str(path)
+        self.line = line
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = self.path if self.line is None else f"{self.path}:{self.line}"
+            where += ": "
+        return where + self.message
