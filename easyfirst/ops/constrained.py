@@ -1,0 +1,102 @@
+"""Constrained softmax (Martins & Kreutzer 2017, §4, Prop. 1, Algs. 3–4) as an autograd Function.
+
+    csoftmax(z; u) = argmin_{α ∈ Δ} −H(α) − zᵀα   subject to   α ≤ u
+
+The solution is α_i = min(exp(z_i)/Z, u_i), with Z = Σ_{i∈A} exp(z_i) / (1 − Σ_{i∉A} u_i) and A the
+words whose constraint is not tight. The tight (clamped) words are a prefix of the words sorted by
+q_i = z_i − log u_i in decreasing order (Alg. 3): with the k first words clamped, word k is free iff
+exp(z_k)·r_k / T_k ≤ u_k, where r_k = 1 − Σ_{j<k} u_j is the budget left and T_k = Σ_{j≥k} exp(z_j) the
+tail mass; the clamped prefix is the shortest one after which this holds. All of it is vectorised: a
+sort, a suffix log-sum-exp and a cumulative sum per row, O(L log L), no Python loop.
+
+Numerics:
+
+- tail masses are suffix sums accumulated from the small end in log space (``logcumsumexp`` over the
+  reversed sorted scores), never "total minus prefix", which cancels to zero when the scores spread over
+  tens of nats; comparisons are made between logarithms, so nothing underflows past ~88 nats in float32;
+- clamped words are set to u_i explicitly, free words to exp(z_i − log T + log r) and then capped at u_i,
+  so β = Σ α never exceeds its budget by a rounding error;
+- scores are shifted by their row maximum first, so float32 keeps its precision at |z| ~ 1000;
+- words with u_i = 0 (padding, or budget used up) are clamped and get exactly 0;
+- a row with Σu ≤ 1 has no feasible point with slack: every constraint is tight and α = u (an
+  all-padding row, Σu = 0, gives α = 0); its backward is du = dα, dz = 0.
+
+Backward (Prop. 1, Eqs. 12–13): m = Σ_{i∈A} α_i dα_i / Σ_{i∈A} α_i, dz_i = 1[i∈A] α_i (dα_i − m),
+du_i = 1[i∉A] (dα_i − m). The denominator is written Σ_{i∈A} α_i, which equals 1 − Σ_{i∉A} u_i in exact
+arithmetic; computed from the α actually returned, it keeps Σ_i dz_i = 0 to rounding error.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def _csoftmax_forward(z: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """α and the free-word mask A for rows ``(R, L)``."""
+    length = z.shape[-1]
+    positive = u > 0
+    inf = torch.tensor(float("inf"), dtype=z.dtype, device=z.device)
+    # shift by the row maximum (the solution is shift-invariant): keeps float32 precise at |z| ~ 1000
+    z = z - torch.where(positive, z, -inf).amax(-1, keepdim=True).clamp_min(torch.finfo(z.dtype).min)
+    key = torch.where(positive, z - torch.log(torch.where(positive, u, 1)), inf)
+    order = torch.argsort(key, dim=-1, descending=True, stable=True)
+    zs, us, ps = z.gather(-1, order), u.gather(-1, order), positive.gather(-1, order)
+    log_tail = torch.logcumsumexp(zs.flip(-1), dim=-1).flip(-1)  # log Σ_{j≥k} exp(z_j), from the small end
+    left = 1 - (torch.cumsum(us, dim=-1) - us)  # r_k = 1 − Σ_{j<k} u_j
+    log_left = torch.log(left.clamp_min(0))
+    log_us = torch.log(torch.where(ps, us, 1))
+    # word k is free given k clamped before it (−inf ≤ anything handles an exhausted budget)
+    fits = ps & (zs - log_tail + log_left <= log_us)
+    first_free = torch.where(fits.any(-1), fits.to(torch.int8).argmax(-1), length)  # (R,)
+    clamped = torch.arange(length, device=z.device) < first_free.unsqueeze(-1)
+    at = first_free.clamp_max(length - 1).unsqueeze(-1)
+    # (z − log T) first: both are large when the free words sit far below the maximum, and their
+    # difference is exact where it matters; adding log r to a large z − log T first would round it
+    log_share = (zs - log_tail.gather(-1, at)) + log_left.gather(-1, at)
+    alpha_sorted = torch.where(clamped, us, torch.minimum(torch.exp(log_share), us))
+    tight = u.sum(-1, keepdim=True) <= 1  # no slack anywhere: α = u
+    alpha = torch.empty_like(z).scatter_(-1, order, alpha_sorted)
+    free = torch.empty_like(positive).scatter_(-1, order, ~clamped)
+    alpha = torch.where(tight, u, alpha)
+    free = free & ~tight
+    return alpha, free
+
+
+class CSoftmaxFunction(torch.autograd.Function):
+    """Constrained softmax over the last dimension with the exact backward of Prop. 1."""
+
+    @staticmethod
+    def forward(ctx, z: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        if z.shape != u.shape:
+            raise ValueError(f"csoftmax: z {tuple(z.shape)} and u {tuple(u.shape)} must have the same shape")
+        shape = z.shape
+        if z.numel() == 0:
+            ctx.save_for_backward(z, z.bool())
+            return z.clone()
+        alpha, free = _csoftmax_forward(z.reshape(-1, shape[-1]), u.reshape(-1, shape[-1]).to(z.dtype))
+        alpha, free = alpha.view(shape), free.view(shape)
+        ctx.save_for_backward(alpha, free)
+        return alpha
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        alpha, free = ctx.saved_tensors
+        weighted = torch.where(free, alpha, 0)
+        mass = weighted.sum(-1, keepdim=True)
+        m = (weighted * grad).sum(-1, keepdim=True) / torch.where(mass > 0, mass, 1)
+        centred = grad - m
+        return torch.where(free, alpha * centred, 0), torch.where(free, 0, centred)
+
+
+def csoftmax(z: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Constrained softmax α = argmin_{α∈Δ, α≤u} −H(α) − zᵀα over the last dimension.
+
+    Args:
+        z: scores ``(..., L)``.
+        u: upper bounds ``(..., L)``, non-negative; ``u_i = 0`` gives ``α_i = 0`` exactly. Rows with
+            ``Σu ≤ 1`` return ``α = u``.
+
+    Returns:
+        ``α`` ``(..., L)``. Differentiable in both ``z`` and ``u``.
+    """
+    return CSoftmaxFunction.apply(z, u)

@@ -1,0 +1,155 @@
+"""Exactness of the constrained softmax: an independent slow solver, gradcheck, Prop. 1 against autograd
+of the closed form, invariants, extremes, and the evenness of iterated csoftmax attention."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from easyfirst.ops import csoftmax
+from reference import slow_csoftmax
+
+
+def random_rows(count: int, length: int, spread: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    z = (torch.rand(count, length, generator=g, dtype=torch.float64) - 0.5) * spread
+    kind = torch.randint(0, 5, (count,), generator=g)
+    u = torch.rand(count, length, generator=g, dtype=torch.float64)
+    u = torch.where((kind == 0)[:, None], u * 0.3, u)  # many tight constraints
+    u = torch.where((kind == 1)[:, None], u / u.sum(-1, keepdim=True), u)  # budgets summing to 1
+    u = torch.where((kind == 2)[:, None], u + 1, u)  # all loose: softmax
+    zero = torch.rand(count, length, generator=g) < 0.25  # zero budgets (padding, used-up words)
+    u = torch.where(zero & (kind == 3)[:, None], 0.0, u)
+    return z, u
+
+
+@pytest.mark.parametrize("spread", [1.0, 10.0, 100.0, 300.0])
+def test_agrees_with_slow_solver_on_thousands_of_rows(spread):
+    for length in (1, 2, 5, 13):
+        z, u = random_rows(1000, length, spread, seed=length + int(spread))
+        alpha = csoftmax(z, u)
+        for row in range(z.shape[0]):
+            expected = slow_csoftmax(z[row].tolist(), u[row].tolist())
+            assert max(abs(a - e) for a, e in zip(alpha[row].tolist(), expected, strict=True)) < 1e-10, (
+                z[row], u[row])
+
+
+def test_invariants():
+    z, u = random_rows(4000, 9, 20.0, seed=7)
+    alpha = csoftmax(z, u)
+    feasible = u.sum(-1) >= 1
+    torch.testing.assert_close(alpha.sum(-1)[feasible], torch.ones(int(feasible.sum()), dtype=torch.float64),
+                               atol=1e-12, rtol=0)
+    assert torch.all(alpha >= 0) and torch.all(alpha <= u)
+    assert torch.all(alpha[u == 0] == 0)
+    loose = torch.ones_like(u) + torch.rand_like(u)
+    torch.testing.assert_close(csoftmax(z, loose), torch.softmax(z, -1), atol=1e-14, rtol=0)
+    exact = u / u.sum(-1, keepdim=True)
+    torch.testing.assert_close(csoftmax(z, exact), exact, atol=1e-14, rtol=0)
+
+
+def closed_form(z: torch.Tensor, u: torch.Tensor, free: torch.Tensor) -> torch.Tensor:
+    """α = exp(z_i)(1 − Σ_{∉A} u)/Σ_A exp(z) on A, u elsewhere: differentiable by autograd for fixed A."""
+    budget = 1 - torch.where(free, 0, u).sum(-1, keepdim=True)
+    weight = torch.where(free, torch.exp(z - z.max(-1, keepdim=True).values), 0)
+    return torch.where(free, budget * weight / weight.sum(-1, keepdim=True), u)
+
+
+def test_backward_is_prop1_and_matches_autograd_of_the_closed_form():
+    z, u = random_rows(500, 7, 6.0, seed=11)
+    keep = (u.sum(-1) > 1.05) & (u > 0).all(-1)
+    z, u = z[keep].requires_grad_(), u[keep].requires_grad_()
+    alpha = csoftmax(z, u)
+    free = alpha.detach() < u.detach()
+    grad = torch.randn_like(alpha)
+    dz, du = torch.autograd.grad(alpha, (z, u), grad)
+    ref = closed_form(z, u, free)
+    torch.testing.assert_close(ref, alpha, atol=1e-12, rtol=0)
+    rdz, rdu = torch.autograd.grad(ref, (z, u), grad)
+    torch.testing.assert_close(dz, rdz, atol=1e-10, rtol=0)
+    torch.testing.assert_close(du, rdu, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("shape", [(6,), (4, 5), (2, 3, 7)])
+def test_gradcheck_in_float64(shape):
+    g = torch.Generator().manual_seed(sum(shape))
+    z = torch.randn(*shape, generator=g, dtype=torch.float64) * 2
+    u = torch.rand(*shape, generator=g, dtype=torch.float64) * 0.6 + 0.05
+    u[..., 0] = 0.0  # a zero budget
+    z.requires_grad_()
+    u.requires_grad_()
+    assert torch.autograd.gradcheck(csoftmax, (z, u), eps=1e-7, atol=1e-6)
+
+
+def test_degenerate_rows_give_u_and_pass_gradients_to_u():
+    z = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    u = torch.tensor([[0.0] * 4, [0.1, 0.2, 0.3, 0.1], [0.25] * 4], dtype=torch.float64, requires_grad=True)
+    alpha = csoftmax(z, u)
+    torch.testing.assert_close(alpha, u.detach(), atol=0, rtol=0)
+    grad = torch.randn(3, 4, dtype=torch.float64)
+    dz, du = torch.autograd.grad(alpha, (z, u), grad)
+    assert torch.all(dz == 0)
+    torch.testing.assert_close(du, grad, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_no_nan_or_inf_at_extreme_inputs(dtype):
+    z = torch.tensor([[1000.0, -1000.0, 0.0, 1000.0], [-1000.0] * 4, [1000.0, 0.0, 0.0, -1000.0],
+                      [0.0, 0.0, 0.0, 0.0], [88.0, -88.0, 500.0, -500.0], [3.0, 2.0, 1.0, 0.0]], dtype=dtype)
+    u = torch.tensor([[0.3, 0.5, 1.0, 0.2], [1.0, 1.0, 1.0, 1.0], [1e-30, 1.0, 1e-30, 1.0], [0.0, 0.0, 0.0, 0.0],
+                      [1.0, 1.0, 0.0, 0.5], [1e-30, 1e-30, 1e-30, 2.0]], dtype=dtype)
+    z.requires_grad_()
+    u.requires_grad_()
+    alpha = csoftmax(z, u)
+    assert torch.isfinite(alpha).all()
+    feasible = u.sum(-1) >= 1
+    torch.testing.assert_close(alpha.sum(-1)[feasible], torch.ones(int(feasible.sum()), dtype=dtype), atol=1e-6,
+                               rtol=0)
+    assert torch.all(alpha <= u)
+    dz, du = torch.autograd.grad(alpha, (z, u), torch.randn_like(alpha))
+    assert torch.isfinite(dz).all() and torch.isfinite(du).all()
+    for row in range(z.shape[0]):  # and the values are the exact ones
+        expected = slow_csoftmax(z[row].double().tolist(), u[row].double().tolist())
+        assert max(abs(a - e) for a, e in zip(alpha[row].tolist(), expected, strict=True)) < 1e-6
+
+
+def test_spread_logits_do_not_lose_the_tail():
+    # with "total minus prefix" the small tail cancels to 0 and the row would no longer sum to 1
+    z = torch.tensor([[60.0, 59.0, 0.0, -40.0, -41.0]], dtype=torch.float32)
+    u = torch.tensor([[0.1, 0.1, 0.3, 0.5, 0.5]], dtype=torch.float32)
+    alpha = csoftmax(z, u)
+    expected = slow_csoftmax(z[0].double().tolist(), u[0].double().tolist())
+    assert max(abs(a - e) for a, e in zip(alpha[0].tolist(), expected, strict=True)) < 1e-6
+    assert abs(alpha.sum().item() - 1) < 1e-6
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.float64, 1e-12)])
+def test_iterated_attention_is_even(dtype, tol):
+    """α^n = csoftmax(z^n; 1 − β^{n−1}) for n = 1..L leaves β^L = 1 on every word (Eq. 11)."""
+    g = torch.Generator().manual_seed(5)
+    for length in (1, 2, 7, 30):
+        beta = torch.zeros(64, length, dtype=dtype)
+        for _ in range(length):
+            z = torch.randn(64, length, generator=g).to(dtype) * 10
+            alpha = csoftmax(z, (1 - beta).clamp_min(0))
+            beta = beta + alpha
+            assert torch.all(beta <= 1 + tol)
+        torch.testing.assert_close(beta, torch.ones_like(beta), atol=tol, rtol=0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(-50, 50), st.floats(0, 1.5)), min_size=1, max_size=9),
+)
+def test_property_matches_slow_solver(pairs):
+    z = torch.tensor([p[0] for p in pairs], dtype=torch.float64)
+    u = torch.tensor([p[1] for p in pairs], dtype=torch.float64)
+    alpha = csoftmax(z, u)
+    expected = slow_csoftmax(z.tolist(), u.tolist())
+    assert max(abs(a - e) for a, e in zip(alpha.tolist(), expected, strict=True)) < 1e-10
+    if u.sum() >= 1:
+        assert math.isclose(alpha.sum().item(), 1.0, abs_tol=1e-12)
