@@ -1,3 +1,18 @@
-"""easyfirst: neural easy-first sequence taggers."""
+"""easyfirst: neural easy-first sequence taggers (Martins & Kreutzer, EMNLP 2017).
+
+>>> from easyfirst import Tagger
+>>> Tagger.load().tag([["The", "dog", "barks", "."]])
+[['DET', 'NOUN', 'VERB', 'PUNCT']]
+"""
 
 __version__ = "0.1.0"
+
+__all__ = ["Tagger", "__version__"]
+
+
+def __getattr__(name):  # import torch only when the API is used, so `easyfirst --help` stays fast
+    if name == "Tagger":
+        from easyfirst.api import Tagger
+
+        return Tagger
+    raise AttributeError(name)

@@ -1,0 +1,56 @@
+"""Train NEF-F, NEF-S and the BiLSTM baseline on UD English EWT with one budget and seed, and print
+the README's results table (Markdown) from their metrics.json files.
+
+    python benchmarks/pos_table.py --epochs 20 --seed 1 --out runs/table      # trains (about 1 h here)
+    python benchmarks/pos_table.py --out runs/table --report-only              # table from finished runs
+
+Each row is one `easyfirst train --task pos` run; the runs go side by side, one torch thread each,
+so seconds per epoch are comparable within a table (not with runs that had the machine alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROWS = [
+    ("BiLSTM (N = 0)", ["--model", "bilstm"]),
+    ("NEF-S, csoftmax, N = L", ["--model", "nef-s", "--attention", "csoftmax"]),
+    ("NEF-F, csoftmax, N = L", ["--model", "nef-f", "--attention", "csoftmax"]),
+]
+
+
+def folder(out: Path, flags: list[str]) -> Path:
+    return out / "-".join(flag.lstrip("-") for flag in flags)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=Path("runs/pos-table"))
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    if not args.report_only:
+        jobs = []
+        for _, flags in ROWS:
+            command = [sys.executable, "-m", "easyfirst", "train", "--task", "pos", *flags, "--epochs",
+                       str(args.epochs), "--seed", str(args.seed), "--threads", "1", "--overwrite",
+                       "--output", str(folder(args.out, flags))]
+            print(" ".join(command[1:]), file=sys.stderr)
+            jobs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
+        if any(job.wait() for job in jobs):
+            sys.exit("a training run failed; see its train.log")
+    print(f"| model | dev UPOS acc. | test UPOS acc. | best epoch | s/epoch |")
+    print("|---|---:|---:|---:|---:|")
+    for name, flags in ROWS:
+        metrics = json.loads((folder(args.out, flags) / "metrics.json").read_text())
+        print(f"| {name} | {100 * metrics['dev']['accuracy']:.2f} | {100 * metrics['test']['accuracy']:.2f} | "
+              f"{metrics['best_epoch']}/{len(metrics['epochs'])} | {metrics['seconds_per_epoch']:.0f} |")
+
+
+if __name__ == "__main__":
+    main()

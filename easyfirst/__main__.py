@@ -1,0 +1,3 @@
+from easyfirst.cli import main
+
+main()

@@ -1,0 +1,77 @@
+"""The Python API: load a trained model and tag tokenized sentences.
+
+>>> from easyfirst import Tagger
+>>> tagger = Tagger.load()                      # the bundled English UPOS model
+>>> tagger.tag([["The", "dog", "barks", "."]])
+[['DET', 'NOUN', 'VERB', 'PUNCT']]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+import torch
+
+from easyfirst.data.batching import encode, iterate_batches
+from easyfirst.model.io import load_model
+
+DEFAULT_MODEL = "en_ewt_upos"
+
+
+def default_model_path() -> Path:
+    """The folder of the English UPOS model shipped inside the package."""
+    return Path(str(resources.files("easyfirst.resources") / DEFAULT_MODEL))
+
+
+class Tagger:
+    """A trained tagger, ready for inference (dropout off, no gradients)."""
+
+    def __init__(self, model, config, vocabs, device: str | torch.device = "cpu"):
+        self.model, self.config, self.vocabs, self.device = model, config, vocabs, torch.device(device)
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, device: str | torch.device = "cpu") -> Tagger:
+        """Load a model folder written by ``easyfirst train``; None loads the bundled default model."""
+        model, config, vocabs = load_model(default_model_path() if path is None else path, device)
+        return cls(model, config, vocabs, device)
+
+    @property
+    def tags(self) -> list[str]:
+        return list(self.vocabs.tags.itos)
+
+    def tag(
+        self,
+        sentences: Sequence[Sequence[str]],
+        *,
+        return_attention: bool = False,
+        batch_size: int = 256,
+    ):
+        """Tag lists of words.
+
+        Returns a list of tag lists; with ``return_attention``, a pair ``(tags, attention)`` where
+        ``attention[k]`` is sentence k's ``(N, L)`` tensor of αⁿ (rows: sketch steps, columns: words;
+        ``(0, L)`` for a model without sketch steps).
+        """
+        tags: list[list[str]] = [[] for _ in sentences]
+        attention: list[torch.Tensor] = [torch.zeros(0, 0) for _ in sentences]
+        keep = [k for k, s in enumerate(sentences) if len(s) > 0]
+        items = [encode(self.vocabs, sentences[k]) for k in keep]
+        itos = self.vocabs.tags.itos
+        with torch.inference_mode():
+            for batch in iterate_batches(items, batch_size):
+                scores, alpha = self.model(batch.to(self.device))
+                best = scores.argmax(-1).cpu()
+                lengths = batch.lengths.tolist()
+                for row, index in enumerate(batch.order):
+                    k, n = keep[index], lengths[row]
+                    tags[k] = [itos[t] for t in best[row, :n].tolist()]
+                    if return_attention:
+                        steps = n if self.model.steps is None else self.model.steps
+                        matrix = alpha[row, :steps, :n] if alpha is not None else torch.zeros(0, n)
+                        attention[k] = matrix.float().cpu().clone()
+        for k, sentence in enumerate(sentences):
+            if not sentence:
+                attention[k] = torch.zeros(0, 0)
+        return (tags, attention) if return_attention else tags

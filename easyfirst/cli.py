@@ -1,0 +1,267 @@
+"""The ``easyfirst`` command line: train, tag, evaluate, data.
+
+User mistakes (bad files, bad options) are reported as ``path:line: what is wrong`` on stderr with exit
+status 2 and no traceback; see easyfirst.errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from easyfirst.errors import InputError
+
+app = typer.Typer(
+    help="Neural easy-first sequence taggers (Martins & Kreutzer, 2017).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+err = Console(stderr=True)
+TASKS = ("pos",)
+
+ModelOption = Annotated[
+    Path | None,
+    typer.Option("--model", "-m", help="Run folder written by `easyfirst train` (default: the bundled English UPOS model)."),
+]
+
+
+def parse_steps(value: str | None) -> int | None | str:
+    """``L`` (or ``l``) means one step per word; otherwise a non-negative integer. Returns "keep" for None."""
+    if value is None:
+        return "keep"
+    if value.strip().upper() == "L":
+        return None
+    try:
+        steps = int(value)
+    except ValueError:
+        raise InputError(f"--sketch-steps must be a non-negative integer or L, not {value!r}") from None
+    if steps < 0:
+        raise InputError("--sketch-steps must be >= 0")
+    return steps
+
+
+@app.command()
+def train(
+    task: Annotated[str, typer.Option(help="Task: pos (UD part-of-speech tagging).")] = "pos",
+    config: Annotated[Path | None, typer.Option(help="TOML config (see configs/); flags below override it.")] = None,
+    train_path: Annotated[Path | None, typer.Option("--train", help="Training file (default: the task's data set).")] = None,
+    dev_path: Annotated[Path | None, typer.Option("--dev", help="Dev file, for choosing the best epoch.")] = None,
+    test_path: Annotated[Path | None, typer.Option("--test", help="Test file, scored once at the end.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Run folder (default: runs/TASK-MODEL-TIME).")] = None,
+    epochs: Annotated[int | None, typer.Option(help="Training epochs.")] = None,
+    model: Annotated[str | None, typer.Option(help="nef-f, nef-s or bilstm.")] = None,
+    sketch_steps: Annotated[str | None, typer.Option(help="Sketch steps N: an integer, or L for one per word.")] = None,
+    attention: Annotated[str | None, typer.Option(help="csoftmax, softmax or sparsemax.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
+    batch_size: Annotated[int | None, typer.Option(help="Sentences per update.")] = None,
+    lr: Annotated[float | None, typer.Option(help="Learning rate.")] = None,
+    tag_column: Annotated[str | None, typer.Option(help="CoNLL-U column to learn: upos or xpos.")] = None,
+    pretrained: Annotated[Path | None, typer.Option(help="word2vec/GloVe text file for the word embeddings.")] = None,
+    threads: Annotated[int | None, typer.Option(help="CPU threads for torch (default: torch's choice).")] = None,
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:1, ...")] = "cpu",
+    overwrite: Annotated[bool, typer.Option(help="Allow writing into a run folder that already holds a model.")] = False,
+) -> None:
+    """Train a tagger; writes the best-epoch model, metrics.json and train.log to the run folder."""
+    from easyfirst.config import Config
+
+    if task not in TASKS:
+        raise InputError(f"--task must be one of {', '.join(TASKS)}, not {task!r}")
+    cfg = Config.load(config) if config else Config()
+    cfg.data.task = task
+    overrides = [
+        (cfg.data, "train", train_path), (cfg.data, "dev", dev_path), (cfg.data, "test", test_path),
+        (cfg.data, "tag_column", tag_column), (cfg.train, "epochs", epochs), (cfg.model, "model", model),
+        (cfg.model, "attention", attention), (cfg.train, "seed", seed), (cfg.train, "batch_size", batch_size),
+        (cfg.train, "lr", lr), (cfg.model, "pretrained", pretrained), (cfg.train, "threads", threads),
+    ]
+    for section, key, value in overrides:
+        if value is not None:
+            setattr(section, key, str(value) if isinstance(value, Path) else value)
+    steps = parse_steps(sketch_steps)
+    if steps != "keep":
+        cfg.model.sketch_steps = steps
+    if cfg.model.model == "bilstm":
+        cfg.model.sketch_steps = 0
+    cfg.validate("command line")
+    check_device(device)
+    if output is None:
+        output = Path("runs") / f"{task}-{cfg.model.model}-{datetime.now():%Y%m%d-%H%M%S}"
+    if (output / "model.pt").exists() and not overwrite:
+        raise InputError("already holds a model; choose another --output or pass --overwrite", output)
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InputError(f"cannot create the run folder: {error.strerror}", output) from None
+
+    from easyfirst.train import train as run_training
+
+    try:
+        run_training(cfg, output, device=device, console=err)
+    except FloatingPointError as error:
+        err.print(f"[red]training stopped:[/] {error}; the best model so far is kept in {output}")
+        raise typer.Exit(1) from None
+
+
+def check_device(device: str) -> None:
+    import torch
+
+    try:
+        torch.device(device)
+    except RuntimeError:
+        raise InputError(f"--device: not a device name: {device!r}") from None
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise InputError("--device cuda: no CUDA GPU is available here (use --device cpu)")
+
+
+def open_input(path: str | None):
+    """A binary stream for ``path`` (stdin for None or ``-``)."""
+    if path is None or path == "-":
+        return sys.stdin.buffer, "<stdin>"
+    try:
+        return open(path, "rb"), path  # noqa: SIM115 (closed by the caller)
+    except FileNotFoundError:
+        raise InputError("no such file", path) from None
+    except IsADirectoryError:
+        raise InputError("is a folder, not a file", path) from None
+    except PermissionError:
+        raise InputError("permission denied", path) from None
+
+
+def write_output(output: Path | None, write) -> None:
+    """Call ``write(binary_stream)`` on stdout, or on a temporary file renamed to ``output`` on success."""
+    if output is None:
+        write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return
+    folder = output.parent if str(output.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError("cannot write: the folder does not exist", output)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=folder)
+    except OSError as error:
+        raise InputError(f"cannot write: {error.strerror}", output) from None
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            write(stream)
+        os.replace(temporary, output)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def load_tagger(model: Path | None, device: str = "cpu"):
+    from easyfirst.api import Tagger
+
+    if model is not None and not model.exists():
+        raise InputError("model folder not found", model)
+    return Tagger.load(model, device)
+
+
+@app.command()
+def tag(
+    input: Annotated[str | None, typer.Argument(help="CoNLL-U file to tag, or - for stdin.")] = None,
+    model: ModelOption = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Output file (default: stdout).")] = None,
+    text: Annotated[str | None, typer.Option(help="Tag this whitespace-tokenized sentence instead of a file.")] = None,
+    batch_size: Annotated[int, typer.Option(help="Sentences tagged at once.")] = 256,
+    device: Annotated[str, typer.Option(help="cpu, cuda, ...")] = "cpu",
+) -> None:
+    """Tag a CoNLL-U file: writes it back with the tag column filled in, every other byte unchanged."""
+    if text is not None and input is not None:
+        raise InputError("give either an input file or --text, not both")
+    if batch_size < 1:
+        raise InputError("--batch-size must be >= 1")
+    check_device(device)
+    tagger = load_tagger(model, device)
+    if text is not None:
+        words = text.split()
+        tags = tagger.tag([words])[0]
+        write_output(output, lambda out: out.write("".join(f"{w}\t{t}\n" for w, t in zip(words, tags, strict=True)).encode()))
+        return
+    from easyfirst.data.conllu import tag_conllu
+
+    stream, name = open_input(input)
+    column = tagger.config.data.tag_column
+    try:
+        write_output(output, lambda out: tag_conllu(stream, out, tagger.tag, tag_column=column,
+                                                    batch_size=batch_size, name=name))
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+@app.command()
+def evaluate(
+    gold: Annotated[Path, typer.Argument(help="CoNLL-U file with gold tags.")],
+    model: ModelOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    batch_size: Annotated[int, typer.Option(help="Sentences tagged at once.")] = 256,
+    device: Annotated[str, typer.Option(help="cpu, cuda, ...")] = "cpu",
+) -> None:
+    """Tag a gold CoNLL-U file and report accuracy and per-tag precision, recall and F1."""
+    from easyfirst.data.conllu import read_conllu
+    from easyfirst.metrics import tag_report
+
+    if not gold.is_file():
+        raise InputError("no such file", gold)
+    check_device(device)
+    tagger = load_tagger(model, device)
+    sentences = read_conllu(gold, tag_column=tagger.config.data.tag_column)
+    predicted = tagger.tag([s.words for s in sentences], batch_size=batch_size)
+    report = tag_report([s.tags for s in sentences], predicted)
+    known = set(tagger.tags)
+    unseen = {t: v["support"] for t, v in report["per_tag"].items() if t not in known and v["support"]}
+    report["unknown_gold_tags"] = unseen
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    from rich.table import Table
+
+    out = Console()
+    table = Table(title=f"{gold}: accuracy {100 * report['accuracy']:.2f}% over {report['tokens']:,} words",
+                  show_edge=False)
+    for name in ("tag", "precision", "recall", "F1", "support"):
+        table.add_column(name, justify="left" if name == "tag" else "right")
+    for name, row in sorted(report["per_tag"].items(), key=lambda item: -item[1]["support"]):
+        table.add_row(name, f"{100 * row['precision']:.2f}", f"{100 * row['recall']:.2f}",
+                      f"{100 * row['f1']:.2f}", f"{row['support']:,}")
+    out.print(table)
+    if unseen:
+        listed = ", ".join(f"{t} ({n})" for t, n in sorted(unseen.items()))
+        err.print(f"[yellow]note:[/] gold tags the model never saw, counted as errors: {listed}")
+
+
+@app.command()
+def data() -> None:
+    """List the known data sets and where each split is found (EASYFIRST_DATA, cache, or missing)."""
+    from rich.table import Table
+
+    from easyfirst.data.datasets import describe
+
+    table = Table(show_edge=False)
+    for name in ("set", "task", "split", "location"):
+        table.add_column(name)
+    for entry in describe():
+        for split, where in entry["splits"].items():
+            table.add_row(entry["name"], entry["task"], split, str(where))
+    Console().print(table)
+
+
+def main() -> None:
+    try:
+        app()
+    except InputError as error:
+        err.print(str(error), markup=False, highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)

@@ -1,0 +1,136 @@
+"""Typed configuration, loaded from TOML and overridden from the command line.
+
+A config file has three tables, ``[data]``, ``[model]`` and ``[train]``, whose keys are the fields of
+:class:`DataConfig`, :class:`ModelConfig` and :class:`TrainConfig`. Unknown keys are errors, so a typo
+in a config file is reported rather than silently ignored. ``configs/pos.toml`` holds the paper's §5.1
+values, which are also the defaults here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import typing
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from easyfirst.errors import InputError
+
+MODELS = ("nef-f", "nef-s", "bilstm")
+
+
+@dataclass
+class DataConfig:
+    task: str = "pos"
+    train: str | None = None  # None: the task's default set (see easyfirst.data.datasets)
+    dev: str | None = None
+    test: str | None = None
+    tag_column: str = "upos"  # CoNLL-U column holding the target tags: upos or xpos
+    max_train_length: int = 50  # training drops longer sentences (paper §5.1); evaluation never does
+
+
+@dataclass
+class ModelConfig:
+    model: str = "nef-f"  # nef-f (full-state, Eq. 7), nef-s (single-state, Eq. 4), bilstm (N = 0)
+    word_dim: int = 64
+    affix_dim: int = 50  # prefix and suffix n-gram embeddings, summed per word
+    max_affix: int = 4  # n-grams with n <= max_affix
+    word_min_freq: int = 2  # training words seen fewer times map to UNK (so UNK gets trained)
+    pretrained: str | None = None  # word2vec/GloVe text file to initialise word embeddings
+    hidden_dim: int = 50  # BiLSTM units per direction
+    window: int = 2  # w in Eq. 1
+    attention_dim: int = 50  # D_z in Eq. 2
+    sketch_dim: int = 50  # D_s
+    sketch_steps: int | None = None  # N; None means N = L (one step per word, per sentence)
+    attention: str = "csoftmax"
+    dropout: float = 0.2  # after the embeddings, after the BiLSTM, before the output layer
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 20
+    optimizer: str = "adagrad"
+    lr: float = 0.1
+    clip: float = 5.0  # gradient-norm clipping
+    batch_size: int = 16  # sentences per update
+    eval_batch_size: int = 256
+    seed: int = 1
+    threads: int = 0  # torch intra-op threads; 0 leaves torch's default
+
+
+@dataclass
+class Config:
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any], source: str = "<config>") -> Config:
+        config = cls()
+        for section, value in raw.items():
+            if section not in {f.name for f in fields(cls)}:
+                raise InputError(f"unknown section [{section}] (expected data, model or train)", source)
+            if not isinstance(value, dict):
+                raise InputError(f"[{section}] must be a table", source)
+            target = getattr(config, section)
+            for key, item in value.items():
+                set_field(target, key, item, f"{source} [{section}]")
+        config.validate(source)
+        return config
+
+    @classmethod
+    def load(cls, path: str | Path) -> Config:
+        path = Path(path)
+        try:
+            with path.open("rb") as handle:
+                raw = tomllib.load(handle)
+        except FileNotFoundError:
+            raise InputError("config file not found", path) from None
+        except tomllib.TOMLDecodeError as error:
+            raise InputError(f"not valid TOML: {error}", path) from None
+        return cls.from_dict(raw, str(path))
+
+    def validate(self, source: str = "<config>") -> None:
+        m, t, d = self.model, self.train, self.data
+        if m.model not in MODELS:
+            raise InputError(f"model must be one of {', '.join(MODELS)}, not {m.model!r}", source)
+        from easyfirst.ops.attention import ATTENTIONS
+
+        if m.attention not in ATTENTIONS:
+            raise InputError(
+                f"attention must be one of {', '.join(sorted(ATTENTIONS))}, not {m.attention!r}", source
+            )
+        if m.sketch_steps is not None and m.sketch_steps < 0:
+            raise InputError("sketch_steps must be >= 0 (or unset for N = L)", source)
+        if not 0.0 <= m.dropout < 1.0:
+            raise InputError("dropout must be in [0, 1)", source)
+        if d.tag_column not in ("upos", "xpos"):
+            raise InputError("tag_column must be upos or xpos", source)
+        for name in ("epochs", "batch_size", "eval_batch_size"):
+            if getattr(t, name) < 1:
+                raise InputError(f"{name} must be >= 1", source)
+        if t.optimizer not in ("adagrad", "adam", "sgd"):
+            raise InputError("optimizer must be adagrad, adam or sgd", source)
+
+    @property
+    def decodes(self) -> bool:
+        """Whether the model has a sketch decoder (N != 0 and not the BiLSTM baseline)."""
+        return self.model.model != "bilstm" and self.model.sketch_steps != 0
+
+
+def set_field(target: Any, key: str, value: Any, source: str) -> None:
+    """Set ``target.key = value`` after checking ``value`` against the field's annotation."""
+    hints = typing.get_type_hints(type(target))
+    if key not in hints:
+        raise InputError(f"unknown key {key!r} (known: {', '.join(hints)})", source)
+    allowed = typing.get_args(hints[key]) or (hints[key],)
+    if isinstance(value, int) and not isinstance(value, bool) and float in allowed and int not in allowed:
+        value = float(value)
+    if not any(isinstance(value, kind) and not (kind is int and isinstance(value, bool)) for kind in allowed):
+        names = " or ".join("unset" if kind is type(None) else kind.__name__ for kind in allowed)
+        raise InputError(f"{key} must be {names}, not {type(value).__name__}", source)
+    setattr(target, key, value)

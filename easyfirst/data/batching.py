@@ -1,0 +1,118 @@
+"""Length-bucketed batches of padded id tensors with masks.
+
+A :class:`Batch` holds, for ``B`` sentences padded to the longest length ``L`` of the batch:
+
+- ``words``: ``(B, L)`` word ids (0 = padding);
+- ``prefixes``, ``suffixes``: ``(B, L, max_affix)`` affix n-gram ids (0 = padding or n-gram absent);
+- ``mask``: ``(B, L)`` bool, true on real words;
+- ``tags``: ``(B, L)`` gold tag ids, ``IGNORE`` on padding and on tags the vocabulary lacks (or None);
+- ``order``: the positions of these sentences in the input list, to restore the input order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from easyfirst.data.vocab import Vocabularies, prefixes, suffixes
+
+IGNORE = -100  # target id ignored by the loss
+
+
+@dataclass
+class Batch:
+    words: torch.Tensor
+    prefixes: torch.Tensor
+    suffixes: torch.Tensor
+    mask: torch.Tensor
+    tags: torch.Tensor | None
+    order: list[int]
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        return self.mask.sum(1)
+
+    def to(self, device: torch.device | str) -> Batch:
+        def move(t):
+            return None if t is None else t.to(device, non_blocking=True)
+
+        return Batch(
+            move(self.words), move(self.prefixes), move(self.suffixes), move(self.mask), move(self.tags), self.order
+        )
+
+
+@dataclass
+class Encoded:
+    """One sentence as ids: ``words`` ``(n,)``, ``prefixes``/``suffixes`` ``(n, max_affix)``, ``tags`` ``(n,)``."""
+
+    words: torch.Tensor
+    prefixes: torch.Tensor
+    suffixes: torch.Tensor
+    tags: torch.Tensor | None
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+def encode(vocabs: Vocabularies, words: Sequence[str], tags: Sequence[str] | None = None) -> Encoded:
+    """Index one sentence; tags the vocabulary lacks become ``IGNORE``."""
+    k = vocabs.max_affix
+
+    def affix_ids(grams: list[str], vocab) -> list[int]:
+        ids = [vocab.index(g) for g in grams]
+        return ids + [0] * (k - len(ids))
+
+    return Encoded(
+        torch.tensor([vocabs.words.index(w) for w in words], dtype=torch.long),
+        torch.tensor([affix_ids(prefixes(w, k), vocabs.prefixes) for w in words], dtype=torch.long).view(-1, k),
+        torch.tensor([affix_ids(suffixes(w, k), vocabs.suffixes) for w in words], dtype=torch.long).view(-1, k),
+        None if tags is None else torch.tensor([vocabs.tags.stoi.get(t, IGNORE) for t in tags], dtype=torch.long),
+    )
+
+
+def collate(items: Sequence[Encoded], order: list[int]) -> Batch:
+    """Pad encoded sentences into one :class:`Batch`."""
+    size, length = len(items), max((len(e) for e in items), default=0)
+    k = items[0].prefixes.shape[1] if items else 1
+    words = torch.zeros(size, length, dtype=torch.long)
+    pre = torch.zeros(size, length, k, dtype=torch.long)
+    suf = torch.zeros(size, length, k, dtype=torch.long)
+    mask = torch.zeros(size, length, dtype=torch.bool)
+    with_tags = bool(items) and items[0].tags is not None
+    gold = torch.full((size, length), IGNORE, dtype=torch.long) if with_tags else None
+    for b, item in enumerate(items):
+        n = len(item)
+        words[b, :n], pre[b, :n], suf[b, :n], mask[b, :n] = item.words, item.prefixes, item.suffixes, True
+        if gold is not None:
+            gold[b, :n] = item.tags
+    return Batch(words, pre, suf, mask, gold, order)
+
+
+def bucket_indices(lengths: Sequence[int], batch_size: int, generator: torch.Generator | None = None) -> list[list[int]]:
+    """Group sentence indices into batches of similar length.
+
+    Sentences are sorted by length (ties broken at random when a ``generator`` is given, so that
+    training sees different groupings each epoch) and cut into batches of ``batch_size``; with a
+    generator the batch order is shuffled too. Without one, the grouping is deterministic and in
+    increasing length, which is what evaluation and tagging want.
+    """
+    if generator is not None:
+        noise = torch.rand(len(lengths), generator=generator).tolist()
+        order = sorted(range(len(lengths)), key=lambda i: (lengths[i], noise[i]))
+    else:
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    if generator is not None:
+        permutation = torch.randperm(len(batches), generator=generator).tolist()
+        batches = [batches[i] for i in permutation]
+    return batches
+
+
+def iterate_batches(
+    items: Sequence[Encoded], batch_size: int, generator: torch.Generator | None = None
+) -> Iterator[Batch]:
+    """Batches over encoded sentences (see :func:`bucket_indices`), each with its ``order``."""
+    for indices in bucket_indices([len(e) for e in items], batch_size, generator):
+        yield collate([items[i] for i in indices], indices)

@@ -1,0 +1,189 @@
+"""CoNLL-U: reading sentences for training and evaluation, and tagging files byte for byte.
+
+Only syntactic words (integer IDs) are tagged. Multiword-token ranges (``3-4``) and empty nodes
+(``8.1``) are read past, and written back untouched, like comments, every other column and the file's
+line endings (LF or CRLF), a leading UTF-8 byte-order mark and a missing final newline. IDs are parsed
+with the ``conllu`` package's ID parser; malformed lines are reported as ``path:line: what is wrong``.
+Both readers stream: memory holds one sentence (one batch of sentences when tagging).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from conllu.parser import ParseException, parse_id_value
+
+from easyfirst.errors import InputError
+
+COLUMNS = {"upos": 3, "xpos": 4}
+BOM = "\ufeff"
+
+
+@dataclass
+class Sentence:
+    """The words of one sentence with the tags of the chosen column; ``line`` is where it starts."""
+
+    words: list[str]
+    tags: list[str]
+    line: int
+
+
+@dataclass
+class _Block:
+    """One sentence's raw lines (without their line endings) and where its words are."""
+
+    line: int
+    lines: list[str] = field(default_factory=list)
+    endings: list[str] = field(default_factory=list)
+    word_lines: list[int] = field(default_factory=list)  # indices into lines
+    words: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+
+
+def _open(source: str | Path | BinaryIO, name: str | None) -> tuple[BinaryIO, str, bool]:
+    if isinstance(source, str | Path):
+        try:
+            return open(source, "rb"), str(source) if name is None else name, True  # noqa: SIM115
+        except FileNotFoundError:
+            raise InputError("no such file", source) from None
+        except IsADirectoryError:
+            raise InputError("is a folder, not a file", source) from None
+        except PermissionError:
+            raise InputError("permission denied", source) from None
+    if isinstance(source, io.TextIOBase):
+        source = source.buffer
+    return source, name or getattr(source, "name", "<stream>"), False
+
+
+def _blocks(source, tag_column: str, name: str | None) -> Iterator[_Block | tuple[str, str]]:
+    """Sentence blocks, and ``(text, ending)`` pairs for the blank lines between them."""
+    column = COLUMNS[tag_column]
+    stream, name, close = _open(source, name)
+    try:
+        block: _Block | None = None
+        expected = 1  # next integer ID within the sentence
+        range_end = 0
+        for number, raw in enumerate(stream, 1):
+            if b"\x00" in raw:
+                raise InputError("binary data (NUL byte): not a CoNLL-U file", name, number)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise InputError(f"not valid UTF-8 (byte {error.start + 1} of the line)", name, number) from None
+            content = text.rstrip("\r\n")
+            ending = text[len(content):]
+            parsed = content[1:] if number == 1 and content.startswith(BOM) else content
+            if not parsed.strip():
+                if block is not None:
+                    if not block.words:
+                        raise InputError("sentence without words", name, block.line)
+                    yield block
+                    block = None
+                yield content, ending
+                continue
+            if block is None:
+                block, expected, range_end = _Block(number), 1, 0
+            block.lines.append(content)
+            block.endings.append(ending)
+            if parsed.startswith("#"):
+                if block.words:
+                    raise InputError("comment line inside a sentence", name, number)
+                continue
+            fields = parsed.split("\t")
+            if len(fields) != 10:
+                raise InputError(f"expected 10 tab-separated columns, found {len(fields)}", name, number)
+            try:
+                identifier = parse_id_value(fields[0])
+            except ParseException:
+                identifier = None
+            if identifier is None:
+                raise InputError(f"ID {fields[0]!r} is not an integer, a range (3-4) or a decimal (8.1)", name, number)
+            if isinstance(identifier, tuple):
+                if identifier[1] == "-":
+                    if identifier[0] != expected:
+                        raise InputError(f"range {fields[0]} out of sequence: expected it to start at {expected}",
+                                         name, number)
+                    range_end = identifier[2]
+                elif identifier[0] != expected - 1:
+                    raise InputError(f"empty node {fields[0]} out of sequence", name, number)
+                continue
+            if identifier != expected:
+                raise InputError(f"word ID {identifier} out of sequence: expected {expected}", name, number)
+            if not fields[1]:
+                raise InputError("empty word form", name, number)
+            expected += 1
+            block.word_lines.append(len(block.lines) - 1)
+            block.words.append(fields[1])
+            block.tags.append(fields[column])
+        if block is not None:
+            if range_end >= expected:
+                raise InputError("multiword token range goes past the last word", name, block.line)
+            if not block.words:
+                raise InputError("sentence without words", name, block.line)
+            yield block
+    finally:
+        if close:
+            stream.close()
+
+
+def iter_conllu(source: str | Path | BinaryIO, tag_column: str = "upos", name: str | None = None) -> Iterator[Sentence]:
+    """Stream the sentences of a CoNLL-U file (a path or a binary stream)."""
+    if tag_column not in COLUMNS:
+        raise ValueError(f"tag_column must be one of {', '.join(COLUMNS)}")
+    for item in _blocks(source, tag_column, name):
+        if isinstance(item, _Block):
+            yield Sentence(item.words, item.tags, item.line)
+
+
+def read_conllu(path: str | Path, tag_column: str = "upos") -> list[Sentence]:
+    """All sentences of a CoNLL-U file."""
+    return list(iter_conllu(path, tag_column))
+
+
+def tag_conllu(
+    source: str | Path | BinaryIO,
+    out: BinaryIO,
+    predict: Callable[[list[list[str]]], Sequence[Sequence[str]]],
+    tag_column: str = "upos",
+    batch_size: int = 256,
+    name: str | None = None,
+) -> int:
+    """Write ``source`` to ``out`` with the tag column of every word replaced by ``predict``'s tags.
+
+    ``predict`` receives up to ``batch_size`` sentences (lists of words) at a time. Every other byte is
+    copied unchanged. Returns the number of sentences.
+    """
+    column = COLUMNS[tag_column]
+    pending: list[_Block | tuple[str, str]] = []
+    count = 0
+
+    def flush() -> None:
+        blocks = [item for item in pending if isinstance(item, _Block)]
+        tags = predict([b.words for b in blocks]) if blocks else []
+        for block, predicted in zip(blocks, tags, strict=True):
+            for index, tag in zip(block.word_lines, predicted, strict=True):
+                fields = block.lines[index].split("\t")
+                fields[column] = tag
+                block.lines[index] = "\t".join(fields)
+        out.write("".join(
+            "".join(line + end for line, end in zip(item.lines, item.endings, strict=True))
+            if isinstance(item, _Block) else item[0] + item[1]
+            for item in pending
+        ).encode("utf-8"))
+        pending.clear()
+
+    in_batch = 0
+    for item in _blocks(source, tag_column, name):
+        pending.append(item)
+        if isinstance(item, _Block):
+            count += 1
+            in_batch += 1
+            if in_batch == batch_size:
+                flush()
+                in_batch = 0
+    flush()
+    return count

@@ -1,0 +1,176 @@
+"""Named data sets: where their files are, and downloading the public ones with checksums.
+
+A split is looked for, in order:
+
+1. under ``$EASYFIRST_DATA`` (the layout of the project's shared data folder, e.g.
+   ``ud/UD_English-EWT/en_ewt-ud-train.conllu``);
+2. in the user cache, ``$EASYFIRST_CACHE`` or ``$XDG_CACHE_HOME/easyfirst`` or ``~/.cache/easyfirst``,
+   with the same layout;
+3. downloaded into that cache, for sets with a public source, verified against a SHA-256 digest and
+   renamed into place only when complete. ``$EASYFIRST_UD_BASE_URL`` replaces the UD base URL (a
+   mirror, or a local server in tests).
+
+UD English EWT comes from the official repository at release r2.16. The dev and test digests are those
+of the official files; the train digest was taken from the shared copy, which was rebuilt from the
+treebank's per-document sources. If a download does not match, the error gives both digests: then
+put the files under ``$EASYFIRST_DATA`` or pass ``--train/--dev/--test``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from easyfirst.errors import InputError
+
+UD_BASE_URL = "https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/r2.16"
+
+
+@dataclass(frozen=True)
+class DataSet:
+    name: str
+    task: str
+    splits: dict[str, str]  # split → path relative to the data root (a prefix for QE)
+    sha256: dict[str, str]  # split → digest, for sets that can be downloaded
+    remote: bool = False
+    note: str = ""
+
+    def url(self, split: str) -> str:
+        base = os.environ.get("EASYFIRST_UD_BASE_URL", UD_BASE_URL).rstrip("/")
+        return f"{base}/{Path(self.splits[split]).name}"
+
+
+DATASETS = {
+    d.name: d
+    for d in (
+        DataSet(
+            "ud-en-ewt", "pos",
+            {s: f"ud/UD_English-EWT/en_ewt-ud-{s}.conllu" for s in ("train", "dev", "test")},
+            {
+                "train": "3fb78e2b55482c8ee00caa653af436c88c9e5bc9a73ce26e4ae3ddc79d2b7e7b",
+                "dev": "531a54ff90d6ab12201c5a50c3e78e6ddac4de69abc4bce5d275d3cd29efe2b6",
+                "test": "e266e515a0a7547657ed3d90d9ba46487d6bd251f27ad4269d4e8a427c8555cd",
+            },
+            remote=True,
+            note="UD English EWT r2.16, CC BY-SA 4.0",
+        ),
+        DataSet("conll2003-en", "ner", {"train": "ner/conll2003/eng.train", "dev": "ner/conll2003/eng.testa",
+                                        "test": "ner/conll2003/eng.testb"}, {},
+                note="CoNLL-2003 English (not freely downloadable: place the files yourself)"),
+        DataSet("wmt16-qe-en-de", "qe", {"train": "qe/wmt16-en-de/train", "dev": "qe/wmt16-en-de/dev"}, {},
+                note="WMT16 word-level QE en-de (place the files yourself)"),
+    )
+}
+TASK_DEFAULTS = {d.task: d.name for d in DATASETS.values()}
+
+
+def cache_root() -> Path:
+    if os.environ.get("EASYFIRST_CACHE"):
+        return Path(os.environ["EASYFIRST_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "easyfirst"
+
+
+def _present(path: Path) -> bool:
+    """A file, or for QE a prefix whose files exist."""
+    return path.is_file() or any(path.parent.glob(path.name + ".*")) if path.parent.is_dir() else False
+
+
+def locate(name: str, split: str) -> Path | None:
+    """Where ``split`` of the set is on this machine (EASYFIRST_DATA, then cache), or None."""
+    relative = DATASETS[name].splits[split]
+    roots = [Path(os.environ["EASYFIRST_DATA"])] if os.environ.get("EASYFIRST_DATA") else []
+    for root in [*roots, cache_root()]:
+        if _present(root / relative):
+            return root / relative
+    return None
+
+
+def resolve_split(name: str, split: str, *, download: bool = True, progress: bool = True) -> Path:
+    """The path of ``split`` of the named set, downloading it into the cache if needed and possible."""
+    if name not in DATASETS:
+        raise InputError(f"unknown data set {name!r} (known: {', '.join(DATASETS)})")
+    dataset = DATASETS[name]
+    if split not in dataset.splits:
+        raise InputError(f"data set {name} has no {split} split (it has {', '.join(dataset.splits)})")
+    found = locate(name, split)
+    if found is not None:
+        return found
+    relative = dataset.splits[split]
+    looked = []
+    if os.environ.get("EASYFIRST_DATA"):
+        looked.append(f"$EASYFIRST_DATA/{relative} (EASYFIRST_DATA={os.environ['EASYFIRST_DATA']}: missing there)")
+    else:
+        looked.append("$EASYFIRST_DATA (not set)")
+    looked.append(str(cache_root() / relative))
+    if dataset.remote and download:
+        target = cache_root() / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fetch(dataset.url(split), target, dataset.sha256.get(split), progress=progress)
+        return target
+    raise InputError(
+        f"cannot find the {split} split of {name} ({dataset.note}); looked at " + ", ".join(looked)
+        + ". Set EASYFIRST_DATA to a folder with that layout, or pass the file explicitly."
+    )
+
+
+def fetch(url: str, dest: Path, sha256: str | None, *, progress: bool = True, timeout: float = 30.0) -> None:
+    """Download ``url`` to ``dest`` through a temporary file, verifying ``sha256``; nothing is left on failure."""
+    handle, temporary = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    digest = hashlib.sha256()
+    try:
+        with os.fdopen(handle, "wb") as out:
+            try:
+                response = urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 (http/https only)
+            except urllib.error.HTTPError as error:
+                raise InputError(f"download failed: HTTP {error.code} {error.reason}", url) from None
+            except (urllib.error.URLError, OSError) as error:
+                reason = getattr(error, "reason", error)
+                raise InputError(f"download failed: {reason}", url) from None
+            with response:
+                total = int(response.headers.get("Content-Length") or 0) or None
+                _copy(response, out, digest, total, progress and sys.stderr.isatty(), dest.name)
+        if sha256 is not None and digest.hexdigest() != sha256:
+            raise InputError(
+                f"checksum mismatch: expected sha256 {sha256}, got {digest.hexdigest()}; the file was not "
+                "kept. Put the files under $EASYFIRST_DATA or pass explicit paths instead.", url)
+        os.replace(temporary, dest)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _copy(response, out, digest, total: int | None, show: bool, label: str) -> None:
+    from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
+
+    with Progress(*Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(), disable=not show,
+                  transient=True) as bar:
+        task = bar.add_task(f"downloading {label}", total=total)
+        while True:
+            try:
+                chunk = response.read(1 << 16)
+            except OSError as error:
+                raise InputError(f"download interrupted: {error}", getattr(response, "url", label)) from None
+            if not chunk:
+                break
+            out.write(chunk)
+            digest.update(chunk)
+            bar.advance(task, len(chunk))
+
+
+def describe() -> list[dict]:
+    """Each set with its task and, per split, where it is found (or 'missing')."""
+    rows = []
+    for dataset in DATASETS.values():
+        splits = {}
+        for split in dataset.splits:
+            found = locate(dataset.name, split)
+            splits[split] = str(found) if found else ("missing (downloadable)" if dataset.remote else "missing")
+        rows.append({"name": dataset.name, "task": dataset.task, "note": dataset.note, "splits": splits})
+    return rows

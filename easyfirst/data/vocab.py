@@ -1,0 +1,114 @@
+"""Vocabularies built from the training data: words, prefix and suffix n-grams, tags.
+
+Index 0 is padding and index 1 is the unknown symbol in every input vocabulary; tag vocabularies have
+neither. Vocabularies serialise to plain JSON (model files are data, not code).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+PAD = "<pad>"
+UNK = "<unk>"
+
+
+class Vocab:
+    """A bijection between symbols and contiguous integer ids."""
+
+    def __init__(self, symbols: Sequence[str], specials: bool = True):
+        self.specials = specials
+        self.itos: list[str] = ([PAD, UNK] if specials else []) + [s for s in symbols if s not in (PAD, UNK)]
+        self.stoi: dict[str, int] = {s: i for i, s in enumerate(self.itos)}
+        if len(self.stoi) != len(self.itos):
+            raise ValueError("duplicate symbols in vocabulary")
+
+    @classmethod
+    def build(cls, counts: Counter, min_freq: int = 1, specials: bool = True) -> Vocab:
+        """Symbols seen at least ``min_freq`` times, most frequent first (ties alphabetically)."""
+        kept = sorted((s for s, c in counts.items() if c >= min_freq), key=lambda s: (-counts[s], s))
+        return cls(kept, specials)
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __contains__(self, symbol: str) -> bool:
+        return symbol in self.stoi
+
+    def index(self, symbol: str) -> int:
+        """The id of ``symbol``; UNK for unknown symbols (KeyError where there is no UNK)."""
+        if self.specials:
+            return self.stoi.get(symbol, 1)
+        return self.stoi[symbol]
+
+    def to_json(self) -> dict:
+        return {"symbols": self.itos[2:] if self.specials else self.itos, "specials": self.specials}
+
+    @classmethod
+    def from_json(cls, raw: dict) -> Vocab:
+        return cls(raw["symbols"], raw["specials"])
+
+
+def prefixes(word: str, max_n: int) -> list[str]:
+    """The prefix n-grams of ``word`` for n = 1..max_n (those that fit)."""
+    return [word[:n] for n in range(1, min(max_n, len(word)) + 1)]
+
+
+def suffixes(word: str, max_n: int) -> list[str]:
+    """The suffix n-grams of ``word`` for n = 1..max_n (those that fit)."""
+    return [word[-n:] for n in range(1, min(max_n, len(word)) + 1)]
+
+
+@dataclass
+class Vocabularies:
+    """Everything needed to turn words into ids and ids into tags."""
+
+    words: Vocab
+    prefixes: Vocab
+    suffixes: Vocab
+    tags: Vocab
+    max_affix: int
+
+    @classmethod
+    def build(
+        cls,
+        sentences: Iterable[tuple[Sequence[str], Sequence[str]]],
+        *,
+        word_min_freq: int = 2,
+        max_affix: int = 4,
+    ) -> Vocabularies:
+        """Count words, affixes and tags over ``(words, tags)`` pairs of the training set."""
+        words, pre, suf, tags = Counter(), Counter(), Counter(), Counter()
+        for sentence_words, sentence_tags in sentences:
+            words.update(sentence_words)
+            tags.update(sentence_tags)
+            for word in sentence_words:
+                pre.update(prefixes(word, max_affix))
+                suf.update(suffixes(word, max_affix))
+        return cls(
+            words=Vocab.build(words, word_min_freq),
+            prefixes=Vocab.build(pre),
+            suffixes=Vocab.build(suf),
+            tags=Vocab.build(tags, specials=False),
+            max_affix=max_affix,
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "words": self.words.to_json(),
+            "prefixes": self.prefixes.to_json(),
+            "suffixes": self.suffixes.to_json(),
+            "tags": self.tags.to_json(),
+            "max_affix": self.max_affix,
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict) -> Vocabularies:
+        return cls(
+            words=Vocab.from_json(raw["words"]),
+            prefixes=Vocab.from_json(raw["prefixes"]),
+            suffixes=Vocab.from_json(raw["suffixes"]),
+            tags=Vocab.from_json(raw["tags"]),
+            max_affix=raw["max_affix"],
+        )

@@ -1,0 +1,61 @@
+"""Word representations (paper §5.1): word embedding ⊕ sum of prefix n-gram embeddings ⊕ sum of
+suffix n-gram embeddings (n ≤ 4), i.e. 64 + 50 + 50 = 164 dimensions with the paper's sizes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from easyfirst.data.vocab import Vocabularies
+from easyfirst.errors import InputError
+
+
+class Embedder(nn.Module):
+    def __init__(self, vocabs: Vocabularies, word_dim: int, affix_dim: int):
+        super().__init__()
+        self.words = nn.Embedding(len(vocabs.words), word_dim, padding_idx=0)
+        self.prefixes = nn.Embedding(len(vocabs.prefixes), affix_dim, padding_idx=0)
+        self.suffixes = nn.Embedding(len(vocabs.suffixes), affix_dim, padding_idx=0)
+        self.output_dim = word_dim + 2 * affix_dim
+
+    def forward(self, words: torch.Tensor, prefixes: torch.Tensor, suffixes: torch.Tensor) -> torch.Tensor:
+        """``words`` ``(B, L)``, ``prefixes``/``suffixes`` ``(B, L, n)`` → ``(B, L, output_dim)``."""
+        return torch.cat(
+            [self.words(words), self.prefixes(prefixes).sum(2), self.suffixes(suffixes).sum(2)], dim=-1
+        )
+
+    @torch.no_grad()
+    def load_pretrained(self, path: str | Path, vocabs: Vocabularies) -> int:
+        """Initialise word embeddings from a word2vec/GloVe text file; returns how many words it covered.
+
+        Lines are ``word v1 … vd``; an optional word2vec header line ``count dim`` is skipped. Words of
+        the vocabulary missing from the file keep their random initialisation.
+        """
+        dim, found = self.words.embedding_dim, 0
+        path = Path(path)
+        try:
+            handle = path.open(encoding="utf-8", errors="strict")
+        except OSError as error:
+            raise InputError(f"cannot read pretrained vectors: {error.strerror}", path) from None
+        with handle:
+            for number, line in enumerate(handle, 1):
+                fields = line.rstrip().split(" ")
+                if number == 1 and len(fields) == 2:
+                    continue
+                if len(fields) != dim + 1:
+                    raise InputError(
+                        f"expected a word and {dim} numbers (the word embedding size), found {len(fields) - 1}",
+                        path,
+                        number,
+                    )
+                index = vocabs.words.stoi.get(fields[0])
+                if index is None:
+                    continue
+                try:
+                    self.words.weight[index] = torch.tensor([float(x) for x in fields[1:]])
+                except ValueError:
+                    raise InputError("not a number in the vector", path, number) from None
+                found += 1
+        return found

@@ -1,0 +1,91 @@
+"""Model files: a ``state_dict`` plus plain JSON, loaded without running any code.
+
+A model folder holds ``model.pt`` (tensors only, loaded with ``torch.load(..., weights_only=True)``),
+``config.json`` and ``vocab.json``. Every file is written to a temporary name and renamed into place,
+so an interrupted write never leaves a half-written file where a good one was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import tempfile
+from pathlib import Path
+
+import torch
+
+from easyfirst.config import Config
+from easyfirst.data.vocab import Vocabularies
+from easyfirst.errors import InputError
+from easyfirst.model.tagger import EasyFirstTagger
+
+MODEL_FILE, CONFIG_FILE, VOCAB_FILE = "model.pt", "config.json", "vocab.json"
+
+
+def atomic_write(path: str | Path, write) -> None:
+    """Call ``write(binary_file)`` on a temporary file beside ``path``, then rename it to ``path``."""
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            write(out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: str | Path, data) -> None:
+    atomic_write(path, lambda out: out.write((json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()))
+
+
+def save_model(
+    folder: str | Path, model: EasyFirstTagger, config: Config, vocabs: Vocabularies, half: bool = False
+) -> None:
+    """Write the model folder; ``half`` stores floating-point tensors as float16 (for shipping)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {k: (v.half() if half and v.is_floating_point() else v).detach().cpu() for k, v in model.state_dict().items()}
+    atomic_write(folder / MODEL_FILE, lambda out: torch.save(state, out))
+    write_json(folder / CONFIG_FILE, config.to_dict())
+    write_json(folder / VOCAB_FILE, vocabs.to_json())
+
+
+def read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("not found (is this a model folder written by `easyfirst train`?)", path) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InputError(f"not valid JSON: {error}", path) from None
+
+
+def load_model(folder: str | Path, device: str | torch.device = "cpu") -> tuple[EasyFirstTagger, Config, Vocabularies]:
+    """Load a model folder for inference (float32, eval mode)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError("model folder not found", folder)
+    config = Config.from_dict(read_json(folder / CONFIG_FILE), str(folder / CONFIG_FILE))
+    try:
+        vocabs = Vocabularies.from_json(read_json(folder / VOCAB_FILE))
+    except (KeyError, TypeError, ValueError) as error:
+        raise InputError(f"malformed vocabulary: {error}", folder / VOCAB_FILE) from None
+    model = EasyFirstTagger(config, vocabs)
+    path = folder / MODEL_FILE
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise InputError("not found", path) from None
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise InputError(f"not a loadable model state (refused to unpickle anything but tensors): {first}", path) from None
+    if not isinstance(state, dict):
+        raise InputError("not a model state dictionary", path)
+    try:
+        model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
+    except (RuntimeError, AttributeError) as error:
+        raise InputError(f"does not match {CONFIG_FILE} and {VOCAB_FILE}: {str(error).splitlines()[0]}", path) from None
+    return model.to(device).eval(), config, vocabs

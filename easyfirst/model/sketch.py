@@ -1,0 +1,97 @@
+"""The sketch-refinement decoder of the neural easy-first tagger (Alg. 2, Eqs. 1–7).
+
+At step n = 1..N, for every word i:
+
+    c_iⁿ = concat(h_{i−w..i+w}, s_{i−w..i+w}ⁿ⁻¹)                     (Eq. 1, zeros past the edges)
+    z_iⁿ = vᵀ tanh(affine(c_iⁿ))                                    (Eq. 2)
+    αⁿ   = ρ(zⁿ; βⁿ⁻¹)                                              (Eq. 3; csoftmax(zⁿ; 1 − βⁿ⁻¹), Eq. 11)
+    s_iⁿ = s_iⁿ⁻¹ + α_iⁿ tanh(affine(Σ_j α_jⁿ c_jⁿ))                (Eq. 4, single-state NEF-S)
+    s_iⁿ = s_iⁿ⁻¹ + α_iⁿ tanh(affine(c_iⁿ))                         (Eq. 7, full-state NEF-F)
+    βⁿ   = βⁿ⁻¹ + αⁿ
+
+Both affine maps act on the window c_iⁿ, so each splits into an encoder half, a 1-D convolution over H
+that does not change across steps and is computed once, and a sketch half, a convolution over the
+sketches recomputed at each step. The two maps (scores and sketch update) share one convolution per half.
+For NEF-S, affine(Σ_j α_j c_j) = Σ_j α_j affine(c_j) because Σ_j α_j = 1, so the same per-word
+projections serve both variants.
+
+Batching: every sentence b runs its own N_b steps (N_b = L_b by default, or a fixed N) and stops
+changing afterwards (α = 0). Padding has budget 0 and score −∞, so it never receives attention.
+
+More steps than words: with a budgeted ρ (csoftmax), N = L steps exhaust every word's unit of budget
+(β^L = 1). When N > L, each word gets a fresh unit of budget every L steps: at step n the budget is
+u = ⌈n / L⌉ − βⁿ⁻¹, so the problem is always feasible (Σu ≥ 1) and each block of L steps is again even.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from easyfirst.ops.attention import ATTENTIONS
+
+
+class SketchDecoder(nn.Module):
+    """Refines a sketch ``S`` over N steps of attention; NEF-F when ``full_state`` else NEF-S."""
+
+    def __init__(
+        self,
+        input_dim: int,
+        sketch_dim: int = 50,
+        attention_dim: int = 50,
+        window: int = 2,
+        full_state: bool = True,
+        attention: str = "csoftmax",
+    ):
+        super().__init__()
+        width = 2 * window + 1
+        self.sketch_dim, self.attention_dim, self.full_state = sketch_dim, attention_dim, full_state
+        self.attention = ATTENTIONS[attention]
+        # affine(c_i) for [scores | sketch update], split into the input and the sketch halves of Eq. 1
+        self.input_half = nn.Conv1d(input_dim, attention_dim + sketch_dim, width, padding=window)
+        self.sketch_half = nn.Conv1d(sketch_dim, attention_dim + sketch_dim, width, padding=window, bias=False)
+        self.v = nn.Linear(attention_dim, 1, bias=False)
+
+    def forward(
+        self, states: torch.Tensor, mask: torch.Tensor, steps: int | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Run the sketch steps.
+
+        Args:
+            states: encoder states ``H`` ``(B, L, D_h)``, zero on padding.
+            mask: ``(B, L)`` bool, true on real words.
+            steps: N, or None for N = L_b for each sentence b.
+
+        Returns:
+            the final sketches ``Sᴺ`` ``(B, L, D_s)`` and the attention history ``(B, N_max, L)``,
+            whose rows past a sentence's own N_b are zero.
+        """
+        size, length = mask.shape
+        lengths = mask.sum(1)
+        n_steps = lengths if steps is None else torch.full_like(lengths, steps)
+        total = int(n_steps.max()) if size else 0
+        maskf = mask.to(states.dtype)
+        fixed = self.input_half(states.transpose(1, 2))  # (B, Dz + Ds, L), the part of Eq. 1 from H
+        sketch = states.new_zeros(size, self.sketch_dim, length)
+        beta = states.new_zeros(size, length)
+        history = []
+        for n in range(1, total + 1):
+            affine = fixed if n == 1 else fixed + self.sketch_half(sketch)  # S⁰ = 0
+            scores = self.v(torch.tanh(affine[:, : self.attention_dim]).transpose(1, 2)).squeeze(-1)  # Eq. 2
+            active = (n <= n_steps).to(states.dtype).unsqueeze(1)  # (B, 1)
+            if self.attention.budgeted:
+                rounds = torch.ceil(n / lengths.clamp_min(1).to(states.dtype)).unsqueeze(1)
+                budget = (rounds - beta).clamp_min(0) * maskf
+            else:
+                budget = maskf
+            alpha = self.attention.apply(scores, mask, budget) * active  # Eq. 3
+            update = affine[:, self.attention_dim :]
+            if self.full_state:  # Eq. 7
+                sketch = sketch + alpha.unsqueeze(1) * torch.tanh(update)
+            else:  # Eq. 4
+                pooled = torch.tanh((update * alpha.unsqueeze(1)).sum(-1, keepdim=True))
+                sketch = sketch + alpha.unsqueeze(1) * pooled
+            beta = beta + alpha
+            history.append(alpha)
+        attention = torch.stack(history, 1) if history else states.new_zeros(size, 0, length)
+        return sketch.transpose(1, 2), attention

@@ -1,0 +1,57 @@
+"""The whole tagger: embedder → BiLSTM → (sketch decoder) → output layer (Eq. 6).
+
+With a decoder, p_i = softmax(affine(concat(h_i, s_iᴺ))); the BiLSTM baseline (N = 0) predicts from
+p_i = softmax(affine(h_i)) with the same encoder.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from easyfirst.config import Config
+from easyfirst.data.batching import IGNORE, Batch
+from easyfirst.data.vocab import Vocabularies
+from easyfirst.model.embedder import Embedder
+from easyfirst.model.encoder import BiLSTMEncoder
+from easyfirst.model.sketch import SketchDecoder
+
+
+class EasyFirstTagger(nn.Module):
+    def __init__(self, config: Config, vocabs: Vocabularies):
+        super().__init__()
+        m = config.model
+        self.steps = m.sketch_steps
+        self.embedder = Embedder(vocabs, m.word_dim, m.affix_dim)
+        self.encoder = BiLSTMEncoder(self.embedder.output_dim, m.hidden_dim)
+        self.dropout = nn.Dropout(m.dropout)
+        self.decoder = None
+        output_in = self.encoder.output_dim
+        if config.decodes:
+            self.decoder = SketchDecoder(
+                self.encoder.output_dim,
+                sketch_dim=m.sketch_dim,
+                attention_dim=m.attention_dim,
+                window=m.window,
+                full_state=m.model == "nef-f",
+                attention=m.attention,
+            )
+            output_in += m.sketch_dim
+        self.output = nn.Linear(output_in, len(vocabs.tags))
+
+    def forward(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Tag scores ``(B, L, K)`` and the attention history ``(B, N, L)`` (None without a decoder)."""
+        x = self.dropout(self.embedder(batch.words, batch.prefixes, batch.suffixes))
+        states = self.dropout(self.encoder(x, batch.mask))
+        attention = None
+        features = states
+        if self.decoder is not None:
+            sketch, attention = self.decoder(states, batch.mask, self.steps)
+            features = torch.cat([states, self.dropout(sketch)], dim=-1)
+        # every input of the output layer has been through dropout exactly once
+        return self.output(features), attention
+
+    @staticmethod
+    def loss(scores: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:
+        """Mean token cross-entropy; padding and unknown gold tags (``IGNORE``) do not count."""
+        return nn.functional.cross_entropy(scores.flatten(0, 1), gold.flatten(), ignore_index=IGNORE)

@@ -1,0 +1,225 @@
+"""The training loop: Adagrad with gradient-norm clipping, best epoch chosen on dev accuracy.
+
+``train(config, output)`` writes to the run folder ``output``:
+
+- the model of the best dev epoch (``model.pt``, ``config.json``, ``vocab.json``; see easyfirst.model.io);
+- ``metrics.json``: ``{"dev": {"accuracy": …}, "test": {"accuracy": …}, "best_epoch": …, "epochs": […]}``
+  with accuracies as fractions;
+- ``train.log``: what was printed, without colours.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from easyfirst.config import Config
+from easyfirst.data.batching import Encoded, encode, iterate_batches
+from easyfirst.data.conllu import Sentence, read_conllu
+from easyfirst.data.vocab import Vocabularies
+from easyfirst.errors import InputError
+from easyfirst.metrics import tag_report
+from easyfirst.model.io import save_model, write_json
+from easyfirst.model.tagger import EasyFirstTagger
+
+
+@dataclass
+class Splits:
+    train: list[Sentence]
+    dev: list[Sentence]
+    test: list[Sentence] | None
+    paths: dict[str, str]
+
+
+def load_splits(config: Config) -> Splits:
+    """Read the train/dev/test files named in the config, or the task's default data set."""
+    from easyfirst.data.datasets import TASK_DEFAULTS, resolve_split
+
+    paths: dict[str, str | None] = {}
+    for split in ("train", "dev", "test"):
+        given = getattr(config.data, split)
+        if given is None:
+            given = str(resolve_split(TASK_DEFAULTS[config.data.task], split))
+        paths[split] = given
+    sentences = {}
+    for split, path in paths.items():
+        if not Path(path).is_file():
+            raise InputError(f"{split} file not found", path)
+        sentences[split] = read_conllu(path, tag_column=config.data.tag_column)
+    if not sentences["train"]:
+        raise InputError("the training file has no sentences", paths["train"])
+    if not sentences["dev"]:
+        raise InputError("the dev file has no sentences", paths["dev"])
+    return Splits(sentences["train"], sentences["dev"], sentences["test"] or None, paths)
+
+
+def seed_everything(seed: int) -> torch.Generator:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    return torch.Generator().manual_seed(seed)
+
+
+def evaluate_sentences(model: EasyFirstTagger, vocabs: Vocabularies, items: list[Encoded], gold: list[Sentence],
+                       batch_size: int, device: torch.device) -> dict:
+    """Tag encoded sentences and score them against their gold tags."""
+    model.eval()
+    itos = vocabs.tags.itos
+    predicted: list[list[str]] = [[] for _ in items]
+    with torch.inference_mode():
+        for batch in iterate_batches(items, batch_size):
+            best = model(batch.to(device))[0].argmax(-1).cpu()
+            for row, (index, n) in enumerate(zip(batch.order, batch.lengths.tolist(), strict=True)):
+                predicted[index] = [itos[t] for t in best[row, :n].tolist()]
+    return tag_report([s.tags for s in gold], predicted)
+
+
+class RunLog:
+    """Prints to the console and appends the same text, uncoloured, to ``train.log``."""
+
+    def __init__(self, console: Console, path: Path):
+        self.console, self.path = console, path
+        self.file = path.open("a", encoding="utf-8")
+
+    def __call__(self, *objects) -> None:
+        self.console.print(*objects)
+        capture = Console(file=self.file, width=120, color_system=None, force_terminal=False)
+        capture.print(*objects)
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def train(config: Config, output: str | Path, *, device: str = "cpu", console: Console | None = None) -> dict:
+    """Train a tagger as configured, writing the run folder ``output``; returns the metrics."""
+    console = console or Console(stderr=True)
+    output = Path(output)
+    output.mkdir(parents=True, exist_ok=True)
+    log = RunLog(console, output / "train.log")
+    try:
+        return _train(config, output, torch.device(device), log)
+    finally:
+        log.close()
+
+
+def _train(config: Config, output: Path, device: torch.device, log: RunLog) -> dict:
+    t = config.train
+    if t.threads > 0:
+        torch.set_num_threads(t.threads)
+    generator = seed_everything(t.seed)
+    splits = load_splits(config)
+    limit = config.data.max_train_length
+    train_sents = [s for s in splits.train if len(s.words) <= limit and s.words]
+    dropped = len(splits.train) - len(train_sents)
+    log(f"[bold]data[/] train {splits.paths['train']} ({len(train_sents)} sentences, {dropped} longer than "
+        f"{limit} words dropped), dev {splits.paths['dev']} ({len(splits.dev)}), "
+        f"test {splits.paths['test']} ({len(splits.test or [])})")
+
+    vocabs = Vocabularies.build(((s.words, s.tags) for s in train_sents),
+                                word_min_freq=config.model.word_min_freq, max_affix=config.model.max_affix)
+    model = EasyFirstTagger(config, vocabs)
+    if config.model.pretrained:
+        covered = model.embedder.load_pretrained(config.model.pretrained, vocabs)
+        log(f"pretrained vectors cover {covered} of {len(vocabs.words) - 2} words")
+    model.to(device)
+    steps = "N = L" if config.model.sketch_steps is None else f"N = {config.model.sketch_steps}"
+    kind = config.model.model if config.decodes else "bilstm (N = 0)"
+    log(f"[bold]model[/] {kind}, attention {config.model.attention if config.decodes else '-'}, {steps}; "
+        f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(vocabs.words):,} words, "
+        f"{len(vocabs.tags)} tags")
+
+    train_items = [encode(vocabs, s.words, s.tags) for s in train_sents]
+    dev_items = [encode(vocabs, s.words) for s in splits.dev]
+    optimizer = make_optimizer(config, model)
+    tokens_per_epoch = sum(len(e) for e in train_items)
+    history: list[dict] = []
+    best = {"accuracy": -1.0, "epoch": 0}
+    console = log.console
+
+    for epoch in range(1, t.epochs + 1):
+        model.train()
+        started = time.perf_counter()
+        total_loss = seen = 0
+        batches = list(iterate_batches(train_items, t.batch_size, generator))
+        columns = (TextColumn(f"epoch {epoch}/{t.epochs}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("loss {task.fields[loss]:.4f}  {task.fields[speed]:,.0f} tok/s"),
+                   TimeElapsedColumn(), TimeRemainingColumn())
+        with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
+            task = progress.add_task("train", total=len(batches), loss=0.0, speed=0.0)
+            for batch in batches:
+                batch = batch.to(device)
+                scores, _ = model(batch)
+                loss = model.loss(scores, batch.tags)
+                if not torch.isfinite(loss):
+                    raise FloatingPointError(f"the loss became {loss.item()} at epoch {epoch}")
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)
+                optimizer.step()
+                n = int(batch.mask.sum())
+                total_loss += loss.item() * n
+                seen += n
+                progress.update(task, advance=1, loss=total_loss / seen,
+                                speed=seen / (time.perf_counter() - started))
+        seconds = time.perf_counter() - started
+        dev = evaluate_sentences(model, vocabs, dev_items, splits.dev, t.eval_batch_size, device)
+        improved = dev["accuracy"] > best["accuracy"]
+        if improved:
+            best = {"accuracy": dev["accuracy"], "epoch": epoch}
+            save_model(output, model, config, vocabs)
+        row = {"epoch": epoch, "loss": total_loss / seen, "dev_accuracy": dev["accuracy"],
+               "seconds": seconds, "tokens_per_second": tokens_per_epoch / seconds}
+        history.append(row)
+        log(f"epoch {epoch:>3}  loss {row['loss']:.4f}  dev acc {100 * dev['accuracy']:6.2f}  "
+            f"{seconds:6.1f} s  {row['tokens_per_second']:>8,.0f} tok/s" + ("  [green]best[/]" if improved else ""))
+
+    # evaluate the best epoch's model, as saved
+    from easyfirst.model.io import load_model
+
+    model, _, _ = load_model(output, device)
+    metrics: dict = {"dev": evaluate_sentences(model, vocabs, dev_items, splits.dev, t.eval_batch_size, device)}
+    if splits.test:
+        test_items = [encode(vocabs, s.words) for s in splits.test]
+        metrics["test"] = evaluate_sentences(model, vocabs, test_items, splits.test, t.eval_batch_size, device)
+    metrics.update(best_epoch=best["epoch"], epochs=history, data=splits.paths,
+                   seconds_per_epoch=sum(r["seconds"] for r in history) / len(history),
+                   train_sentences=len(train_sents), dropped_long_sentences=dropped,
+                   device=str(device), threads=torch.get_num_threads())
+    for split in ("dev", "test"):
+        if split in metrics:
+            metrics[split].pop("per_tag", None)
+    write_json(output / "metrics.json", metrics)
+    log(summary_table(metrics))
+    log(f"model and metrics written to {output}")
+    return metrics
+
+
+def make_optimizer(config: Config, model: torch.nn.Module) -> torch.optim.Optimizer:
+    t = config.train
+    if t.optimizer == "adagrad":
+        return torch.optim.Adagrad(model.parameters(), lr=t.lr)
+    if t.optimizer == "adam":
+        return torch.optim.Adam(model.parameters(), lr=t.lr)
+    return torch.optim.SGD(model.parameters(), lr=t.lr)
+
+
+def summary_table(metrics: dict) -> Table:
+    table = Table(title="dev accuracy per epoch", show_edge=False)
+    for name in ("epoch", "loss", "dev acc", "s/epoch", "tok/s"):
+        table.add_column(name, justify="right")
+    for row in metrics["epochs"]:
+        mark = " *" if row["epoch"] == metrics["best_epoch"] else ""
+        table.add_row(f"{row['epoch']}{mark}", f"{row['loss']:.4f}", f"{100 * row['dev_accuracy']:.2f}",
+                      f"{row['seconds']:.1f}", f"{row['tokens_per_second']:,.0f}")
+    caption = f"best epoch {metrics['best_epoch']} (*): dev {100 * metrics['dev']['accuracy']:.2f}"
+    if "test" in metrics:
+        caption += f", test {100 * metrics['test']['accuracy']:.2f}"
+    table.caption = caption
+    return table
