@@ -1,4 +1,4 @@
-"""The ``easyfirst`` command line: train, tag, evaluate, data.
+"""The ``easyfirst`` command line: train, tag, evaluate, export, data.
 
 User mistakes (bad files, bad options) are reported as ``path:line: what is wrong`` on stderr with exit
 status 2 and no traceback; see easyfirst.errors.
@@ -163,6 +163,11 @@ def load_tagger(model: Path | None, device: str = "cpu"):
 
     if model is not None and not model.exists():
         raise InputError("model folder not found", model)
+    if model is None:
+        from easyfirst.api import default_model_path
+
+        if not (default_model_path() / "model.pt").is_file():
+            raise InputError("the bundled default model is missing from this installation; pass --model RUN_DIR")
     return Tagger.load(model, device)
 
 
@@ -181,6 +186,7 @@ def tag(
     if batch_size < 1:
         raise InputError("--batch-size must be >= 1")
     check_device(device)
+    stream, name = (None, None) if text is not None else open_input(input)  # fail fast, before the model
     tagger = load_tagger(model, device)
     if text is not None:
         words = text.split()
@@ -189,7 +195,6 @@ def tag(
         return
     from easyfirst.data.conllu import tag_conllu
 
-    stream, name = open_input(input)
     column = tagger.config.data.tag_column
     try:
         write_output(output, lambda out: tag_conllu(stream, out, tagger.tag, tag_column=column,
@@ -238,6 +243,23 @@ def evaluate(
     if unseen:
         listed = ", ".join(f"{t} ({n})" for t, n in sorted(unseen.items()))
         err.print(f"[yellow]note:[/] gold tags the model never saw, counted as errors: {listed}")
+
+
+@app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="Run folder written by `easyfirst train`.")],
+    output: Annotated[Path, typer.Argument(help="Folder for the exported model.")],
+    half: Annotated[bool, typer.Option(help="Store weights as float16 (half the size; loaded as float32).")] = True,
+) -> None:
+    """Copy a trained model (weights, config, vocabularies) to a new folder, by default in float16."""
+    from easyfirst.model.io import load_model, save_model
+
+    model, config, vocabs = load_model(run_dir)
+    if (output / "model.pt").exists():
+        raise InputError("already holds a model", output)
+    save_model(output, model, config, vocabs, half=half)
+    size = sum(f.stat().st_size for f in output.iterdir()) / 2**20
+    err.print(f"exported {run_dir} to {output} ({size:.1f} MiB{', float16' if half else ''})")
 
 
 @app.command()

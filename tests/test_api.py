@@ -1,0 +1,95 @@
+"""The Python API: Tagger.load(run_dir).tag(...), attention matrices, exports, and the bundled model."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import SAMPLE
+from easyfirst import Tagger
+from easyfirst.api import default_model_path
+from easyfirst.config import Config
+from easyfirst.data.conllu import read_conllu
+from easyfirst.errors import InputError
+from easyfirst.train import train
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    config = Config()
+    config.data.train = config.data.dev = str(SAMPLE)
+    config.train.epochs = 2
+    out = tmp_path_factory.mktemp("api") / "run"
+    train(config, out)
+    return out
+
+
+def test_tag_returns_one_tag_per_word_and_keeps_empty_sentences(run_dir):
+    tagger = Tagger.load(run_dir)
+    sentences = [["The", "dog", "barks", "."], [], ["Hi"], ["unseen-wordzzz"] * 60]
+    tags = tagger.tag(sentences)
+    assert [len(t) for t in tags] == [4, 0, 1, 60]
+    assert all(t in tagger.tags for sentence in tags for t in sentence)
+
+
+def test_attention_is_n_by_l_and_even_for_csoftmax(run_dir):
+    tagger = Tagger.load(run_dir)
+    sentences = [["The", "dog", "barks", "."], ["A", "cat", "sat", "on", "the", "mat", "."], []]
+    tags, attention = tagger.tag(sentences, return_attention=True)
+    assert [tuple(a.shape) for a in attention] == [(4, 4), (7, 7), (0, 0)]
+    for matrix in attention[:2]:
+        torch.testing.assert_close(matrix.sum(1), torch.ones(matrix.shape[0]), atol=1e-5, rtol=0)  # α ∈ Δ
+        torch.testing.assert_close(matrix.sum(0), torch.ones(matrix.shape[1]), atol=1e-5, rtol=0)  # β^L = 1
+
+
+def test_batch_size_does_not_change_tags(run_dir):
+    tagger = Tagger.load(run_dir)
+    words = [s.words for s in read_conllu(SAMPLE)]
+    assert tagger.tag(words, batch_size=1) == tagger.tag(words, batch_size=1000)
+
+
+def test_export_to_float16_keeps_predictions(run_dir, tmp_path):
+    from easyfirst.model.io import load_model, save_model
+
+    model, config, vocabs = load_model(run_dir)
+    save_model(tmp_path / "half", model, config, vocabs, half=True)
+    state = torch.load(tmp_path / "half" / "model.pt", weights_only=True)
+    assert {v.dtype for v in state.values() if v.is_floating_point()} == {torch.float16}
+    words = [s.words for s in read_conllu(SAMPLE)]
+    full, half = Tagger.load(run_dir).tag(words), Tagger.load(tmp_path / "half").tag(words)
+    agree = sum(a == b for x, y in zip(full, half, strict=True) for a, b in zip(x, y, strict=True))
+    assert agree / sum(len(x) for x in full) > 0.97
+
+
+def test_loading_something_that_is_not_a_model_folder(tmp_path):
+    with pytest.raises(InputError, match="model folder not found"):
+        Tagger.load(tmp_path / "nothing")
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(InputError, match="not valid JSON"):
+        Tagger.load(tmp_path)
+
+
+def test_a_pickle_in_place_of_the_weights_is_refused_without_running(run_dir, tmp_path):
+    import pickle
+    import shutil
+
+    folder = tmp_path / "evil"
+    shutil.copytree(run_dir, folder)
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    (folder / "model.pt").write_bytes(pickle.dumps({"x": Payload()}))
+    with pytest.raises(InputError, match="refused to unpickle"):
+        Tagger.load(folder)
+    assert not marker.exists()
+
+
+def test_bundled_default_model_tags_out_of_the_box():
+    assert (default_model_path() / "model.pt").is_file(), "the package must ship its default model"
+    tagger = Tagger.load()
+    assert tagger.tag([["The", "dog", "barks", "."]]) == [["DET", "NOUN", "VERB", "PUNCT"]]
+    size = sum(f.stat().st_size for f in default_model_path().iterdir())
+    assert size < 10 * 2**20

@@ -1,0 +1,137 @@
+"""The command line end to end on the self-written sample: train, tag, evaluate, and user errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import SAMPLE
+
+
+def run(*args: str, input: bytes | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "120"}
+    return subprocess.run([sys.executable, "-m", "easyfirst", *args], input=input, capture_output=True,
+                          env=env, cwd=cwd, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    """A tiny NEF-F model trained for 3 epochs on the sample (train = dev = test)."""
+    out = tmp_path_factory.mktemp("run") / "nef"
+    result = run("train", "--task", "pos", "--train", str(SAMPLE), "--dev", str(SAMPLE), "--test", str(SAMPLE),
+                 "--epochs", "3", "--output", str(out), "--seed", "3")
+    assert result.returncode == 0, result.stderr.decode()
+    return out
+
+
+def test_train_writes_a_complete_run_folder(run_dir):
+    for name in ("model.pt", "config.json", "vocab.json", "metrics.json", "train.log"):
+        assert (run_dir / name).is_file(), name
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert 0.0 <= metrics["dev"]["accuracy"] <= 1.0 and 0.0 <= metrics["test"]["accuracy"] <= 1.0
+    assert len(metrics["epochs"]) == 3 and 1 <= metrics["best_epoch"] <= 3
+    # the model file is tensors only: it loads with weights_only=True
+    state = torch.load(run_dir / "model.pt", weights_only=True)
+    assert all(isinstance(v, torch.Tensor) for v in state.values())
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["model"]["model"] == "nef-f" and config["model"]["attention"] == "csoftmax"
+    assert "epoch" in (run_dir / "train.log").read_text()
+
+
+def test_training_twice_with_one_seed_gives_identical_metrics(run_dir, tmp_path):
+    again = tmp_path / "again"
+    result = run("train", "--train", str(SAMPLE), "--dev", str(SAMPLE), "--test", str(SAMPLE),
+                 "--epochs", "3", "--output", str(again), "--seed", "3")
+    assert result.returncode == 0, result.stderr.decode()
+    first = json.loads((run_dir / "metrics.json").read_text())
+    second = json.loads((again / "metrics.json").read_text())
+    assert [e["loss"] for e in first["epochs"]] == [e["loss"] for e in second["epochs"]]
+    assert first["test"] == second["test"]
+
+
+def test_tag_changes_only_the_upos_column(run_dir, tmp_path):
+    out = tmp_path / "tagged.conllu"
+    result = run("tag", str(SAMPLE), "-m", str(run_dir), "-o", str(out))
+    assert result.returncode == 0, result.stderr.decode()
+    before = SAMPLE.read_bytes().split(b"\n")
+    after = out.read_bytes().split(b"\n")
+    assert len(before) == len(after)
+    tagged = 0
+    for old, new in zip(before, after, strict=True):
+        old_cols, new_cols = old.split(b"\t"), new.split(b"\t")
+        if len(old_cols) == 10 and old_cols[0].isdigit():
+            assert old_cols[:3] + old_cols[4:] == new_cols[:3] + new_cols[4:]
+            assert new_cols[3] not in (b"", b"_")
+            tagged += 1
+        else:
+            assert old == new
+    assert tagged > 50
+
+
+def test_tag_reads_stdin_and_writes_stdout(run_dir):
+    result = run("tag", "-", "-m", str(run_dir), input=SAMPLE.read_bytes())
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.count(b"\n") == SAMPLE.read_bytes().count(b"\n")
+
+
+def test_tag_text(run_dir):
+    result = run("tag", "--text", "The dog barks .", "-m", str(run_dir))
+    assert result.returncode == 0, result.stderr.decode()
+    lines = result.stdout.decode().splitlines()
+    assert [line.split("\t")[0] for line in lines] == ["The", "dog", "barks", "."]
+
+
+def test_evaluate_json_agrees_with_metrics_file(run_dir):
+    result = run("evaluate", str(SAMPLE), "-m", str(run_dir), "--json")
+    assert result.returncode == 0, result.stderr.decode()
+    report = json.loads(result.stdout)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert report["accuracy"] == pytest.approx(metrics["test"]["accuracy"])
+    assert sum(row["support"] for row in report["per_tag"].values()) == report["tokens"]
+
+
+def test_evaluate_prints_a_table(run_dir):
+    result = run("evaluate", str(SAMPLE), "-m", str(run_dir))
+    assert result.returncode == 0
+    text = result.stdout.decode()
+    assert "accuracy" in text and "NOUN" in text and "precision" in text
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["tag", "missing.conllu"], "missing.conllu: no such file"),
+        (["evaluate", "missing.conllu"], "missing.conllu: no such file"),
+        (["tag", "--text", "a b", "-m", "no-such-run"], "no-such-run: model folder not found"),
+        (["train", "--task", "chess"], "--task must be one of"),
+        (["train", "--sketch-steps", "many"], "--sketch-steps must be"),
+        (["train", "--attention", "magic"], "attention must be one of"),
+    ],
+)
+def test_user_errors_are_one_line_with_exit_status_2(args, expected, tmp_path):
+    result = run(*args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr.decode()
+    stderr = result.stderr.decode()
+    assert expected in stderr
+    assert "Traceback" not in stderr
+
+
+def test_malformed_input_names_file_and_line_and_writes_nothing(run_dir, tmp_path):
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("# text = a b\n1\ta\ta\tX\t_\t_\t0\troot\t_\t_\n2\tb\tb\tX\t_\n\n", encoding="utf-8")
+    out = tmp_path / "out.conllu"
+    result = run("tag", str(bad), "-m", str(run_dir), "-o", str(out))
+    assert result.returncode == 2
+    assert f"{bad}:3:" in result.stderr.decode()
+    assert not out.exists() and list(tmp_path.iterdir()) == [bad]
+
+
+def test_train_refuses_to_overwrite_a_model(run_dir):
+    result = run("train", "--train", str(SAMPLE), "--dev", str(SAMPLE), "--epochs", "1", "--output", str(run_dir))
+    assert result.returncode == 2 and "--overwrite" in result.stderr.decode()

@@ -1,0 +1,117 @@
+"""Locating data sets (EASYFIRST_DATA, cache) and downloading them with checksums, against a local
+HTTP server on 127.0.0.1 that serves a copy laid out like the upstream repository."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import threading
+from functools import partial
+
+import pytest
+
+from conftest import SAMPLE
+from easyfirst.data import datasets
+from easyfirst.data.datasets import DATASETS, fetch, resolve_split
+from easyfirst.errors import InputError
+
+
+@pytest.fixture
+def server(tmp_path):
+    """Serves ``tmp_path/upstream`` on an ephemeral port; yields (base_url, folder, request log)."""
+    folder = tmp_path / "upstream"
+    folder.mkdir()
+    requests: list[str] = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            requests.append(self.path)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(folder)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", folder, requests, httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def isolated(monkeypatch, tmp_path):
+    monkeypatch.delenv("EASYFIRST_DATA", raising=False)
+    monkeypatch.setenv("EASYFIRST_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_fetch_verifies_and_renames_into_place(server, tmp_path):
+    base, folder, _, _ = server
+    (folder / "x.conllu").write_bytes(SAMPLE.read_bytes())
+    dest = tmp_path / "got" / "x.conllu"
+    dest.parent.mkdir()
+    fetch(f"{base}/x.conllu", dest, hashlib.sha256(SAMPLE.read_bytes()).hexdigest(), progress=False)
+    assert dest.read_bytes() == SAMPLE.read_bytes()
+    assert [p.name for p in dest.parent.iterdir()] == ["x.conllu"]
+
+
+def test_checksum_mismatch_leaves_nothing(server, tmp_path):
+    base, folder, _, _ = server
+    (folder / "x.conllu").write_bytes(b"tampered\n")
+    dest = tmp_path / "got" / "x.conllu"
+    dest.parent.mkdir()
+    with pytest.raises(InputError, match="checksum mismatch: expected sha256 0+, got"):
+        fetch(f"{base}/x.conllu", dest, "0" * 64, progress=False)
+    assert list(dest.parent.iterdir()) == []
+
+
+def test_http_error_leaves_nothing(server, tmp_path):
+    base, _, _, _ = server
+    dest = tmp_path / "x.conllu"
+    with pytest.raises(InputError, match="HTTP 404"):
+        fetch(f"{base}/missing.conllu", dest, None, progress=False)
+    assert list(tmp_path.iterdir()) == [tmp_path / "upstream"]
+
+
+def test_resolve_downloads_into_the_cache_then_reuses_it(server, isolated, monkeypatch):
+    base, folder, requests, httpd = server
+    (folder / "en_ewt-ud-dev.conllu").write_bytes(SAMPLE.read_bytes())
+    monkeypatch.setenv("EASYFIRST_UD_BASE_URL", base)
+    entry = DATASETS["ud-en-ewt"]
+    monkeypatch.setitem(entry.sha256, "dev", hashlib.sha256(SAMPLE.read_bytes()).hexdigest())
+    path = resolve_split("ud-en-ewt", "dev", progress=False)
+    assert path == isolated / "ud/UD_English-EWT/en_ewt-ud-dev.conllu"
+    assert path.read_bytes() == SAMPLE.read_bytes() and requests == ["/en_ewt-ud-dev.conllu"]
+    httpd.shutdown()  # the second call must not need the server
+    assert resolve_split("ud-en-ewt", "dev", progress=False) == path
+
+
+def test_resolve_prefers_easyfirst_data_then_cache(isolated, monkeypatch, tmp_path):
+    relative = "ud/UD_English-EWT/en_ewt-ud-test.conllu"
+    cached = isolated / relative
+    cached.parent.mkdir(parents=True)
+    cached.write_text("cache")
+    assert resolve_split("ud-en-ewt", "test", download=False) == cached
+    data = tmp_path / "data"
+    (data / relative).parent.mkdir(parents=True)
+    (data / relative).write_text("data")
+    monkeypatch.setenv("EASYFIRST_DATA", str(data))
+    assert resolve_split("ud-en-ewt", "test", download=False) == data / relative
+
+
+def test_missing_everywhere_says_where_it_looked(isolated, monkeypatch, tmp_path):
+    with pytest.raises(InputError, match="EASYFIRST_DATA"):
+        resolve_split("ud-en-ewt", "train", download=False)
+    monkeypatch.setenv("EASYFIRST_DATA", str(tmp_path))
+    with pytest.raises(InputError, match="missing there"):
+        resolve_split("conll2003-en", "train")
+
+
+@pytest.mark.realdata
+def test_real_sets_resolve_and_ewt_matches_its_checksums(data_root, monkeypatch, tmp_path):
+    monkeypatch.setenv("EASYFIRST_CACHE", str(tmp_path))  # nothing may come from a cache
+    for name, dataset in DATASETS.items():
+        for split in dataset.splits:
+            path = resolve_split(name, split, download=False)
+            assert str(path).startswith(str(data_root))
+    for split, digest in DATASETS["ud-en-ewt"].sha256.items():
+        path = resolve_split("ud-en-ewt", split, download=False)
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+    assert datasets.describe()[0]["splits"]["train"].startswith(str(data_root))
