@@ -28,7 +28,9 @@ def folder(out: Path, flags: list[str]) -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("runs/pos-table"))
@@ -37,19 +39,36 @@ def main() -> None:
     if not args.report_only:
         jobs = []
         for _, flags in ROWS:
-            command = [sys.executable, "-m", "easyfirst", "train", "--task", "pos", *flags, "--epochs",
-                       str(args.epochs), "--seed", str(args.seed), "--threads", "1", "--overwrite",
-                       "--output", str(folder(args.out, flags))]
+            command = [
+                sys.executable,
+                "-m",
+                "easyfirst",
+                "train",
+                "--task",
+                "pos",
+                *flags,
+                "--epochs",
+                str(args.epochs),
+                "--seed",
+                str(args.seed),
+                "--threads",
+                "1",
+                "--overwrite",
+                "--output",
+                str(folder(args.out, flags)),
+            ]
             print(" ".join(command[1:]), file=sys.stderr)
             jobs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
         if any(job.wait() for job in jobs):
             sys.exit("a training run failed; see its train.log")
-    print(f"| model | dev UPOS acc. | test UPOS acc. | best epoch | s/epoch |")
+    print("| model | dev UPOS acc. | test UPOS acc. | best epoch | s/epoch |")
     print("|---|---:|---:|---:|---:|")
     for name, flags in ROWS:
         metrics = json.loads((folder(args.out, flags) / "metrics.json").read_text())
-        print(f"| {name} | {100 * metrics['dev']['accuracy']:.2f} | {100 * metrics['test']['accuracy']:.2f} | "
-              f"{metrics['best_epoch']}/{len(metrics['epochs'])} | {metrics['seconds_per_epoch']:.0f} |")
+        print(
+            f"| {name} | {100 * metrics['dev']['accuracy']:.2f} | {100 * metrics['test']['accuracy']:.2f} | "
+            f"{metrics['best_epoch']}/{len(metrics['epochs'])} | {metrics['seconds_per_epoch']:.0f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -30,7 +29,11 @@ TASKS = ("pos",)
 
 ModelOption = Annotated[
     Path | None,
-    typer.Option("--model", "-m", help="Run folder written by `easyfirst train` (default: the bundled English UPOS model)."),
+    typer.Option(
+        "--model",
+        "-m",
+        help="Run folder written by `easyfirst train` (default: the bundled English UPOS model).",
+    ),
 ]
 
 
@@ -52,36 +55,95 @@ def parse_steps(value: str | None) -> int | None | str:
 @app.command()
 def train(
     task: Annotated[str, typer.Option(help="Task: pos (UD part-of-speech tagging).")] = "pos",
-    config: Annotated[Path | None, typer.Option(help="TOML config (see configs/); flags below override it.")] = None,
-    train_path: Annotated[Path | None, typer.Option("--train", help="Training file (default: the task's data set).")] = None,
-    dev_path: Annotated[Path | None, typer.Option("--dev", help="Dev file, for choosing the best epoch.")] = None,
-    test_path: Annotated[Path | None, typer.Option("--test", help="Test file, scored once at the end.")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Run folder (default: runs/TASK-MODEL-TIME).")] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="TOML config (see configs/); flags below override it.")
+    ] = None,
+    train_path: Annotated[
+        Path | None, typer.Option("--train", help="Training file (default: the task's data set).")
+    ] = None,
+    dev_path: Annotated[
+        Path | None, typer.Option("--dev", help="Dev file, for choosing the best epoch.")
+    ] = None,
+    test_path: Annotated[
+        Path | None, typer.Option("--test", help="Test file, scored once at the end.")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Run folder (default: runs/TASK-MODEL-TIME).")
+    ] = None,
     epochs: Annotated[int | None, typer.Option(help="Training epochs.")] = None,
     model: Annotated[str | None, typer.Option(help="nef-f, nef-s or bilstm.")] = None,
-    sketch_steps: Annotated[str | None, typer.Option(help="Sketch steps N: an integer, or L for one per word.")] = None,
+    sketch_steps: Annotated[
+        str | None, typer.Option(help="Sketch steps N: an integer, or L for one per word.")
+    ] = None,
     attention: Annotated[str | None, typer.Option(help="csoftmax, softmax or sparsemax.")] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
     batch_size: Annotated[int | None, typer.Option(help="Sentences per update.")] = None,
     lr: Annotated[float | None, typer.Option(help="Learning rate.")] = None,
     tag_column: Annotated[str | None, typer.Option(help="CoNLL-U column to learn: upos or xpos.")] = None,
-    pretrained: Annotated[Path | None, typer.Option(help="word2vec/GloVe text file for the word embeddings.")] = None,
-    threads: Annotated[int | None, typer.Option(help="CPU threads for torch (default: torch's choice).")] = None,
+    pretrained: Annotated[
+        Path | None, typer.Option(help="word2vec/GloVe text file for the word embeddings.")
+    ] = None,
+    threads: Annotated[
+        int | None, typer.Option(help="CPU threads for torch (default: torch's choice).")
+    ] = None,
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:1, ...")] = "cpu",
-    overwrite: Annotated[bool, typer.Option(help="Allow writing into a run folder that already holds a model.")] = False,
+    checkpoint_every: Annotated[
+        int | None, typer.Option(help="Also checkpoint every K updates (0: epoch ends only).")
+    ] = None,
+    overwrite: Annotated[
+        bool, typer.Option(help="Allow writing into a run folder that already holds a model.")
+    ] = False,
+    resume: Annotated[
+        Path | None, typer.Option(help="Continue the interrupted run in this folder from its checkpoint.")
+    ] = None,
 ) -> None:
     """Train a tagger; writes the best-epoch model, metrics.json and train.log to the run folder."""
     from easyfirst.config import Config
 
+    if resume is not None:
+        fixed = {
+            "--task": task != "pos",
+            "--config": config,
+            "--train": train_path,
+            "--dev": dev_path,
+            "--test": test_path,
+            "--output": output,
+            "--model": model,
+            "--sketch-steps": sketch_steps,
+            "--attention": attention,
+            "--seed": seed,
+            "--batch-size": batch_size,
+            "--lr": lr,
+            "--tag-column": tag_column,
+            "--pretrained": pretrained,
+            "--checkpoint-every": checkpoint_every,
+            "--overwrite": overwrite,
+        }
+        given = [name for name, value in fixed.items() if value not in (None, False)]
+        if given:
+            raise InputError(
+                f"--resume continues the run as it was configured: {', '.join(given)} cannot be "
+                "given with it (only --epochs, --threads and --device can)"
+            )
+        return resume_training(resume, epochs, threads, device)
     if task not in TASKS:
         raise InputError(f"--task must be one of {', '.join(TASKS)}, not {task!r}")
     cfg = Config.load(config) if config else Config()
     cfg.data.task = task
     overrides = [
-        (cfg.data, "train", train_path), (cfg.data, "dev", dev_path), (cfg.data, "test", test_path),
-        (cfg.data, "tag_column", tag_column), (cfg.train, "epochs", epochs), (cfg.model, "model", model),
-        (cfg.model, "attention", attention), (cfg.train, "seed", seed), (cfg.train, "batch_size", batch_size),
-        (cfg.train, "lr", lr), (cfg.model, "pretrained", pretrained), (cfg.train, "threads", threads),
+        (cfg.data, "train", train_path),
+        (cfg.data, "dev", dev_path),
+        (cfg.data, "test", test_path),
+        (cfg.data, "tag_column", tag_column),
+        (cfg.train, "epochs", epochs),
+        (cfg.model, "model", model),
+        (cfg.model, "attention", attention),
+        (cfg.train, "seed", seed),
+        (cfg.train, "batch_size", batch_size),
+        (cfg.train, "lr", lr),
+        (cfg.model, "pretrained", pretrained),
+        (cfg.train, "threads", threads),
+        (cfg.train, "checkpoint_every", checkpoint_every),
     ]
     for section, key, value in overrides:
         if value is not None:
@@ -101,14 +163,33 @@ def train(
         output.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise InputError(f"cannot create the run folder: {error.strerror}", output) from None
+    run_training(cfg, output, device)
 
-    from easyfirst.train import train as run_training
+
+def run_training(cfg, output: Path, device: str, resume: bool = False) -> None:
+    from easyfirst.train import train as train_loop
 
     try:
-        run_training(cfg, output, device=device, console=err)
+        train_loop(cfg, output, device=device, console=err, resume=resume)
     except FloatingPointError as error:
-        err.print(f"[red]training stopped:[/] {error}; the best model so far is kept in {output}")
+        err.print(f"[red]training stopped:[/] {error} in {output}")
         raise typer.Exit(1) from None
+
+
+def resume_training(folder: Path, epochs: int | None, threads: int | None, device: str) -> None:
+    from easyfirst.config import Config
+    from easyfirst.model.io import CONFIG_FILE, read_json
+
+    if not folder.is_dir():
+        raise InputError("run folder not found", folder)
+    cfg = Config.from_dict(read_json(folder / CONFIG_FILE), str(folder / CONFIG_FILE))
+    if epochs is not None:
+        cfg.train.epochs = epochs
+    if threads is not None:
+        cfg.train.threads = threads
+    cfg.validate("command line")
+    check_device(device)
+    run_training(cfg, folder, device, resume=True)
 
 
 def check_device(device: str) -> None:
@@ -136,26 +217,32 @@ def open_input(path: str | None):
         raise InputError("permission denied", path) from None
 
 
+def check_output(output: Path | None) -> None:
+    """Fail before any work if ``output`` cannot be written."""
+    if output is None:
+        return
+    if output.is_dir():
+        raise InputError("is a folder; give a file name", output)
+    folder = output.parent if str(output.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError("cannot write: the folder does not exist", output)
+    if not os.access(folder, os.W_OK):
+        raise InputError("cannot write: permission denied", output)
+
+
 def write_output(output: Path | None, write) -> None:
     """Call ``write(binary_stream)`` on stdout, or on a temporary file renamed to ``output`` on success."""
     if output is None:
         write(sys.stdout.buffer)
         sys.stdout.buffer.flush()
         return
-    folder = output.parent if str(output.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError("cannot write: the folder does not exist", output)
+    from easyfirst.model.io import atomic_write
+
+    check_output(output)
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=folder)
+        atomic_write(output, write)
     except OSError as error:
         raise InputError(f"cannot write: {error.strerror}", output) from None
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            write(stream)
-        os.replace(temporary, output)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def load_tagger(model: Path | None, device: str = "cpu"):
@@ -167,7 +254,9 @@ def load_tagger(model: Path | None, device: str = "cpu"):
         from easyfirst.api import default_model_path
 
         if not (default_model_path() / "model.pt").is_file():
-            raise InputError("the bundled default model is missing from this installation; pass --model RUN_DIR")
+            raise InputError(
+                "the bundled default model is missing from this installation; pass --model RUN_DIR"
+            )
     return Tagger.load(model, device)
 
 
@@ -175,8 +264,12 @@ def load_tagger(model: Path | None, device: str = "cpu"):
 def tag(
     input: Annotated[str | None, typer.Argument(help="CoNLL-U file to tag, or - for stdin.")] = None,
     model: ModelOption = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Output file (default: stdout).")] = None,
-    text: Annotated[str | None, typer.Option(help="Tag this whitespace-tokenized sentence instead of a file.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Output file (default: stdout).")
+    ] = None,
+    text: Annotated[
+        str | None, typer.Option(help="Tag this whitespace-tokenized sentence instead of a file.")
+    ] = None,
     batch_size: Annotated[int, typer.Option(help="Sentences tagged at once.")] = 256,
     device: Annotated[str, typer.Option(help="cpu, cuda, ...")] = "cpu",
 ) -> None:
@@ -186,19 +279,27 @@ def tag(
     if batch_size < 1:
         raise InputError("--batch-size must be >= 1")
     check_device(device)
+    check_output(output)
     stream, name = (None, None) if text is not None else open_input(input)  # fail fast, before the model
     tagger = load_tagger(model, device)
     if text is not None:
         words = text.split()
         tags = tagger.tag([words])[0]
-        write_output(output, lambda out: out.write("".join(f"{w}\t{t}\n" for w, t in zip(words, tags, strict=True)).encode()))
+        write_output(
+            output,
+            lambda out: out.write("".join(f"{w}\t{t}\n" for w, t in zip(words, tags, strict=True)).encode()),
+        )
         return
     from easyfirst.data.conllu import tag_conllu
 
     column = tagger.config.data.tag_column
     try:
-        write_output(output, lambda out: tag_conllu(stream, out, tagger.tag, tag_column=column,
-                                                    batch_size=batch_size, name=name))
+        write_output(
+            output,
+            lambda out: tag_conllu(
+                stream, out, tagger.tag, tag_column=column, batch_size=batch_size, name=name
+            ),
+        )
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -232,13 +333,20 @@ def evaluate(
     from rich.table import Table
 
     out = Console()
-    table = Table(title=f"{gold}: accuracy {100 * report['accuracy']:.2f}% over {report['tokens']:,} words",
-                  show_edge=False)
+    table = Table(
+        title=f"{gold}: accuracy {100 * report['accuracy']:.2f}% over {report['tokens']:,} words",
+        show_edge=False,
+    )
     for name in ("tag", "precision", "recall", "F1", "support"):
         table.add_column(name, justify="left" if name == "tag" else "right")
     for name, row in sorted(report["per_tag"].items(), key=lambda item: -item[1]["support"]):
-        table.add_row(name, f"{100 * row['precision']:.2f}", f"{100 * row['recall']:.2f}",
-                      f"{100 * row['f1']:.2f}", f"{row['support']:,}")
+        table.add_row(
+            name,
+            f"{100 * row['precision']:.2f}",
+            f"{100 * row['recall']:.2f}",
+            f"{100 * row['f1']:.2f}",
+            f"{row['support']:,}",
+        )
     out.print(table)
     if unseen:
         listed = ", ".join(f"{t} ({n})" for t, n in sorted(unseen.items()))
@@ -249,7 +357,9 @@ def evaluate(
 def export(
     run_dir: Annotated[Path, typer.Argument(help="Run folder written by `easyfirst train`.")],
     output: Annotated[Path, typer.Argument(help="Folder for the exported model.")],
-    half: Annotated[bool, typer.Option(help="Store weights as float16 (half the size; loaded as float32).")] = True,
+    half: Annotated[
+        bool, typer.Option(help="Store weights as float16 (half the size; loaded as float32).")
+    ] = True,
 ) -> None:
     """Copy a trained model (weights, config, vocabularies) to a new folder, by default in float16."""
     from easyfirst.model.io import load_model, save_model

@@ -8,12 +8,12 @@ values, which are also the defaults here.
 
 from __future__ import annotations
 
-import dataclasses
-import tomllib
 import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from easyfirst.errors import InputError
 
@@ -57,6 +57,7 @@ class TrainConfig:
     eval_batch_size: int = 256
     seed: int = 1
     threads: int = 0  # torch intra-op threads; 0 leaves torch's default
+    checkpoint_every: int = 0  # also checkpoint every K updates within an epoch (0: at epoch ends only)
 
 
 @dataclass
@@ -110,6 +111,8 @@ class Config:
             raise InputError("dropout must be in [0, 1)", source)
         if d.tag_column not in ("upos", "xpos"):
             raise InputError("tag_column must be upos or xpos", source)
+        if t.checkpoint_every < 0:
+            raise InputError("checkpoint_every must be >= 0", source)
         for name in ("epochs", "batch_size", "eval_batch_size"):
             if getattr(t, name) < 1:
                 raise InputError(f"{name} must be >= 1", source)

@@ -5,7 +5,9 @@
 - the model of the best dev epoch (``model.pt``, ``config.json``, ``vocab.json``; see easyfirst.model.io);
 - ``metrics.json``: ``{"dev": {"accuracy": …}, "test": {"accuracy": …}, "best_epoch": …, "epochs": […]}``
   with accuracies as fractions;
-- ``train.log``: what was printed, without colours.
+- ``train.log``: what was printed, without colours;
+- ``checkpoint.pt``: the training state at the end of the last epoch (and every ``checkpoint_every``
+  steps), from which ``easyfirst train --resume`` continues.
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ from pathlib import Path
 
 import torch
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from easyfirst.config import Config
@@ -26,7 +35,15 @@ from easyfirst.data.conllu import Sentence, read_conllu
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
 from easyfirst.metrics import tag_report
-from easyfirst.model.io import save_model, write_json
+from easyfirst.model.io import (
+    CONFIG_FILE,
+    VOCAB_FILE,
+    atomic_write,
+    load_model,
+    read_json,
+    save_model,
+    write_json,
+)
 from easyfirst.model.tagger import EasyFirstTagger
 
 
@@ -39,25 +56,32 @@ class Splits:
 
 
 def load_splits(config: Config) -> Splits:
-    """Read the train/dev/test files named in the config, or the task's default data set."""
+    """Read the train/dev/test files named in the config.
+
+    With no file named at all, the task's default data set is used (see easyfirst.data.datasets). With a
+    training file, a dev file is required (it chooses the best epoch) and a test file is optional.
+    """
     from easyfirst.data.datasets import TASK_DEFAULTS, resolve_split
 
-    paths: dict[str, str | None] = {}
-    for split in ("train", "dev", "test"):
-        given = getattr(config.data, split)
-        if given is None:
-            given = str(resolve_split(TASK_DEFAULTS[config.data.task], split))
-        paths[split] = given
-    sentences = {}
+    d = config.data
+    paths: dict[str, str | None] = {"train": d.train, "dev": d.dev, "test": d.test}
+    if d.train is None and d.dev is None and d.test is None:
+        paths = {split: str(resolve_split(TASK_DEFAULTS[d.task], split)) for split in paths}
+    elif d.train is None or d.dev is None:
+        raise InputError("give both --train and --dev (the dev set chooses the best epoch), or neither to use "
+                         f"the {d.task} task's default data set")
+    sentences: dict[str, list[Sentence]] = {}
     for split, path in paths.items():
+        if path is None:
+            continue
         if not Path(path).is_file():
             raise InputError(f"{split} file not found", path)
-        sentences[split] = read_conllu(path, tag_column=config.data.tag_column)
+        sentences[split] = read_conllu(path, tag_column=d.tag_column)
     if not sentences["train"]:
         raise InputError("the training file has no sentences", paths["train"])
     if not sentences["dev"]:
         raise InputError("the dev file has no sentences", paths["dev"])
-    return Splits(sentences["train"], sentences["dev"], sentences["test"] or None, paths)
+    return Splits(sentences["train"], sentences["dev"], sentences.get("test") or None, paths)
 
 
 def seed_everything(seed: int) -> torch.Generator:
@@ -66,8 +90,14 @@ def seed_everything(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-def evaluate_sentences(model: EasyFirstTagger, vocabs: Vocabularies, items: list[Encoded], gold: list[Sentence],
-                       batch_size: int, device: torch.device) -> dict:
+def evaluate_sentences(
+    model: EasyFirstTagger,
+    vocabs: Vocabularies,
+    items: list[Encoded],
+    gold: list[Sentence],
+    batch_size: int,
+    device: torch.device,
+) -> dict:
     """Tag encoded sentences and score them against their gold tags."""
     model.eval()
     itos = vocabs.tags.itos
@@ -83,9 +113,9 @@ def evaluate_sentences(model: EasyFirstTagger, vocabs: Vocabularies, items: list
 class RunLog:
     """Prints to the console and appends the same text, uncoloured, to ``train.log``."""
 
-    def __init__(self, console: Console, path: Path):
+    def __init__(self, console: Console, path: Path, append: bool = False):
         self.console, self.path = console, path
-        self.file = path.open("a", encoding="utf-8")
+        self.file = path.open("a" if append else "w", encoding="utf-8")  # a new run starts a new log
 
     def __call__(self, *objects) -> None:
         self.console.print(*objects)
@@ -97,43 +127,89 @@ class RunLog:
         self.file.close()
 
 
-def train(config: Config, output: str | Path, *, device: str = "cpu", console: Console | None = None) -> dict:
-    """Train a tagger as configured, writing the run folder ``output``; returns the metrics."""
+CHECKPOINT_FILE = "checkpoint.pt"
+
+
+def train(
+    config: Config,
+    output: str | Path,
+    *,
+    device: str = "cpu",
+    console: Console | None = None,
+    resume: bool = False,
+) -> dict:
+    """Train a tagger as configured, writing the run folder ``output``; returns the metrics.
+
+    With ``resume``, continue the run in ``output`` from its ``checkpoint.pt`` (model, optimizer, random
+    number generators, data order and position within the epoch), reaching the same result as a run
+    that was never interrupted.
+    """
     console = console or Console(stderr=True)
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
-    log = RunLog(console, output / "train.log")
+    log = RunLog(console, output / "train.log", append=resume)
     try:
-        return _train(config, output, torch.device(device), log)
+        return _train(config, output, torch.device(device), log, resume)
     finally:
         log.close()
 
 
-def _train(config: Config, output: Path, device: torch.device, log: RunLog) -> dict:
+def save_checkpoint(path: Path, **state) -> None:
+    """Write the training state atomically; it holds tensors and plain values only (weights_only-loadable)."""
+    atomic_write(path, lambda out: torch.save(state, out))
+
+
+def load_checkpoint(path: Path) -> dict:
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise InputError(
+            "no checkpoint to resume from (was this run started by `easyfirst train`?)", path
+        ) from None
+    except Exception as error:  # noqa: BLE001 (any unreadable file is the user's to fix)
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise InputError(f"not a readable checkpoint: {first}", path) from None
+
+
+def _train(config: Config, output: Path, device: torch.device, log: RunLog, resume: bool) -> dict:
     t = config.train
     if t.threads > 0:
         torch.set_num_threads(t.threads)
     generator = seed_everything(t.seed)
+    checkpoint = load_checkpoint(output / CHECKPOINT_FILE) if resume else None
     splits = load_splits(config)
+    config.data.train, config.data.dev, config.data.test = (splits.paths[k] for k in ("train", "dev", "test"))
     limit = config.data.max_train_length
     train_sents = [s for s in splits.train if len(s.words) <= limit and s.words]
     dropped = len(splits.train) - len(train_sents)
-    log(f"[bold]data[/] train {splits.paths['train']} ({len(train_sents)} sentences, {dropped} longer than "
+    log(
+        f"[bold]data[/] train {splits.paths['train']} ({len(train_sents)} sentences, {dropped} longer than "
         f"{limit} words dropped), dev {splits.paths['dev']} ({len(splits.dev)}), "
-        f"test {splits.paths['test']} ({len(splits.test or [])})")
+        f"test {splits.paths['test']} ({len(splits.test or [])})"
+    )
 
-    vocabs = Vocabularies.build(((s.words, s.tags) for s in train_sents),
-                                word_min_freq=config.model.word_min_freq, max_affix=config.model.max_affix)
+    if resume:
+        vocabs = Vocabularies.from_json(read_json(output / VOCAB_FILE))
+    else:
+        vocabs = Vocabularies.build(
+            ((s.words, s.tags) for s in train_sents),
+            word_min_freq=config.model.word_min_freq,
+            max_affix=config.model.max_affix,
+        )
+        write_json(output / CONFIG_FILE, config.to_dict())  # so that an interrupted run can be resumed
+        write_json(output / VOCAB_FILE, vocabs.to_json())
     model = EasyFirstTagger(config, vocabs)
-    if config.model.pretrained:
+    if config.model.pretrained and not resume:
         covered = model.embedder.load_pretrained(config.model.pretrained, vocabs)
         log(f"pretrained vectors cover {covered} of {len(vocabs.words) - 2} words")
     model.to(device)
     steps = "N = L" if config.model.sketch_steps is None else f"N = {config.model.sketch_steps}"
     kind = config.model.model if config.decodes else "bilstm (N = 0)"
-    log(f"[bold]model[/] {kind}, attention {config.model.attention if config.decodes else '-'}, {steps}; "
+    log(
+        f"[bold]model[/] {kind}, attention {config.model.attention if config.decodes else '-'}, {steps}; "
         f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(vocabs.words):,} words, "
-        f"{len(vocabs.tags)} tags")
+        f"{len(vocabs.tags)} tags"
+    )
 
     train_items = [encode(vocabs, s.words, s.tags) for s in train_sents]
     dev_items = [encode(vocabs, s.words) for s in splits.dev]
@@ -141,57 +217,117 @@ def _train(config: Config, output: Path, device: torch.device, log: RunLog) -> d
     tokens_per_epoch = sum(len(e) for e in train_items)
     history: list[dict] = []
     best = {"accuracy": -1.0, "epoch": 0}
+    first_epoch, first_step, total_loss, seen, elapsed = 1, 0, 0.0, 0, 0.0
+    if checkpoint is not None:
+        model.load_state_dict(checkpoint["model"])
+        optimizer.load_state_dict(checkpoint["optimizer"])
+        generator.set_state(checkpoint["epoch_generator"])
+        torch.set_rng_state(checkpoint["torch_rng"])
+        history, best = checkpoint["history"], checkpoint["best"]
+        first_epoch, first_step = checkpoint["epoch"], checkpoint["step"]
+        total_loss, seen, elapsed = checkpoint["loss_sum"], checkpoint["seen"], checkpoint["elapsed"]
+        log(f"resuming from {output / CHECKPOINT_FILE}: epoch {first_epoch}, after step {first_step}")
     console = log.console
 
-    for epoch in range(1, t.epochs + 1):
+    def checkpoint_now(epoch: int, step: int, epoch_generator: torch.Tensor, seconds: float) -> None:
+        save_checkpoint(
+            output / CHECKPOINT_FILE,
+            model=model.state_dict(),
+            optimizer=optimizer.state_dict(),
+            epoch=epoch,
+            step=step,
+            epoch_generator=epoch_generator,
+            torch_rng=torch.get_rng_state(),
+            history=history,
+            best=best,
+            loss_sum=total_loss,
+            seen=seen,
+            elapsed=seconds,
+        )
+
+    for epoch in range(first_epoch, t.epochs + 1):
         model.train()
-        started = time.perf_counter()
-        total_loss = seen = 0
+        started = time.perf_counter() - elapsed
+        epoch_generator = generator.get_state()  # the data order below is drawn from this state
         batches = list(iterate_batches(train_items, t.batch_size, generator))
-        columns = (TextColumn(f"epoch {epoch}/{t.epochs}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("loss {task.fields[loss]:.4f}  {task.fields[speed]:,.0f} tok/s"),
-                   TimeElapsedColumn(), TimeRemainingColumn())
+        columns = (
+            TextColumn(f"epoch {epoch}/{t.epochs}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("loss {task.fields[loss]:.4f}  {task.fields[speed]:,.0f} tok/s"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+        )
         with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
-            task = progress.add_task("train", total=len(batches), loss=0.0, speed=0.0)
-            for batch in batches:
-                batch = batch.to(device)
+            task = progress.add_task("train", total=len(batches), completed=first_step, loss=0.0, speed=0.0)
+            for step in range(first_step + 1, len(batches) + 1):
+                batch = batches[step - 1].to(device)
                 scores, _ = model(batch)
                 loss = model.loss(scores, batch.tags)
-                if not torch.isfinite(loss):
-                    raise FloatingPointError(f"the loss became {loss.item()} at epoch {epoch}")
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)
+                if not (torch.isfinite(loss) and torch.isfinite(norm)):
+                    what = "loss" if not torch.isfinite(loss) else "gradient norm"
+                    value = (loss if what == "loss" else norm).item()
+                    raise FloatingPointError(
+                        f"the {what} became {value} at epoch {epoch}, step {step}; the parameters were not "
+                        f"updated, and the last checkpoint and best model are kept"
+                    )
                 optimizer.step()
                 n = int(batch.mask.sum())
                 total_loss += loss.item() * n
                 seen += n
-                progress.update(task, advance=1, loss=total_loss / seen,
-                                speed=seen / (time.perf_counter() - started))
+                progress.update(
+                    task,
+                    advance=1,
+                    loss=total_loss / seen,
+                    speed=seen / max(time.perf_counter() - started, 1e-9),
+                )
+                if t.checkpoint_every and step % t.checkpoint_every == 0 and step < len(batches):
+                    checkpoint_now(epoch, step, epoch_generator, time.perf_counter() - started)
         seconds = time.perf_counter() - started
         dev = evaluate_sentences(model, vocabs, dev_items, splits.dev, t.eval_batch_size, device)
         improved = dev["accuracy"] > best["accuracy"]
         if improved:
             best = {"accuracy": dev["accuracy"], "epoch": epoch}
             save_model(output, model, config, vocabs)
-        row = {"epoch": epoch, "loss": total_loss / seen, "dev_accuracy": dev["accuracy"],
-               "seconds": seconds, "tokens_per_second": tokens_per_epoch / seconds}
+        row = {
+            "epoch": epoch,
+            "loss": total_loss / seen,
+            "dev_accuracy": dev["accuracy"],
+            "seconds": seconds,
+            "tokens_per_second": tokens_per_epoch / seconds,
+        }
         history.append(row)
-        log(f"epoch {epoch:>3}  loss {row['loss']:.4f}  dev acc {100 * dev['accuracy']:6.2f}  "
-            f"{seconds:6.1f} s  {row['tokens_per_second']:>8,.0f} tok/s" + ("  [green]best[/]" if improved else ""))
+        first_step, total_loss, seen, elapsed = 0, 0.0, 0, 0.0
+        checkpoint_now(epoch + 1, 0, generator.get_state(), 0.0)
+        log(
+            f"epoch {epoch:>3}  loss {row['loss']:.4f}  dev acc {100 * dev['accuracy']:6.2f}  "
+            f"{seconds:6.1f} s  {row['tokens_per_second']:>8,.0f} tok/s"
+            + ("  [green]best[/]" if improved else "")
+        )
 
     # evaluate the best epoch's model, as saved
-    from easyfirst.model.io import load_model
-
     model, _, _ = load_model(output, device)
-    metrics: dict = {"dev": evaluate_sentences(model, vocabs, dev_items, splits.dev, t.eval_batch_size, device)}
+    metrics: dict = {
+        "dev": evaluate_sentences(model, vocabs, dev_items, splits.dev, t.eval_batch_size, device)
+    }
     if splits.test:
         test_items = [encode(vocabs, s.words) for s in splits.test]
-        metrics["test"] = evaluate_sentences(model, vocabs, test_items, splits.test, t.eval_batch_size, device)
-    metrics.update(best_epoch=best["epoch"], epochs=history, data=splits.paths,
-                   seconds_per_epoch=sum(r["seconds"] for r in history) / len(history),
-                   train_sentences=len(train_sents), dropped_long_sentences=dropped,
-                   device=str(device), threads=torch.get_num_threads())
+        metrics["test"] = evaluate_sentences(
+            model, vocabs, test_items, splits.test, t.eval_batch_size, device
+        )
+    metrics.update(
+        best_epoch=best["epoch"],
+        epochs=history,
+        data=splits.paths,
+        seconds_per_epoch=sum(r["seconds"] for r in history) / len(history),
+        train_sentences=len(train_sents),
+        dropped_long_sentences=dropped,
+        device=str(device),
+        threads=torch.get_num_threads(),
+    )
     for split in ("dev", "test"):
         if split in metrics:
             metrics[split].pop("per_tag", None)
@@ -216,8 +352,13 @@ def summary_table(metrics: dict) -> Table:
         table.add_column(name, justify="right")
     for row in metrics["epochs"]:
         mark = " *" if row["epoch"] == metrics["best_epoch"] else ""
-        table.add_row(f"{row['epoch']}{mark}", f"{row['loss']:.4f}", f"{100 * row['dev_accuracy']:.2f}",
-                      f"{row['seconds']:.1f}", f"{row['tokens_per_second']:,.0f}")
+        table.add_row(
+            f"{row['epoch']}{mark}",
+            f"{row['loss']:.4f}",
+            f"{100 * row['dev_accuracy']:.2f}",
+            f"{row['seconds']:.1f}",
+            f"{row['tokens_per_second']:,.0f}",
+        )
     caption = f"best epoch {metrics['best_epoch']} (*): dev {100 * metrics['dev']['accuracy']:.2f}"
     if "test" in metrics:
         caption += f", test {100 * metrics['test']['accuracy']:.2f}"

@@ -16,16 +16,37 @@ from conftest import SAMPLE
 
 def run(*args: str, input: bytes | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "COLUMNS": "120"}
-    return subprocess.run([sys.executable, "-m", "easyfirst", *args], input=input, capture_output=True,
-                          env=env, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "easyfirst", *args],
+        input=input,
+        capture_output=True,
+        env=env,
+        cwd=cwd,
+        timeout=300,
+    )
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     """A tiny NEF-F model trained for 3 epochs on the sample (train = dev = test)."""
     out = tmp_path_factory.mktemp("run") / "nef"
-    result = run("train", "--task", "pos", "--train", str(SAMPLE), "--dev", str(SAMPLE), "--test", str(SAMPLE),
-                 "--epochs", "3", "--output", str(out), "--seed", "3")
+    result = run(
+        "train",
+        "--task",
+        "pos",
+        "--train",
+        str(SAMPLE),
+        "--dev",
+        str(SAMPLE),
+        "--test",
+        str(SAMPLE),
+        "--epochs",
+        "3",
+        "--output",
+        str(out),
+        "--seed",
+        "3",
+    )
     assert result.returncode == 0, result.stderr.decode()
     return out
 
@@ -46,8 +67,21 @@ def test_train_writes_a_complete_run_folder(run_dir):
 
 def test_training_twice_with_one_seed_gives_identical_metrics(run_dir, tmp_path):
     again = tmp_path / "again"
-    result = run("train", "--train", str(SAMPLE), "--dev", str(SAMPLE), "--test", str(SAMPLE),
-                 "--epochs", "3", "--output", str(again), "--seed", "3")
+    result = run(
+        "train",
+        "--train",
+        str(SAMPLE),
+        "--dev",
+        str(SAMPLE),
+        "--test",
+        str(SAMPLE),
+        "--epochs",
+        "3",
+        "--output",
+        str(again),
+        "--seed",
+        "3",
+    )
     assert result.returncode == 0, result.stderr.decode()
     first = json.loads((run_dir / "metrics.json").read_text())
     second = json.loads((again / "metrics.json").read_text())
@@ -133,5 +167,37 @@ def test_malformed_input_names_file_and_line_and_writes_nothing(run_dir, tmp_pat
 
 
 def test_train_refuses_to_overwrite_a_model(run_dir):
-    result = run("train", "--train", str(SAMPLE), "--dev", str(SAMPLE), "--epochs", "1", "--output", str(run_dir))
+    result = run(
+        "train", "--train", str(SAMPLE), "--dev", str(SAMPLE), "--epochs", "1", "--output", str(run_dir)
+    )
     assert result.returncode == 2 and "--overwrite" in result.stderr.decode()
+
+
+@pytest.mark.realdata
+def test_bundled_model_round_trips_a_real_treebank_file(ewt, tmp_path):
+    """EWT test, full of multiword tokens: every byte but the UPOS of words survives tagging."""
+    out = tmp_path / "tagged.conllu"
+    result = run("tag", str(ewt["test"]), "-o", str(out))
+    assert result.returncode == 0, result.stderr.decode()
+    before, after = ewt["test"].read_bytes().split(b"\n"), out.read_bytes().split(b"\n")
+    assert len(before) == len(after)
+    same = words = 0
+    for old, new in zip(before, after, strict=True):
+        cols_old, cols_new = old.split(b"\t"), new.split(b"\t")
+        if len(cols_old) == 10 and cols_old[0].isdigit():
+            assert cols_old[:3] + cols_old[4:] == cols_new[:3] + cols_new[4:]
+            words += 1
+            same += cols_old[3] == cols_new[3]
+        else:
+            assert old == new
+    assert words == 25094
+    assert same / words > 0.93  # the bundled model's accuracy (README) is measured by `evaluate`
+
+
+@pytest.mark.realdata
+def test_bundled_model_accuracy_on_ewt_test(ewt):
+    result = run("evaluate", str(ewt["test"]), "--json")
+    assert result.returncode == 0, result.stderr.decode()
+    report = json.loads(result.stdout)
+    assert report["tokens"] == 25094
+    assert report["accuracy"] >= 0.94

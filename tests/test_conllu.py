@@ -61,7 +61,9 @@ def test_tagging_replaces_only_the_tag_column_of_words():
 def test_crlf_bom_and_missing_final_newline_round_trip(tmp_path):
     text = SAMPLE.read_text().replace("\n", "\r\n")
     variant = tmp_path / "variant.conllu"
-    variant.write_bytes(b"\xef\xbb\xbf" + text.rstrip("\r\n").encode() + b"\r\n\r\n\r\n" + text.rstrip("\r\n").encode())
+    variant.write_bytes(
+        b"\xef\xbb\xbf" + text.rstrip("\r\n").encode() + b"\r\n\r\n\r\n" + text.rstrip("\r\n").encode()
+    )
     sentences = read_conllu(variant)
     assert len(sentences) == 50 and sentences[0].words[0] == "The"
     predict, _ = gold_predictor(variant)
@@ -126,8 +128,9 @@ def test_missing_file_is_an_input_error(tmp_path):
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("split, sentences, words", [("train", 12544, 204577), ("dev", 2001, 25147),
-                                                      ("test", 2077, 25094)])
+@pytest.mark.parametrize(
+    "split, sentences, words", [("train", 12544, 204577), ("dev", 2001, 25147), ("test", 2077, 25094)]
+)
 def test_real_ewt_counts_and_byte_exact_round_trip(ewt, split, sentences, words):
     """EWT is full of multiword tokens and has empty nodes: tagging with gold UPOS changes no byte."""
     read = read_conllu(ewt[split])

@@ -35,15 +35,18 @@ def test_agrees_with_slow_solver_on_thousands_of_rows(spread):
         for row in range(z.shape[0]):
             expected = slow_csoftmax(z[row].tolist(), u[row].tolist())
             assert max(abs(a - e) for a, e in zip(alpha[row].tolist(), expected, strict=True)) < 1e-10, (
-                z[row], u[row])
+                z[row],
+                u[row],
+            )
 
 
 def test_invariants():
     z, u = random_rows(4000, 9, 20.0, seed=7)
     alpha = csoftmax(z, u)
     feasible = u.sum(-1) >= 1
-    torch.testing.assert_close(alpha.sum(-1)[feasible], torch.ones(int(feasible.sum()), dtype=torch.float64),
-                               atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        alpha.sum(-1)[feasible], torch.ones(int(feasible.sum()), dtype=torch.float64), atol=1e-12, rtol=0
+    )
     assert torch.all(alpha >= 0) and torch.all(alpha <= u)
     assert torch.all(alpha[u == 0] == 0)
     loose = torch.ones_like(u) + torch.rand_like(u)
@@ -98,17 +101,36 @@ def test_degenerate_rows_give_u_and_pass_gradients_to_u():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_no_nan_or_inf_at_extreme_inputs(dtype):
-    z = torch.tensor([[1000.0, -1000.0, 0.0, 1000.0], [-1000.0] * 4, [1000.0, 0.0, 0.0, -1000.0],
-                      [0.0, 0.0, 0.0, 0.0], [88.0, -88.0, 500.0, -500.0], [3.0, 2.0, 1.0, 0.0]], dtype=dtype)
-    u = torch.tensor([[0.3, 0.5, 1.0, 0.2], [1.0, 1.0, 1.0, 1.0], [1e-30, 1.0, 1e-30, 1.0], [0.0, 0.0, 0.0, 0.0],
-                      [1.0, 1.0, 0.0, 0.5], [1e-30, 1e-30, 1e-30, 2.0]], dtype=dtype)
+    z = torch.tensor(
+        [
+            [1000.0, -1000.0, 0.0, 1000.0],
+            [-1000.0] * 4,
+            [1000.0, 0.0, 0.0, -1000.0],
+            [0.0, 0.0, 0.0, 0.0],
+            [88.0, -88.0, 500.0, -500.0],
+            [3.0, 2.0, 1.0, 0.0],
+        ],
+        dtype=dtype,
+    )
+    u = torch.tensor(
+        [
+            [0.3, 0.5, 1.0, 0.2],
+            [1.0, 1.0, 1.0, 1.0],
+            [1e-30, 1.0, 1e-30, 1.0],
+            [0.0, 0.0, 0.0, 0.0],
+            [1.0, 1.0, 0.0, 0.5],
+            [1e-30, 1e-30, 1e-30, 2.0],
+        ],
+        dtype=dtype,
+    )
     z.requires_grad_()
     u.requires_grad_()
     alpha = csoftmax(z, u)
     assert torch.isfinite(alpha).all()
     feasible = u.sum(-1) >= 1
-    torch.testing.assert_close(alpha.sum(-1)[feasible], torch.ones(int(feasible.sum()), dtype=dtype), atol=1e-6,
-                               rtol=0)
+    torch.testing.assert_close(
+        alpha.sum(-1)[feasible], torch.ones(int(feasible.sum()), dtype=dtype), atol=1e-6, rtol=0
+    )
     assert torch.all(alpha <= u)
     dz, du = torch.autograd.grad(alpha, (z, u), torch.randn_like(alpha))
     assert torch.isfinite(dz).all() and torch.isfinite(du).all()

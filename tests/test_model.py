@@ -19,14 +19,21 @@ SENTENCES = [
     "Hi".split(),
     "Colourless green ideas sleep furiously , said Chomsky in 1957 .".split(),
 ]
-TAGS = [["DET", "NOUN", "VERB", "PUNCT"], ["DET", "NOUN", "VERB", "ADP", "DET", "ADJ", "NOUN", "NOUN", "PUNCT"],
-        ["INTJ"], ["ADJ", "ADJ", "NOUN", "VERB", "ADV", "PUNCT", "VERB", "PROPN", "ADP", "NUM", "PUNCT"]]
+TAGS = [
+    ["DET", "NOUN", "VERB", "PUNCT"],
+    ["DET", "NOUN", "VERB", "ADP", "DET", "ADJ", "NOUN", "NOUN", "PUNCT"],
+    ["INTJ"],
+    ["ADJ", "ADJ", "NOUN", "VERB", "ADV", "PUNCT", "VERB", "PROPN", "ADP", "NUM", "PUNCT"],
+]
 
 
 def padded_states(lengths: list[int], dim: int = 6, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     generator = torch.Generator().manual_seed(seed)
     mask = torch.arange(max(lengths))[None, :] < torch.tensor(lengths)[:, None]
-    states = torch.randn(len(lengths), max(lengths), dim, generator=generator, dtype=torch.float64) * mask[..., None]
+    states = (
+        torch.randn(len(lengths), max(lengths), dim, generator=generator, dtype=torch.float64)
+        * mask[..., None]
+    )
     return states, mask
 
 
@@ -35,15 +42,22 @@ def slow_decoder(decoder: SketchDecoder, h: torch.Tensor, steps: int) -> tuple[t
     L, w = h.shape[0], (decoder.input_half.kernel_size[0] - 1) // 2
     dz, ds = decoder.attention_dim, decoder.sketch_dim
     # affine(c) = W c + b with c = concat(h_{i-w}, …, h_{i+w}, s_{i-w}, …, s_{i+w})
-    W = torch.cat([decoder.input_half.weight[:, :, k] for k in range(2 * w + 1)]
-                  + [decoder.sketch_half.weight[:, :, k] for k in range(2 * w + 1)], dim=1)
+    W = torch.cat(
+        [decoder.input_half.weight[:, :, k] for k in range(2 * w + 1)]
+        + [decoder.sketch_half.weight[:, :, k] for k in range(2 * w + 1)],
+        dim=1,
+    )
     b = decoder.input_half.bias
     S = torch.zeros(L, ds, dtype=h.dtype)
     beta = torch.zeros(L, dtype=h.dtype)
     history = []
     for n in range(1, steps + 1):
+
         def window(M, i):
-            return [M[j] if 0 <= j < L else torch.zeros(M.shape[1], dtype=h.dtype) for j in range(i - w, i + w + 1)]
+            return [
+                M[j] if 0 <= j < L else torch.zeros(M.shape[1], dtype=h.dtype)
+                for j in range(i - w, i + w + 1)
+            ]
 
         c = torch.stack([torch.cat(window(h, i) + window(S, i)) for i in range(L)])  # Eq. 1
         affine = c @ W.T + b
@@ -68,8 +82,9 @@ def slow_decoder(decoder: SketchDecoder, h: torch.Tensor, steps: int) -> tuple[t
 @pytest.mark.parametrize("fixed_steps", [None, 3, 9])
 def test_batched_decoder_matches_slow_literal_implementation(full_state, attention, fixed_steps):
     torch.manual_seed(0)
-    decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5, window=2, full_state=full_state,
-                            attention=attention).double()
+    decoder = SketchDecoder(
+        6, sketch_dim=4, attention_dim=5, window=2, full_state=full_state, attention=attention
+    ).double()
     lengths = [5, 1, 3, 7]
     states, mask = padded_states(lengths)
     sketch, history = decoder(states, mask, fixed_steps)

@@ -39,7 +39,12 @@ class Batch:
             return None if t is None else t.to(device, non_blocking=True)
 
         return Batch(
-            move(self.words), move(self.prefixes), move(self.suffixes), move(self.mask), move(self.tags), self.order
+            move(self.words),
+            move(self.prefixes),
+            move(self.suffixes),
+            move(self.mask),
+            move(self.tags),
+            self.order,
         )
 
 
@@ -66,9 +71,15 @@ def encode(vocabs: Vocabularies, words: Sequence[str], tags: Sequence[str] | Non
 
     return Encoded(
         torch.tensor([vocabs.words.index(w) for w in words], dtype=torch.long),
-        torch.tensor([affix_ids(prefixes(w, k), vocabs.prefixes) for w in words], dtype=torch.long).view(-1, k),
-        torch.tensor([affix_ids(suffixes(w, k), vocabs.suffixes) for w in words], dtype=torch.long).view(-1, k),
-        None if tags is None else torch.tensor([vocabs.tags.stoi.get(t, IGNORE) for t in tags], dtype=torch.long),
+        torch.tensor([affix_ids(prefixes(w, k), vocabs.prefixes) for w in words], dtype=torch.long).view(
+            -1, k
+        ),
+        torch.tensor([affix_ids(suffixes(w, k), vocabs.suffixes) for w in words], dtype=torch.long).view(
+            -1, k
+        ),
+        None
+        if tags is None
+        else torch.tensor([vocabs.tags.stoi.get(t, IGNORE) for t in tags], dtype=torch.long),
     )
 
 
@@ -90,7 +101,9 @@ def collate(items: Sequence[Encoded], order: list[int]) -> Batch:
     return Batch(words, pre, suf, mask, gold, order)
 
 
-def bucket_indices(lengths: Sequence[int], batch_size: int, generator: torch.Generator | None = None) -> list[list[int]]:
+def bucket_indices(
+    lengths: Sequence[int], batch_size: int, generator: torch.Generator | None = None
+) -> list[list[int]]:
     """Group sentence indices into batches of similar length.
 
     Sentences are sorted by length (ties broken at random when a ``generator`` is given, so that

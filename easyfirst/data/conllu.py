@@ -73,9 +73,11 @@ def _blocks(source, tag_column: str, name: str | None) -> Iterator[_Block | tupl
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as error:
-                raise InputError(f"not valid UTF-8 (byte {error.start + 1} of the line)", name, number) from None
+                raise InputError(
+                    f"not valid UTF-8 (byte {error.start + 1} of the line)", name, number
+                ) from None
             content = text.rstrip("\r\n")
-            ending = text[len(content):]
+            ending = text[len(content) :]
             parsed = content[1:] if number == 1 and content.startswith(BOM) else content
             if not parsed.strip():
                 if block is not None:
@@ -101,12 +103,17 @@ def _blocks(source, tag_column: str, name: str | None) -> Iterator[_Block | tupl
             except ParseException:
                 identifier = None
             if identifier is None:
-                raise InputError(f"ID {fields[0]!r} is not an integer, a range (3-4) or a decimal (8.1)", name, number)
+                raise InputError(
+                    f"ID {fields[0]!r} is not an integer, a range (3-4) or a decimal (8.1)", name, number
+                )
             if isinstance(identifier, tuple):
                 if identifier[1] == "-":
                     if identifier[0] != expected:
-                        raise InputError(f"range {fields[0]} out of sequence: expected it to start at {expected}",
-                                         name, number)
+                        raise InputError(
+                            f"range {fields[0]} out of sequence: expected it to start at {expected}",
+                            name,
+                            number,
+                        )
                     range_end = identifier[2]
                 elif identifier[0] != expected - 1:
                     raise InputError(f"empty node {fields[0]} out of sequence", name, number)
@@ -130,7 +137,9 @@ def _blocks(source, tag_column: str, name: str | None) -> Iterator[_Block | tupl
             stream.close()
 
 
-def iter_conllu(source: str | Path | BinaryIO, tag_column: str = "upos", name: str | None = None) -> Iterator[Sentence]:
+def iter_conllu(
+    source: str | Path | BinaryIO, tag_column: str = "upos", name: str | None = None
+) -> Iterator[Sentence]:
     """Stream the sentences of a CoNLL-U file (a path or a binary stream)."""
     if tag_column not in COLUMNS:
         raise ValueError(f"tag_column must be one of {', '.join(COLUMNS)}")
@@ -169,11 +178,14 @@ def tag_conllu(
                 fields = block.lines[index].split("\t")
                 fields[column] = tag
                 block.lines[index] = "\t".join(fields)
-        out.write("".join(
-            "".join(line + end for line, end in zip(item.lines, item.endings, strict=True))
-            if isinstance(item, _Block) else item[0] + item[1]
-            for item in pending
-        ).encode("utf-8"))
+        out.write(
+            "".join(
+                "".join(line + end for line, end in zip(item.lines, item.endings, strict=True))
+                if isinstance(item, _Block)
+                else item[0] + item[1]
+                for item in pending
+            ).encode("utf-8")
+        )
         pending.clear()
 
     in_batch = 0

@@ -50,7 +50,8 @@ DATASETS = {
     d.name: d
     for d in (
         DataSet(
-            "ud-en-ewt", "pos",
+            "ud-en-ewt",
+            "pos",
             {s: f"ud/UD_English-EWT/en_ewt-ud-{s}.conllu" for s in ("train", "dev", "test")},
             {
                 "train": "3fb78e2b55482c8ee00caa653af436c88c9e5bc9a73ce26e4ae3ddc79d2b7e7b",
@@ -60,11 +61,24 @@ DATASETS = {
             remote=True,
             note="UD English EWT r2.16, CC BY-SA 4.0",
         ),
-        DataSet("conll2003-en", "ner", {"train": "ner/conll2003/eng.train", "dev": "ner/conll2003/eng.testa",
-                                        "test": "ner/conll2003/eng.testb"}, {},
-                note="CoNLL-2003 English (not freely downloadable: place the files yourself)"),
-        DataSet("wmt16-qe-en-de", "qe", {"train": "qe/wmt16-en-de/train", "dev": "qe/wmt16-en-de/dev"}, {},
-                note="WMT16 word-level QE en-de (place the files yourself)"),
+        DataSet(
+            "conll2003-en",
+            "ner",
+            {
+                "train": "ner/conll2003/eng.train",
+                "dev": "ner/conll2003/eng.testa",
+                "test": "ner/conll2003/eng.testb",
+            },
+            {},
+            note="CoNLL-2003 English (not freely downloadable: place the files yourself)",
+        ),
+        DataSet(
+            "wmt16-qe-en-de",
+            "qe",
+            {"train": "qe/wmt16-en-de/train", "dev": "qe/wmt16-en-de/dev"},
+            {},
+            note="WMT16 word-level QE en-de (place the files yourself)",
+        ),
     )
 }
 TASK_DEFAULTS = {d.task: d.name for d in DATASETS.values()}
@@ -105,7 +119,9 @@ def resolve_split(name: str, split: str, *, download: bool = True, progress: boo
     relative = dataset.splits[split]
     looked = []
     if os.environ.get("EASYFIRST_DATA"):
-        looked.append(f"$EASYFIRST_DATA/{relative} (EASYFIRST_DATA={os.environ['EASYFIRST_DATA']}: missing there)")
+        looked.append(
+            f"$EASYFIRST_DATA/{relative} (EASYFIRST_DATA={os.environ['EASYFIRST_DATA']}: missing there)"
+        )
     else:
         looked.append("$EASYFIRST_DATA (not set)")
     looked.append(str(cache_root() / relative))
@@ -115,7 +131,8 @@ def resolve_split(name: str, split: str, *, download: bool = True, progress: boo
         fetch(dataset.url(split), target, dataset.sha256.get(split), progress=progress)
         return target
     raise InputError(
-        f"cannot find the {split} split of {name} ({dataset.note}); looked at " + ", ".join(looked)
+        f"cannot find the {split} split of {name} ({dataset.note}); looked at "
+        + ", ".join(looked)
         + ". Set EASYFIRST_DATA to a folder with that layout, or pass the file explicitly."
     )
 
@@ -139,7 +156,9 @@ def fetch(url: str, dest: Path, sha256: str | None, *, progress: bool = True, ti
         if sha256 is not None and digest.hexdigest() != sha256:
             raise InputError(
                 f"checksum mismatch: expected sha256 {sha256}, got {digest.hexdigest()}; the file was not "
-                "kept. Put the files under $EASYFIRST_DATA or pass explicit paths instead.", url)
+                "kept. Put the files under $EASYFIRST_DATA or pass explicit paths instead.",
+                url,
+            )
         os.replace(temporary, dest)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -149,8 +168,13 @@ def fetch(url: str, dest: Path, sha256: str | None, *, progress: bool = True, ti
 def _copy(response, out, digest, total: int | None, show: bool, label: str) -> None:
     from rich.progress import DownloadColumn, Progress, TransferSpeedColumn
 
-    with Progress(*Progress.get_default_columns(), DownloadColumn(), TransferSpeedColumn(), disable=not show,
-                  transient=True) as bar:
+    with Progress(
+        *Progress.get_default_columns(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        disable=not show,
+        transient=True,
+    ) as bar:
         task = bar.add_task(f"downloading {label}", total=total)
         while True:
             try:
@@ -171,6 +195,8 @@ def describe() -> list[dict]:
         splits = {}
         for split in dataset.splits:
             found = locate(dataset.name, split)
-            splits[split] = str(found) if found else ("missing (downloadable)" if dataset.remote else "missing")
+            splits[split] = (
+                str(found) if found else ("missing (downloadable)" if dataset.remote else "missing")
+            )
         rows.append({"name": dataset.name, "task": dataset.task, "note": dataset.note, "splits": splits})
     return rows

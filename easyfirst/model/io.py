@@ -39,7 +39,9 @@ def atomic_write(path: str | Path, write) -> None:
 
 
 def write_json(path: str | Path, data) -> None:
-    atomic_write(path, lambda out: out.write((json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()))
+    atomic_write(
+        path, lambda out: out.write((json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
+    )
 
 
 def save_model(
@@ -48,7 +50,10 @@ def save_model(
     """Write the model folder; ``half`` stores floating-point tensors as float16 (for shipping)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    state = {k: (v.half() if half and v.is_floating_point() else v).detach().cpu() for k, v in model.state_dict().items()}
+    state = {
+        k: (v.half() if half and v.is_floating_point() else v).detach().cpu()
+        for k, v in model.state_dict().items()
+    }
     atomic_write(folder / MODEL_FILE, lambda out: torch.save(state, out))
     write_json(folder / CONFIG_FILE, config.to_dict())
     write_json(folder / VOCAB_FILE, vocabs.to_json())
@@ -63,7 +68,9 @@ def read_json(path: Path):
         raise InputError(f"not valid JSON: {error}", path) from None
 
 
-def load_model(folder: str | Path, device: str | torch.device = "cpu") -> tuple[EasyFirstTagger, Config, Vocabularies]:
+def load_model(
+    folder: str | Path, device: str | torch.device = "cpu"
+) -> tuple[EasyFirstTagger, Config, Vocabularies]:
     """Load a model folder for inference (float32, eval mode)."""
     folder = Path(folder)
     if not folder.is_dir():
@@ -81,11 +88,15 @@ def load_model(folder: str | Path, device: str | torch.device = "cpu") -> tuple[
         raise InputError("not found", path) from None
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise InputError(f"not a loadable model state (refused to unpickle anything but tensors): {first}", path) from None
+        raise InputError(
+            f"not a loadable model state (refused to unpickle anything but tensors): {first}", path
+        ) from None
     if not isinstance(state, dict):
         raise InputError("not a model state dictionary", path)
     try:
         model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in state.items()})
     except (RuntimeError, AttributeError) as error:
-        raise InputError(f"does not match {CONFIG_FILE} and {VOCAB_FILE}: {str(error).splitlines()[0]}", path) from None
+        raise InputError(
+            f"does not match {CONFIG_FILE} and {VOCAB_FILE}: {str(error).splitlines()[0]}", path
+        ) from None
     return model.to(device).eval(), config, vocabs

@@ -49,7 +49,9 @@ class SketchDecoder(nn.Module):
         self.attention = ATTENTIONS[attention]
         # affine(c_i) for [scores | sketch update], split into the input and the sketch halves of Eq. 1
         self.input_half = nn.Conv1d(input_dim, attention_dim + sketch_dim, width, padding=window)
-        self.sketch_half = nn.Conv1d(sketch_dim, attention_dim + sketch_dim, width, padding=window, bias=False)
+        self.sketch_half = nn.Conv1d(
+            sketch_dim, attention_dim + sketch_dim, width, padding=window, bias=False
+        )
         self.v = nn.Linear(attention_dim, 1, bias=False)
 
     def forward(

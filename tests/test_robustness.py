@@ -1,0 +1,229 @@
+"""Interrupted training resumes to the same result; numerical failures stop cleanly; odd but valid input
+works; unwritable outputs are user errors. (Malformed files: test_conllu.py and test_cli.py; malicious
+model files: test_api.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from conftest import SAMPLE
+
+TIMING = ("seconds", "tokens_per_second", "seconds_per_epoch")
+
+
+def command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "easyfirst", *args]
+
+
+def comparable(metrics: dict) -> dict:
+    """metrics.json without wall-clock timings."""
+    metrics = {k: v for k, v in metrics.items() if k not in TIMING}
+    metrics["epochs"] = [{k: v for k, v in row.items() if k not in TIMING} for row in metrics["epochs"]]
+    return metrics
+
+
+@pytest.fixture(scope="module")
+def bigger_sample(tmp_path_factory):
+    """The sample 20 times over: 500 sentences, enough for 125 updates per epoch."""
+    path = tmp_path_factory.mktemp("data") / "train.conllu"
+    path.write_bytes(SAMPLE.read_bytes() * 20)
+    return path
+
+
+def train_args(train, output, *extra):
+    return (
+        "train",
+        "--train",
+        str(train),
+        "--dev",
+        str(SAMPLE),
+        "--test",
+        str(SAMPLE),
+        "--epochs",
+        "3",
+        "--batch-size",
+        "4",
+        "--seed",
+        "7",
+        "--threads",
+        "1",
+        "--output",
+        str(output),
+        *extra,
+    )
+
+
+@pytest.mark.slow
+def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_result(bigger_sample, tmp_path):
+    straight = tmp_path / "straight"
+    done = subprocess.run(command(*train_args(bigger_sample, straight)), capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr.decode()
+
+    interrupted = tmp_path / "interrupted"
+    process = subprocess.Popen(
+        command(*train_args(bigger_sample, interrupted, "--checkpoint-every", "10")),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    checkpoint = interrupted / "checkpoint.pt"
+    deadline = time.monotonic() + 300
+    while not checkpoint.exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.02)
+    first = None
+    while time.monotonic() < deadline and process.poll() is None:  # wait for a later, mid-epoch one
+        state = torch.load(checkpoint, weights_only=True)
+        if first is None:
+            first = (state["epoch"], state["step"])
+        elif (state["epoch"], state["step"]) != first and state["step"] > 0:
+            break
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL, "training finished before it could be interrupted"
+    state = torch.load(checkpoint, weights_only=True)
+    assert state["step"] > 0, "the interruption must fall inside an epoch"
+    assert not (interrupted / "metrics.json").exists()
+
+    resumed = subprocess.run(command("train", "--resume", str(interrupted)), capture_output=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    assert "resuming from" in (interrupted / "train.log").read_text()
+    a = json.loads((straight / "metrics.json").read_text())
+    b = json.loads((interrupted / "metrics.json").read_text())
+    assert comparable(a) | {"data": None} == comparable(b) | {"data": None}
+    same = [
+        torch.equal(x, y)
+        for x, y in zip(
+            torch.load(straight / "model.pt", weights_only=True).values(),
+            torch.load(interrupted / "model.pt", weights_only=True).values(),
+            strict=True,
+        )
+    ]
+    assert all(same)
+
+
+def test_resume_refuses_other_options_and_missing_checkpoints(tmp_path):
+    result = subprocess.run(command("train", "--resume", str(tmp_path), "--lr", "0.5"), capture_output=True)
+    assert result.returncode == 2 and b"--lr cannot be given" in result.stderr
+    (tmp_path / "config.json").write_text(json.dumps({"train": {"epochs": 2}}))
+    (tmp_path / "vocab.json").write_text("{}")
+    result = subprocess.run(command("train", "--resume", str(tmp_path)), capture_output=True)
+    assert result.returncode == 2 and b"no checkpoint to resume from" in result.stderr
+
+
+def test_a_diverging_run_stops_with_epoch_and_step_and_keeps_its_checkpoint(tmp_path):
+    config = tmp_path / "diverge.toml"
+    config.write_text(
+        '[train]\noptimizer = "sgd"\nlr = 1e30\nclip = 1e30\nbatch_size = 2\ncheckpoint_every = 1\n'
+    )
+    out = tmp_path / "run"
+    result = subprocess.run(
+        command(
+            "train",
+            "--config",
+            str(config),
+            "--train",
+            str(SAMPLE),
+            "--dev",
+            str(SAMPLE),
+            "--epochs",
+            "2",
+            "--output",
+            str(out),
+        ),
+        capture_output=True,
+        timeout=300,
+    )
+    stderr = result.stderr.decode()
+    assert result.returncode == 1, stderr
+    assert "training stopped" in stderr and "at epoch 1, step" in stderr and "Traceback" not in stderr
+    state = torch.load(out / "checkpoint.pt", weights_only=True)
+    assert all(torch.isfinite(v).all() for v in state["model"].values()), "a bad update was checkpointed"
+
+
+def test_unwritable_output_is_a_user_error_and_leaves_nothing(tmp_path):
+    result = subprocess.run(
+        command("tag", str(SAMPLE), "-o", str(tmp_path / "no" / "such" / "out.conllu")), capture_output=True
+    )
+    assert result.returncode == 2 and b"folder does not exist" in result.stderr
+    result = subprocess.run(command("tag", str(SAMPLE), "-o", str(tmp_path)), capture_output=True)
+    assert result.returncode == 2 and b"Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tiny") / "run"
+    result = subprocess.run(
+        command("train", "--train", str(SAMPLE), "--dev", str(SAMPLE), "--epochs", "1", "--output", str(out)),
+        capture_output=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    return out
+
+
+def test_one_word_and_thousand_word_sentences_tag(tiny_run, tmp_path):
+    words = [f"w{i % 37}" for i in range(1000)]
+    lines = ["1\tHello\t_\t_\t_\t_\t_\t_\t_\t_", ""]
+    lines += [f"{i}\t{w}\t_\t_\t_\t_\t_\t_\t_\t_" for i, w in enumerate(words, 1)] + [""]
+    path = tmp_path / "odd.conllu"
+    path.write_text("\n".join(lines) + "\n")
+    result = subprocess.run(command("tag", str(path), "-m", str(tiny_run)), capture_output=True, timeout=300)
+    assert result.returncode == 0, result.stderr.decode()
+    out = result.stdout.decode().split("\n")
+    assert len(out) == len(lines) + 1 and all(line.split("\t")[3] != "_" for line in out if "\t" in line)
+
+
+def test_tags_the_model_never_saw_are_reported_not_fatal(tiny_run, tmp_path):
+    gold = tmp_path / "gold.conllu"
+    gold.write_text("1\tZorp\t_\tMADEUP\t_\t_\t_\t_\t_\t_\n2\tdog\t_\tNOUN\t_\t_\t_\t_\t_\t_\n\n")
+    result = subprocess.run(command("evaluate", str(gold), "-m", str(tiny_run)), capture_output=True)
+    assert result.returncode == 0
+    assert b"never saw" in result.stderr and b"MADEUP (1)" in result.stderr
+
+
+def test_empty_input_gives_empty_output(tiny_run, tmp_path):
+    empty = tmp_path / "empty.conllu"
+    empty.write_bytes(b"")
+    out = tmp_path / "out.conllu"
+    result = subprocess.run(
+        command("tag", str(empty), "-m", str(tiny_run), "-o", str(out)), capture_output=True
+    )
+    assert result.returncode == 0 and out.read_bytes() == b""
+
+
+def test_same_seed_gives_identical_tags(tmp_path):
+    outputs = []
+    for name in ("a", "b"):
+        run = tmp_path / name
+        result = subprocess.run(
+            command(
+                "train",
+                "--train",
+                str(SAMPLE),
+                "--dev",
+                str(SAMPLE),
+                "--epochs",
+                "2",
+                "--seed",
+                "5",
+                "--output",
+                str(run),
+            ),
+            capture_output=True,
+            timeout=300,
+            env={**os.environ},
+        )
+        assert result.returncode == 0, result.stderr.decode()
+        outputs.append(
+            subprocess.run(command("tag", str(SAMPLE), "-m", str(run)), capture_output=True).stdout
+        )
+    assert outputs[0] == outputs[1] and outputs[0]
