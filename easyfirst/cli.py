@@ -204,17 +204,12 @@ def check_device(device: str) -> None:
 
 
 def open_input(path: str | None):
-    """A binary stream for ``path`` (stdin for None or ``-``)."""
+    """A binary stream for ``path`` (stdin for None or ``-``) and its name for messages."""
+    from easyfirst.data.files import open_binary
+
     if path is None or path == "-":
         return sys.stdin.buffer, "<stdin>"
-    try:
-        return open(path, "rb"), path  # noqa: SIM115 (closed by the caller)
-    except FileNotFoundError:
-        raise InputError("no such file", path) from None
-    except IsADirectoryError:
-        raise InputError("is a folder, not a file", path) from None
-    except PermissionError:
-        raise InputError("permission denied", path) from None
+    return open_binary(path), path
 
 
 def check_output(output: Path | None) -> None:

@@ -68,8 +68,10 @@ def load_splits(config: Config) -> Splits:
     if d.train is None and d.dev is None and d.test is None:
         paths = {split: str(resolve_split(TASK_DEFAULTS[d.task], split)) for split in paths}
     elif d.train is None or d.dev is None:
-        raise InputError("give both --train and --dev (the dev set chooses the best epoch), or neither to use "
-                         f"the {d.task} task's default data set")
+        raise InputError(
+            "give both --train and --dev (the dev set chooses the best epoch), or neither to use "
+            f"the {d.task} task's default data set"
+        )
     sentences: dict[str, list[Sentence]] = {}
     for split, path in paths.items():
         if path is None:

@@ -7,6 +7,8 @@ variable is unset on a developer's machine; under CI (``CI`` set) a missing data
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,3 +41,35 @@ def ewt(data_root) -> dict[str, Path]:
     for path in paths.values():
         assert path.is_file(), f"missing {path}"
     return paths
+
+
+def run_cli(*args: str, input: bytes | None = None, cwd: Path | None = None, timeout: float = 600):
+    """Run ``python -m easyfirst ARGS`` as a user would; returns the CompletedProcess (bytes)."""
+    return subprocess.run(
+        [sys.executable, "-m", "easyfirst", *map(str, args)],
+        input=input,
+        capture_output=True,
+        cwd=cwd,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+
+
+def train_on_sample(output: Path, *extra: str, epochs: int = 3, seed: int = 3):
+    """``easyfirst train`` on the sample (train = dev = test): a few seconds."""
+    return run_cli(
+        "train",
+        "--train",
+        SAMPLE,
+        "--dev",
+        SAMPLE,
+        "--test",
+        SAMPLE,
+        "--epochs",
+        epochs,
+        "--seed",
+        seed,
+        "--output",
+        output,
+        *extra,
+    )

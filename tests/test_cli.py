@@ -3,50 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from conftest import SAMPLE
+from conftest import SAMPLE, run_cli, train_on_sample
 
-
-def run(*args: str, input: bytes | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "120"}
-    return subprocess.run(
-        [sys.executable, "-m", "easyfirst", *args],
-        input=input,
-        capture_output=True,
-        env=env,
-        cwd=cwd,
-        timeout=300,
-    )
+run = run_cli
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     """A tiny NEF-F model trained for 3 epochs on the sample (train = dev = test)."""
     out = tmp_path_factory.mktemp("run") / "nef"
-    result = run(
-        "train",
-        "--task",
-        "pos",
-        "--train",
-        str(SAMPLE),
-        "--dev",
-        str(SAMPLE),
-        "--test",
-        str(SAMPLE),
-        "--epochs",
-        "3",
-        "--output",
-        str(out),
-        "--seed",
-        "3",
-    )
+    result = train_on_sample(out)
     assert result.returncode == 0, result.stderr.decode()
     return out
 
@@ -67,21 +38,7 @@ def test_train_writes_a_complete_run_folder(run_dir):
 
 def test_training_twice_with_one_seed_gives_identical_metrics(run_dir, tmp_path):
     again = tmp_path / "again"
-    result = run(
-        "train",
-        "--train",
-        str(SAMPLE),
-        "--dev",
-        str(SAMPLE),
-        "--test",
-        str(SAMPLE),
-        "--epochs",
-        "3",
-        "--output",
-        str(again),
-        "--seed",
-        "3",
-    )
+    result = train_on_sample(again)
     assert result.returncode == 0, result.stderr.decode()
     first = json.loads((run_dir / "metrics.json").read_text())
     second = json.loads((again / "metrics.json").read_text())

@@ -5,7 +5,6 @@ model files: test_api.py.)"""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import time
 import pytest
 import torch
 
-from conftest import SAMPLE
+from conftest import SAMPLE, run_cli, train_on_sample
 
 TIMING = ("seconds", "tokens_per_second", "seconds_per_epoch")
 
@@ -64,7 +63,7 @@ def train_args(train, output, *extra):
 @pytest.mark.slow
 def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_result(bigger_sample, tmp_path):
     straight = tmp_path / "straight"
-    done = subprocess.run(command(*train_args(bigger_sample, straight)), capture_output=True, timeout=600)
+    done = run_cli(*train_args(bigger_sample, straight), timeout=600)
     assert done.returncode == 0, done.stderr.decode()
 
     interrupted = tmp_path / "interrupted"
@@ -92,7 +91,7 @@ def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_result(bigger_sam
     assert state["step"] > 0, "the interruption must fall inside an epoch"
     assert not (interrupted / "metrics.json").exists()
 
-    resumed = subprocess.run(command("train", "--resume", str(interrupted)), capture_output=True, timeout=600)
+    resumed = run_cli("train", "--resume", str(interrupted), timeout=600)
     assert resumed.returncode == 0, resumed.stderr.decode()
     assert "resuming from" in (interrupted / "train.log").read_text()
     a = json.loads((straight / "metrics.json").read_text())
@@ -110,11 +109,11 @@ def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_result(bigger_sam
 
 
 def test_resume_refuses_other_options_and_missing_checkpoints(tmp_path):
-    result = subprocess.run(command("train", "--resume", str(tmp_path), "--lr", "0.5"), capture_output=True)
+    result = run_cli("train", "--resume", str(tmp_path), "--lr", "0.5")
     assert result.returncode == 2 and b"--lr cannot be given" in result.stderr
     (tmp_path / "config.json").write_text(json.dumps({"train": {"epochs": 2}}))
     (tmp_path / "vocab.json").write_text("{}")
-    result = subprocess.run(command("train", "--resume", str(tmp_path)), capture_output=True)
+    result = run_cli("train", "--resume", str(tmp_path))
     assert result.returncode == 2 and b"no checkpoint to resume from" in result.stderr
 
 
@@ -124,23 +123,7 @@ def test_a_diverging_run_stops_with_epoch_and_step_and_keeps_its_checkpoint(tmp_
         '[train]\noptimizer = "sgd"\nlr = 1e30\nclip = 1e30\nbatch_size = 2\ncheckpoint_every = 1\n'
     )
     out = tmp_path / "run"
-    result = subprocess.run(
-        command(
-            "train",
-            "--config",
-            str(config),
-            "--train",
-            str(SAMPLE),
-            "--dev",
-            str(SAMPLE),
-            "--epochs",
-            "2",
-            "--output",
-            str(out),
-        ),
-        capture_output=True,
-        timeout=300,
-    )
+    result = train_on_sample(out, "--config", config, epochs=2)
     stderr = result.stderr.decode()
     assert result.returncode == 1, stderr
     assert "training stopped" in stderr and "at epoch 1, step" in stderr and "Traceback" not in stderr
@@ -149,11 +132,9 @@ def test_a_diverging_run_stops_with_epoch_and_step_and_keeps_its_checkpoint(tmp_
 
 
 def test_unwritable_output_is_a_user_error_and_leaves_nothing(tmp_path):
-    result = subprocess.run(
-        command("tag", str(SAMPLE), "-o", str(tmp_path / "no" / "such" / "out.conllu")), capture_output=True
-    )
+    result = run_cli("tag", str(SAMPLE), "-o", str(tmp_path / "no" / "such" / "out.conllu"))
     assert result.returncode == 2 and b"folder does not exist" in result.stderr
-    result = subprocess.run(command("tag", str(SAMPLE), "-o", str(tmp_path)), capture_output=True)
+    result = run_cli("tag", str(SAMPLE), "-o", str(tmp_path))
     assert result.returncode == 2 and b"Traceback" not in result.stderr
     assert list(tmp_path.iterdir()) == []
 
@@ -161,11 +142,7 @@ def test_unwritable_output_is_a_user_error_and_leaves_nothing(tmp_path):
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("tiny") / "run"
-    result = subprocess.run(
-        command("train", "--train", str(SAMPLE), "--dev", str(SAMPLE), "--epochs", "1", "--output", str(out)),
-        capture_output=True,
-        timeout=300,
-    )
+    result = train_on_sample(out, epochs=1)
     assert result.returncode == 0, result.stderr.decode()
     return out
 
@@ -176,7 +153,7 @@ def test_one_word_and_thousand_word_sentences_tag(tiny_run, tmp_path):
     lines += [f"{i}\t{w}\t_\t_\t_\t_\t_\t_\t_\t_" for i, w in enumerate(words, 1)] + [""]
     path = tmp_path / "odd.conllu"
     path.write_text("\n".join(lines) + "\n")
-    result = subprocess.run(command("tag", str(path), "-m", str(tiny_run)), capture_output=True, timeout=300)
+    result = run_cli("tag", str(path), "-m", str(tiny_run))
     assert result.returncode == 0, result.stderr.decode()
     out = result.stdout.decode().split("\n")
     assert len(out) == len(lines) + 1 and all(line.split("\t")[3] != "_" for line in out if "\t" in line)
@@ -185,7 +162,7 @@ def test_one_word_and_thousand_word_sentences_tag(tiny_run, tmp_path):
 def test_tags_the_model_never_saw_are_reported_not_fatal(tiny_run, tmp_path):
     gold = tmp_path / "gold.conllu"
     gold.write_text("1\tZorp\t_\tMADEUP\t_\t_\t_\t_\t_\t_\n2\tdog\t_\tNOUN\t_\t_\t_\t_\t_\t_\n\n")
-    result = subprocess.run(command("evaluate", str(gold), "-m", str(tiny_run)), capture_output=True)
+    result = run_cli("evaluate", str(gold), "-m", str(tiny_run))
     assert result.returncode == 0
     assert b"never saw" in result.stderr and b"MADEUP (1)" in result.stderr
 
@@ -194,9 +171,7 @@ def test_empty_input_gives_empty_output(tiny_run, tmp_path):
     empty = tmp_path / "empty.conllu"
     empty.write_bytes(b"")
     out = tmp_path / "out.conllu"
-    result = subprocess.run(
-        command("tag", str(empty), "-m", str(tiny_run), "-o", str(out)), capture_output=True
-    )
+    result = run_cli("tag", str(empty), "-m", str(tiny_run), "-o", str(out))
     assert result.returncode == 0 and out.read_bytes() == b""
 
 
@@ -204,26 +179,7 @@ def test_same_seed_gives_identical_tags(tmp_path):
     outputs = []
     for name in ("a", "b"):
         run = tmp_path / name
-        result = subprocess.run(
-            command(
-                "train",
-                "--train",
-                str(SAMPLE),
-                "--dev",
-                str(SAMPLE),
-                "--epochs",
-                "2",
-                "--seed",
-                "5",
-                "--output",
-                str(run),
-            ),
-            capture_output=True,
-            timeout=300,
-            env={**os.environ},
-        )
+        result = train_on_sample(run, epochs=2, seed=5)
         assert result.returncode == 0, result.stderr.decode()
-        outputs.append(
-            subprocess.run(command("tag", str(SAMPLE), "-m", str(run)), capture_output=True).stdout
-        )
+        outputs.append(run_cli("tag", str(SAMPLE), "-m", str(run)).stdout)
     assert outputs[0] == outputs[1] and outputs[0]

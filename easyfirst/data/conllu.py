@@ -17,6 +17,7 @@ from typing import BinaryIO
 
 from conllu.parser import ParseException, parse_id_value
 
+from easyfirst.data.files import open_binary
 from easyfirst.errors import InputError
 
 COLUMNS = {"upos": 3, "xpos": 4}
@@ -46,14 +47,7 @@ class _Block:
 
 def _open(source: str | Path | BinaryIO, name: str | None) -> tuple[BinaryIO, str, bool]:
     if isinstance(source, str | Path):
-        try:
-            return open(source, "rb"), str(source) if name is None else name, True  # noqa: SIM115
-        except FileNotFoundError:
-            raise InputError("no such file", source) from None
-        except IsADirectoryError:
-            raise InputError("is a folder, not a file", source) from None
-        except PermissionError:
-            raise InputError("permission denied", source) from None
+        return open_binary(source), str(source) if name is None else name, True
     if isinstance(source, io.TextIOBase):
         source = source.buffer
     return source, name or getattr(source, "name", "<stream>"), False
