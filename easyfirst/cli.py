@@ -1,4 +1,4 @@
-"""The ``easyfirst`` command line: train, tag, evaluate, export, data.
+"""The ``easyfirst`` command line: train, tag, evaluate, plot, analyze, export, data.
 
 User mistakes (bad files, bad options) are reported as ``path:line: what is wrong`` on stderr with exit
 status 2 and no traceback; see easyfirst.errors.
@@ -346,6 +346,120 @@ def evaluate(
     if unseen:
         listed = ", ".join(f"{t} ({n})" for t, n in sorted(unseen.items()))
         err.print(f"[yellow]note:[/] gold tags the model never saw, counted as errors: {listed}")
+
+
+def read_sentence(path: Path, number: int, tag_column: str):
+    from easyfirst.data.conllu import iter_conllu
+
+    if number < 1:
+        raise InputError("--sentence counts from 1")
+    for k, sentence in enumerate(iter_conllu(path, tag_column), 1):
+        if k == number:
+            return sentence
+    raise InputError(f"has fewer than {number} sentences", path)
+
+
+@app.command()
+def plot(
+    model: ModelOption = None,
+    text: Annotated[str | None, typer.Option(help="Plot this whitespace-tokenized sentence.")] = None,
+    input: Annotated[
+        Path | None, typer.Option("--input", "-i", help="CoNLL-U file (gold tags are shown).")
+    ] = None,
+    sentence: Annotated[int, typer.Option(help="Which sentence of --input (from 1).")] = 1,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Figure file: .png, .svg or .pdf.")
+    ] = None,
+    terminal: Annotated[bool, typer.Option(help="Draw the matrix in the terminal.")] = False,
+    compare: Annotated[list[Path] | None, typer.Option(help="More run folders to draw side by side.")] = None,
+    beta: Annotated[bool, typer.Option(help="Add the cumulative-attention panel.")] = True,
+) -> None:
+    """Raindrop plot: where the decoder looks at each sketch step, for one sentence."""
+    from easyfirst.plot import Drop, save
+    from easyfirst.plot import terminal as render
+
+    if (text is None) == (input is None):
+        raise InputError("give exactly one of --text or --input")
+    if output is None and not terminal:
+        raise InputError("give --output FILE (.png, .svg, .pdf) and/or --terminal")
+    if output is not None:
+        if output.suffix.lower() not in (".png", ".svg", ".pdf"):
+            raise InputError("the figure file must end in .png, .svg or .pdf", output)
+        check_output(output)
+    if input is not None and not input.is_file():
+        raise InputError("no such file", input)
+    taggers = [load_tagger(model)] + [load_tagger(path) for path in compare or []]
+    drops, tagset = [], set()
+    for path, tagger in zip([model, *(compare or [])], taggers, strict=True):
+        if tagger.model.decoder is None:
+            raise InputError("this model has no sketch steps (N = 0): there is no attention to plot", path)
+        gold = None
+        if input is not None:
+            found = read_sentence(input, sentence, tagger.config.data.tag_column)
+            words, gold = found.words, found.tags
+        else:
+            words = text.split()
+            if not words:
+                raise InputError("--text has no words")
+        tags, attention = tagger.tag([words], return_attention=True)
+        m = tagger.config.model
+        steps = "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"
+        name = "bundled model" if path is None else path.name
+        drops.append(Drop(words, tags[0], attention[0], gold, f"{name}: {m.model}, {m.attention}, {steps}"))
+        tagset |= set(tagger.tags)
+    if terminal:
+        for drop in drops:
+            Console().print(render(drop, sorted(tagset)))
+    if output is not None:
+        save(drops, sorted(tagset), output, show_beta=beta)
+        err.print(f"wrote {output}")
+
+
+@app.command()
+def analyze(
+    data: Annotated[Path, typer.Argument(help="CoNLL-U file to analyse (gold tags are used where present).")],
+    model: ModelOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
+) -> None:
+    """Attention statistics over a data set: first focus, entropy and support per step, evenness."""
+    from rich.table import Table
+
+    from easyfirst.analysis import analyze as run_analysis
+    from easyfirst.data.conllu import read_conllu
+
+    if not data.is_file():
+        raise InputError("no such file", data)
+    tagger = load_tagger(model)
+    if tagger.model.decoder is None:
+        raise InputError("this model has no sketch steps (N = 0): there is no attention to analyse", model)
+    sentences = read_conllu(data, tagger.config.data.tag_column)
+    stats = run_analysis(tagger, [s.words for s in sentences], [s.tags for s in sentences])
+    if as_json:
+        print(json.dumps(stats, indent=2))
+        return
+    out = Console()
+    first = Table(
+        title=f"first focus (argmax of α¹), by {stats['first_focus_by']}, {stats['sentences']:,} sentences",
+        show_edge=False,
+    )
+    first.add_column("tag")
+    first.add_column("share", justify="right")
+    for tag, share in stats["first_focus"].items():
+        first.add_row(tag, f"{100 * share:.1f}%")
+    out.print(first)
+    steps = Table(title=f"attention per step ({stats['step_grouping']})", show_edge=False)
+    for name in ("steps", "entropy (nats)", "support (words α > 0)", "focus position (0 = first word)"):
+        steps.add_column(name, justify="right")
+    for row in stats["per_step"]:
+        steps.add_row(
+            row["steps"], f"{row['entropy']:.3f}", f"{row['support']:.2f}", f"{row['focus_position']:.3f}"
+        )
+    out.print(steps)
+    even = stats["evenness"]
+    out.print(
+        f"evenness: final β max {even['beta_max']:.4f}, mean {even['beta_mean']:.4f}, "
+        f"share of words with β = 1 (±1e-3): {100 * even['share_beta_one']:.1f}%"
+    )
 
 
 @app.command()

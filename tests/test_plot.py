@@ -1,0 +1,109 @@
+"""Raindrop plots and the attention analysis: the data behind the figure, label colours, each output
+format, the terminal rendering, and analyze's statistics against a direct computation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from rich.console import Console
+
+from conftest import SAMPLE, run_cli, train_on_sample
+from easyfirst import Tagger
+from easyfirst.analysis import analyze
+from easyfirst.data.conllu import read_conllu
+from easyfirst.plot import Drop, figure, tag_style, terminal
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plot") / "nef"
+    result = train_on_sample(out, epochs=2)
+    assert result.returncode == 0, result.stderr.decode()
+    return out
+
+
+def test_figure_draws_the_models_attention_with_tagged_labels(run_dir):
+    tagger = Tagger.load(run_dir)
+    sentence = read_conllu(SAMPLE)[2]
+    tags, attention = tagger.tag([sentence.words], return_attention=True)
+    drop = Drop(sentence.words, tags[0], attention[0], sentence.tags, "t")
+    fig = figure([drop], tagger.tags)
+    heat, beta_panel = fig.axes[0], fig.axes[1]
+    drawn = heat.get_images()[0].get_array()
+    assert torch.allclose(torch.tensor(drawn.data), attention[0].float())
+    assert drawn.shape == (len(sentence.words), len(sentence.words))
+    assert torch.allclose(torch.tensor(beta_panel.get_images()[0].get_array().data)[0], attention[0].sum(0))
+    labels = beta_panel.get_xticklabels()
+    for i, label in enumerate(labels):
+        assert label.get_text().startswith(f"{sentence.words[i]}\n{tags[0][i]}")
+        wrong = tags[0][i] != sentence.tags[i]
+        expected = "#e60000" if wrong else tag_style(sentence.tags[i], tagger.tags)[0]
+        assert label.get_color() == expected
+        assert ("✗" in label.get_text()) == wrong
+
+
+def test_tag_colours_follow_the_papers_figures():
+    assert tag_style("B-PER", []) == ("#5dade2", False)
+    assert tag_style("I-LOC", []) == ("#c0392b", True)
+    assert tag_style("O", []) == ("#27ae60", False)
+    assert tag_style("BAD", []) == ("#c0392b", True) and tag_style("OK", [])[0] == "#27ae60"
+    upos = ["ADJ", "NOUN", "VERB"]
+    assert len({tag_style(t, upos)[0] for t in upos}) == 3
+
+
+@pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")])
+def test_each_format_is_written(run_dir, tmp_path, suffix, magic):
+    out = tmp_path / f"drop{suffix}"
+    result = run_cli("plot", "-m", run_dir, "--input", SAMPLE, "--sentence", "3", "-o", out)
+    assert result.returncode == 0, result.stderr.decode()
+    data = out.read_bytes()
+    assert data.startswith(magic) and len(data) > 1000
+
+
+def test_compare_draws_one_panel_per_model(run_dir, tmp_path):
+    fig_path = tmp_path / "compare.png"
+    result = run_cli("plot", "-m", run_dir, "--compare", run_dir, "--text", "The dog barks .", "-o", fig_path)
+    assert result.returncode == 0, result.stderr.decode()
+    tagger = Tagger.load(run_dir)
+    _, attention = tagger.tag([["The", "dog", "barks", "."]], return_attention=True)
+    fig = figure([Drop(["The", "dog", "barks", "."], ["X"] * 4, attention[0])] * 2, tagger.tags)
+    assert len([ax for ax in fig.axes if ax.get_images()]) == 4  # two heatmaps, two β panels
+
+
+def test_terminal_rendering_lists_words_and_one_row_per_step(run_dir):
+    tagger = Tagger.load(run_dir)
+    words = ["The", "dog", "barks", "."]
+    tags, attention = tagger.tag([words], return_attention=True)
+    console = Console(record=True, width=200)
+    console.print(terminal(Drop(words, tags[0], attention[0]), tagger.tags))
+    text = console.export_text()
+    assert "1:The/" in text and "4:./" in text
+    assert (
+        sum(1 for line in text.splitlines() if line.strip().startswith(tuple("1234")) and "██" in line) == 4
+    )
+
+
+def test_plot_and_analyze_refuse_a_model_without_sketch_steps(tmp_path):
+    out = tmp_path / "bilstm"
+    assert train_on_sample(out, "--model", "bilstm", epochs=1).returncode == 0
+    result = run_cli("plot", "-m", out, "--text", "a b", "--terminal")
+    assert result.returncode == 2 and b"no sketch steps" in result.stderr
+    result = run_cli("analyze", SAMPLE, "-m", out)
+    assert result.returncode == 2 and b"no sketch steps" in result.stderr
+
+
+def test_analyze_matches_a_direct_count(run_dir):
+    tagger = Tagger.load(run_dir)
+    sentences = read_conllu(SAMPLE)
+    stats = analyze(tagger, [s.words for s in sentences], [s.tags for s in sentences])
+    _, attention = tagger.tag([s.words for s in sentences], return_attention=True)
+    verbs = sum(s.tags[int(a[0].argmax())] == "VERB" for s, a in zip(sentences, attention, strict=True))
+    assert stats["first_focus"].get("VERB", 0) == pytest.approx(verbs / len(sentences))
+    assert sum(stats["first_focus"].values()) == pytest.approx(1.0)
+    assert stats["evenness"]["share_beta_one"] == 1.0  # csoftmax with N = L
+    assert abs(stats["evenness"]["beta_max"] - 1) < 1e-4
+    assert sum(row["count"] for row in stats["per_step"]) == sum(len(s.words) for s in sentences)
+    result = run_cli("analyze", SAMPLE, "-m", run_dir, "--json")
+    assert result.returncode == 0 and json.loads(result.stdout)["first_focus"] == stats["first_focus"]
