@@ -34,7 +34,7 @@ class DataConfig:
 class ModelConfig:
     model: str = "nef-f"  # nef-f (full-state, Eq. 7), nef-s (single-state, Eq. 4), bilstm (N = 0)
     word_dim: int = 64
-    affix_dim: int = 50  # prefix and suffix n-gram embeddings, summed per word
+    affix_dim: int = 50  # prefix and suffix n-gram embeddings, summed per word (0: none)
     max_affix: int = 4  # n-grams with n <= max_affix
     word_min_freq: int = 2  # training words seen fewer times map to UNK (so UNK gets trained)
     pretrained: str | None = None  # word2vec/GloVe text file to initialise word embeddings
@@ -45,6 +45,7 @@ class ModelConfig:
     sketch_steps: int | None = None  # N; None means N = L (one step per word, per sentence)
     attention: str = "csoftmax"
     dropout: float = 0.2  # after the embeddings, after the BiLSTM, before the output layer
+    qe_context: int = 0  # QE: also embed the MT and aligned source words up to this many positions away
 
 
 @dataclass
@@ -107,6 +108,8 @@ class Config:
             )
         if m.sketch_steps is not None and m.sketch_steps < 0:
             raise InputError("sketch_steps must be >= 0 (or unset for N = L)", source)
+        if m.affix_dim < 0 or m.qe_context < 0:
+            raise InputError("affix_dim and qe_context must be >= 0", source)
         if not 0.0 <= m.dropout < 1.0:
             raise InputError("dropout must be in [0, 1)", source)
         if d.tag_column not in ("upos", "xpos"):

@@ -27,3 +27,21 @@ def tag_report(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
         per_tag[tag] = {"precision": precision, "recall": recall, "f1": f1, "support": gold_count[tag]}
     return {"accuracy": correct / total if total else 0.0, "tokens": total, "per_tag": per_tag}
+
+
+def qe_report(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> dict:
+    """Word-level QE scores (WMT16): F1 of OK, F1 of BAD, F1-MULT = F1_OK × F1_BAD, and accuracy.
+
+    F1-MULT, the official WMT16 word-level score, is the product of the two classes' F1 (each 0 when
+    the class is never predicted or never gold). All values are fractions.
+    """
+    report = tag_report(gold, predicted)
+    f1 = {tag: report["per_tag"].get(tag, {"f1": 0.0})["f1"] for tag in ("OK", "BAD")}
+    return {
+        "f1_mult": f1["OK"] * f1["BAD"],
+        "f1_ok": f1["OK"],
+        "f1_bad": f1["BAD"],
+        "accuracy": report["accuracy"],
+        "tokens": report["tokens"],
+        "per_tag": report["per_tag"],
+    }

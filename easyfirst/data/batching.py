@@ -6,7 +6,10 @@ A :class:`Batch` holds, for ``B`` sentences padded to the longest length ``L`` o
 - ``prefixes``, ``suffixes``: ``(B, L, max_affix)`` affix n-gram ids (0 = padding or n-gram absent);
 - ``mask``: ``(B, L)`` bool, true on real words;
 - ``tags``: ``(B, L)`` gold tag ids, ``IGNORE`` on padding and on tags the vocabulary lacks (or None);
-- ``order``: the positions of these sentences in the input list, to restore the input order.
+- ``order``: the positions of these sentences in the input list, to restore the input order;
+- for quality estimation (else None): ``source`` ``(B, L_src)`` source word ids (0 = padding) and
+  ``alignment`` ``(B, L, L_src)``, row j holding 1/|a(j)| at the source words aligned to MT word j
+  (all zero for an unaligned word or padding).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ class Batch:
     mask: torch.Tensor
     tags: torch.Tensor | None
     order: list[int]
+    source: torch.Tensor | None = None
+    alignment: torch.Tensor | None = None
 
     @property
     def lengths(self) -> torch.Tensor:
@@ -45,17 +50,22 @@ class Batch:
             move(self.mask),
             move(self.tags),
             self.order,
+            move(self.source),
+            move(self.alignment),
         )
 
 
 @dataclass
 class Encoded:
-    """One sentence as ids: ``words`` ``(n,)``, ``prefixes``/``suffixes`` ``(n, max_affix)``, ``tags`` ``(n,)``."""
+    """One sentence as ids: ``words`` ``(n,)``, ``prefixes``/``suffixes`` ``(n, max_affix)``, ``tags`` ``(n,)``;
+    for QE also ``source`` ``(n_src,)`` and the row-normalised ``alignment`` ``(n, n_src)``."""
 
     words: torch.Tensor
     prefixes: torch.Tensor
     suffixes: torch.Tensor
     tags: torch.Tensor | None
+    source: torch.Tensor | None = None
+    alignment: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.words)
@@ -98,7 +108,15 @@ def collate(items: Sequence[Encoded], order: list[int]) -> Batch:
         words[b, :n], pre[b, :n], suf[b, :n], mask[b, :n] = item.words, item.prefixes, item.suffixes, True
         if gold is not None:
             gold[b, :n] = item.tags
-    return Batch(words, pre, suf, mask, gold, order)
+    source = alignment = None
+    if items and items[0].source is not None:
+        source_length = max(len(item.source) for item in items)
+        source = torch.zeros(size, source_length, dtype=torch.long)
+        alignment = torch.zeros(size, length, source_length)
+        for b, item in enumerate(items):
+            source[b, : len(item.source)] = item.source
+            alignment[b, : len(item), : len(item.source)] = item.alignment
+    return Batch(words, pre, suf, mask, gold, order, source, alignment)
 
 
 def bucket_indices(

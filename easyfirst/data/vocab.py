@@ -69,6 +69,7 @@ class Vocabularies:
     suffixes: Vocab
     tags: Vocab
     max_affix: int
+    source: Vocab | None = None  # source-language words, for quality estimation (a separate vocabulary)
 
     @classmethod
     def build(
@@ -101,6 +102,7 @@ class Vocabularies:
             "suffixes": self.suffixes.to_json(),
             "tags": self.tags.to_json(),
             "max_affix": self.max_affix,
+            **({"source": self.source.to_json()} if self.source is not None else {}),
         }
 
     @classmethod
@@ -111,4 +113,5 @@ class Vocabularies:
             suffixes=Vocab.from_json(raw["suffixes"]),
             tags=Vocab.from_json(raw["tags"]),
             max_affix=raw["max_affix"],
+            source=Vocab.from_json(raw["source"]) if "source" in raw else None,
         )

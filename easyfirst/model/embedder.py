@@ -1,5 +1,6 @@
 """Word representations (paper §5.1): word embedding ⊕ sum of prefix n-gram embeddings ⊕ sum of
-suffix n-gram embeddings (n ≤ 4), i.e. 64 + 50 + 50 = 164 dimensions with the paper's sizes."""
+suffix n-gram embeddings (n ≤ 4), i.e. 64 + 50 + 50 = 164 dimensions with the paper's sizes.
+``affix_dim = 0`` leaves the affixes out (the words alone, as for quality estimation, §5.3)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,16 @@ class Embedder(nn.Module):
     def __init__(self, vocabs: Vocabularies, word_dim: int, affix_dim: int):
         super().__init__()
         self.words = nn.Embedding(len(vocabs.words), word_dim, padding_idx=0)
-        self.prefixes = nn.Embedding(len(vocabs.prefixes), affix_dim, padding_idx=0)
-        self.suffixes = nn.Embedding(len(vocabs.suffixes), affix_dim, padding_idx=0)
+        self.affixes = affix_dim > 0
+        if self.affixes:
+            self.prefixes = nn.Embedding(len(vocabs.prefixes), affix_dim, padding_idx=0)
+            self.suffixes = nn.Embedding(len(vocabs.suffixes), affix_dim, padding_idx=0)
         self.output_dim = word_dim + 2 * affix_dim
 
     def forward(self, words: torch.Tensor, prefixes: torch.Tensor, suffixes: torch.Tensor) -> torch.Tensor:
         """``words`` ``(B, L)``, ``prefixes``/``suffixes`` ``(B, L, n)`` → ``(B, L, output_dim)``."""
+        if not self.affixes:
+            return self.words(words)
         return torch.cat(
             [self.words(words), self.prefixes(prefixes).sum(2), self.suffixes(suffixes).sum(2)], dim=-1
         )

@@ -12,6 +12,7 @@ from torch import nn
 from easyfirst.config import Config
 from easyfirst.data.batching import IGNORE, Batch
 from easyfirst.data.vocab import Vocabularies
+from easyfirst.model.bilingual import BilingualEmbedder
 from easyfirst.model.embedder import Embedder
 from easyfirst.model.encoder import BiLSTMEncoder
 from easyfirst.model.sketch import SketchDecoder
@@ -22,7 +23,11 @@ class EasyFirstTagger(nn.Module):
         super().__init__()
         m = config.model
         self.steps = m.sketch_steps
-        self.embedder = Embedder(vocabs, m.word_dim, m.affix_dim)
+        self.bilingual = vocabs.source is not None  # quality estimation: MT words ⊕ aligned source words
+        if self.bilingual:
+            self.embedder = BilingualEmbedder(vocabs, m.word_dim, m.affix_dim, m.qe_context)
+        else:
+            self.embedder = Embedder(vocabs, m.word_dim, m.affix_dim)
         self.encoder = BiLSTMEncoder(self.embedder.output_dim, m.hidden_dim)
         self.dropout = nn.Dropout(m.dropout)
         self.decoder = None
@@ -51,13 +56,17 @@ class EasyFirstTagger(nn.Module):
                 nn.init.xavier_uniform_(parameter)
             elif "bias" in name:
                 nn.init.zeros_(parameter)
-        for table in (self.embedder.words, self.embedder.prefixes, self.embedder.suffixes):
-            with torch.no_grad():
-                table.weight[table.padding_idx].zero_()
+        for table in self.modules():
+            if isinstance(table, nn.Embedding) and table.padding_idx is not None:
+                with torch.no_grad():
+                    table.weight[table.padding_idx].zero_()
 
     def forward(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Tag scores ``(B, L, K)`` and the attention history ``(B, N, L)`` (None without a decoder)."""
-        x = self.dropout(self.embedder(batch.words, batch.prefixes, batch.suffixes))
+        if self.bilingual:
+            x = self.dropout(self.embedder(batch))
+        else:
+            x = self.dropout(self.embedder(batch.words, batch.prefixes, batch.suffixes))
         states = self.dropout(self.encoder(x, batch.mask))
         attention = None
         features = states
