@@ -420,6 +420,9 @@ def analyze(
     data: Annotated[Path, typer.Argument(help="CoNLL-U file to analyse (gold tags are used where present).")],
     model: ModelOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the statistics as Markdown tables.")
+    ] = False,
 ) -> None:
     """Attention statistics over a data set: first focus, entropy and support per step, evenness."""
     from rich.table import Table
@@ -427,6 +430,8 @@ def analyze(
     from easyfirst.analysis import analyze as run_analysis
     from easyfirst.data.conllu import read_conllu
 
+    if as_json and markdown:
+        raise InputError("give --json or --markdown, not both")
     if not data.is_file():
         raise InputError("no such file", data)
     tagger = load_tagger(model)
@@ -436,6 +441,11 @@ def analyze(
     stats = run_analysis(tagger, [s.words for s in sentences], [s.tags for s in sentences])
     if as_json:
         print(json.dumps(stats, indent=2))
+        return
+    if markdown:
+        from easyfirst.analysis import to_markdown
+
+        print(to_markdown(stats), end="")
         return
     out = Console()
     first = Table(
