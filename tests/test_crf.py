@@ -13,7 +13,7 @@ from easyfirst.model.crf import CRF, FORBIDDEN, bio_allowed, is_bio
 BIO = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
 
-def sequence_score(crf: CRF, emissions: torch.Tensor, tags: tuple[int, ...], constrained: list[str] | None):
+def sequence_score(crf: CRF, emissions: list[list[float]], tags: tuple[int, ...]) -> float:
     """s(y) of one sentence by its definition, in plain Python floats, from the raw parameters."""
     start, end, trans = crf.start.tolist(), crf.end.tolist(), crf.transitions.tolist()
     total = start[tags[0]] + end[tags[-1]] + sum(emissions[t][y] for t, y in enumerate(tags))
@@ -26,7 +26,7 @@ def allowed_by_bio(tags: tuple[int, ...], names: list[str]) -> bool:
     previous = None
     for y in tags:
         name = names[y]
-        if name.startswith("I-") and (previous is None or previous[2:] != name[2:] or previous == "O"):
+        if name.startswith("I-") and (previous is None or previous[2:] != name[2:]):
             return False
         previous = name
     return True
@@ -39,7 +39,7 @@ def brute_force(crf: CRF, emissions: list[list[float]], names: list[str] | None)
     for tags in itertools.product(range(k), repeat=n):
         if names is not None and not allowed_by_bio(tags, names):
             continue
-        scores[tags] = sequence_score(crf, emissions, tags, names)
+        scores[tags] = sequence_score(crf, emissions, tags)
     top = max(scores.values())
     log_z = top + math.log(math.fsum(math.exp(s - top) for s in scores.values()))
     best = max(scores, key=scores.get)
@@ -76,7 +76,7 @@ def test_partition_viterbi_and_marginals_match_enumeration_with_masks(constraine
         )
         assert (marginals[b, n:] == 0).all()
         gold = tuple(tags[b, :n].tolist())
-        raw = sequence_score(crf, rows, gold, None)
+        raw = sequence_score(crf, rows, gold)
         if constrained and not allowed_by_bio(gold, BIO):
             assert crf.score(emissions, tags, mask)[b].item() < raw + FORBIDDEN / 2
         else:
@@ -119,3 +119,38 @@ def test_bio_tag_sets_and_constraints():
     assert not allowed[BIO.index("O"), BIO.index("I-PER")]
     assert not allowed[BIO.index("B-LOC"), BIO.index("I-PER")]
     assert allowed[BIO.index("I-PER"), BIO.index("B-LOC")] and allowed[BIO.index("I-LOC"), BIO.index("O")]
+
+
+@pytest.mark.parametrize("model", ["nef-f", "nef-s", "bilstm"])
+def test_crf_output_layer_trains_and_decodes_on_every_model(model):
+    from easyfirst.config import Config
+    from easyfirst.data.batching import encode, iterate_batches
+    from easyfirst.data.vocab import Vocabularies
+    from easyfirst.model.tagger import EasyFirstTagger
+
+    sentences = [["John", "lives", "in", "New", "York"], ["Mary", "left"]]
+    tags = [["B-PER", "O", "O", "B-LOC", "I-LOC"], ["B-PER", "O"]]
+    config = Config()
+    config.model.model, config.model.crf = model, True
+    if model == "bilstm":
+        config.model.sketch_steps = 0
+    vocabs = Vocabularies.build(zip(sentences, tags, strict=True), word_min_freq=1)
+    torch.manual_seed(0)
+    net = EasyFirstTagger(config, vocabs)
+    assert net.crf is not None and (net.crf.start_penalty < 0).any()  # BIO tag set: constraints on
+    assert "crf.transitions" in net.state_dict() and "crf.start_penalty" not in net.state_dict()
+    batch = next(iterate_batches([encode(vocabs, s, t) for s, t in zip(sentences, tags, strict=True)], 8))
+    optimizer = torch.optim.Adam(net.parameters(), lr=0.05)
+    first = None
+    for _ in range(30):
+        loss = net.loss(net(batch)[0], batch.tags, batch.mask)
+        first = first if first is not None else loss.item()
+        optimizer.zero_grad()
+        loss.backward()
+        assert net.crf.transitions.grad.abs().sum() > 0
+        optimizer.step()
+    assert loss.item() < first / 4
+    net.eval()
+    best, marginals = net.predict(net(batch)[0], batch.mask)
+    assert torch.equal(best[batch.mask], batch.tags[batch.mask])
+    assert torch.allclose(marginals.sum(-1), batch.mask.float())
