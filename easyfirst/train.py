@@ -222,6 +222,7 @@ def _train(config: Config, output: Path, device: torch.device, log: RunLog, resu
         f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(vocabs.words):,} words, "
         f"{len(vocabs.tags)} tags"
     )
+    log(f"[bold]output[/] {model.describe_output()}")
 
     train_items = [encode(vocabs, s.words, s.tags) for s in train_sents]
     dev_items = [encode(vocabs, s.words) for s in splits.dev]

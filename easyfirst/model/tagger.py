@@ -106,6 +106,18 @@ class EasyFirstTagger(nn.Module):
             ignore_index=IGNORE,
         )
 
+    def describe_output(self) -> str:
+        """The output layer in words, for the training log."""
+        if self.crf is not None:
+            constrained = bool((self.crf.start_penalty < 0).any())
+            return "linear-chain CRF" + (" with BIO constraints" if constrained else "")
+        o = self.objective
+        words = [f"{o.loss} loss (α = {o.entmax_alpha:g})"]
+        words += [f"label smoothing ε = {o.label_smoothing:g}"] if o.label_smoothing else []
+        words += [f"temperature T = {o.temperature:g}"] if o.temperature != 1 else []
+        words += [f"class weights {o.class_weights}"] if o.class_weights else []
+        return ", ".join(words)
+
     def predict(self, scores: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Tags ``(B, L)`` and the output distribution ``(B, L, K)`` for scores ``(B, L, K)``.
 
