@@ -1,8 +1,9 @@
 """Typed configuration, loaded from TOML and overridden from the command line.
 
-A config file has the tables ``[data]``, ``[model]``, ``[loss]`` and ``[train]``, whose keys are the fields
-of :class:`DataConfig`, :class:`ModelConfig`, :class:`LossConfig` and :class:`TrainConfig`; a missing table
-or key keeps its default (so model folders written before a key existed still load, unchanged). Unknown keys are errors, so a typo
+A config file has the tables ``[data]``, ``[model]``, ``[loss]`` and ``[train]``, whose keys are the
+fields of :class:`DataConfig`, :class:`ModelConfig`, :class:`LossConfig` and :class:`TrainConfig`; a
+missing table or key keeps its default (so model folders written before a key existed load as they
+were trained). Unknown keys are errors, so a typo
 in a config file is reported rather than silently ignored. ``configs/pos.toml`` holds the paper's §5.1
 values, which are also the defaults here.
 """
