@@ -417,14 +417,13 @@ def evaluate(
         err.print(f"[yellow]note:[/] gold tags the model never saw, counted as errors: {listed}")
 
 
-def read_sentence(path: Path, number: int, tag_column: str):
-    from easyfirst.data.conllu import iter_conllu
-
+def read_sentence(path: Path, number: int, tagger):
     if number < 1:
         raise InputError("--sentence counts from 1")
-    for k, sentence in enumerate(iter_conllu(path, tag_column), 1):
-        if k == number:
-            return sentence
+    task, data = task_data(tagger)
+    sentences = task.read(path, data)
+    if number <= len(sentences):
+        return sentences[number - 1]
     raise InputError(f"has fewer than {number} sentences", path)
 
 
@@ -433,7 +432,7 @@ def plot(
     model: ModelOption = None,
     text: Annotated[str | None, typer.Option(help="Plot this whitespace-tokenized sentence.")] = None,
     input: Annotated[
-        Path | None, typer.Option("--input", "-i", help="CoNLL-U file (gold tags are shown).")
+        Path | None, typer.Option("--input", "-i", help="File of the model's task (gold tags are shown).")
     ] = None,
     sentence: Annotated[int, typer.Option(help="Which sentence of --input (from 1).")] = 1,
     output: Annotated[
@@ -464,7 +463,7 @@ def plot(
             raise InputError("this model has no sketch steps (N = 0): there is no attention to plot", path)
         gold = None
         if input is not None:
-            found = read_sentence(input, sentence, tagger.config.data.tag_column)
+            found = read_sentence(input, sentence, tagger)
             words, gold = found.words, found.tags
         else:
             words = text.split()
@@ -486,7 +485,12 @@ def plot(
 
 @app.command()
 def analyze(
-    data: Annotated[Path, typer.Argument(help="CoNLL-U file to analyse (gold tags are used where present).")],
+    data: Annotated[
+        Path,
+        typer.Argument(
+            help="File to analyse, in the format of the model's task (gold tags are used where present)."
+        ),
+    ],
     model: ModelOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
 ) -> None:
