@@ -81,7 +81,25 @@ def train(
     sketch_steps: Annotated[
         str | None, typer.Option(help="Sketch steps N: an integer, or L for one per word.")
     ] = None,
-    attention: Annotated[str | None, typer.Option(help="csoftmax, softmax or sparsemax.")] = None,
+    attention: Annotated[
+        str | None,
+        typer.Option(
+            help="Attention ρ: csoftmax, csparsemax, softmax, sparsemax, entmax15, uniform, left-to-right, "
+            "right-to-left, or hard (vanilla easy-first, Alg. 1)."
+        ),
+    ] = None,
+    attention_temperature: Annotated[
+        float | None, typer.Option(help="Divide the attention scores by T before ρ (default 1).")
+    ] = None,
+    coverage_penalty: Annotated[
+        float | None, typer.Option(help="λ: attend with ρ(z − λβ), penalising covered words (default 0).")
+    ] = None,
+    concat: Annotated[
+        bool | None,
+        typer.Option(
+            "--concat/--no-concat", help="Predict from concat(h_i, s_i) (Eq. 6, default) or the sketch alone."
+        ),
+    ] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
     batch_size: Annotated[int | None, typer.Option(help="Sentences per update.")] = None,
     lr: Annotated[float | None, typer.Option(help="Learning rate.")] = None,
@@ -122,6 +140,9 @@ def train(
             "--model": model,
             "--sketch-steps": sketch_steps,
             "--attention": attention,
+            "--attention-temperature": attention_temperature,
+            "--coverage-penalty": coverage_penalty,
+            "--concat/--no-concat": concat is not None,
             "--seed": seed,
             "--batch-size": batch_size,
             "--lr": lr,
@@ -150,6 +171,9 @@ def train(
         (cfg.train, "epochs", epochs),
         (cfg.model, "model", model),
         (cfg.model, "attention", attention),
+        (cfg.model, "attention_temperature", attention_temperature),
+        (cfg.model, "coverage_penalty", coverage_penalty),
+        (cfg.model, "concat", concat),
         (cfg.train, "seed", seed),
         (cfg.train, "batch_size", batch_size),
         (cfg.train, "lr", lr),
@@ -493,12 +517,17 @@ def analyze(
     ],
     model: ModelOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the statistics as Markdown tables.")
+    ] = False,
 ) -> None:
     """Attention statistics over a data set: first focus, entropy and support per step, evenness."""
     from rich.table import Table
 
     from easyfirst.analysis import analyze as run_analysis
 
+    if as_json and markdown:
+        raise InputError("give --json or --markdown, not both")
     if not data.is_file():
         raise InputError("no such file", data)
     tagger = load_tagger(model)
@@ -509,6 +538,11 @@ def analyze(
     stats = run_analysis(tagger, [s.words for s in sentences], [s.tags for s in sentences])
     if as_json:
         print(json.dumps(stats, indent=2))
+        return
+    if markdown:
+        from easyfirst.analysis import to_markdown
+
+        print(to_markdown(stats), end="")
         return
     out = Console()
     first = Table(

@@ -8,6 +8,7 @@ values, which are also the defaults here.
 
 from __future__ import annotations
 
+import math
 import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -47,7 +48,10 @@ class ModelConfig:
     attention_dim: int = 50  # D_z in Eq. 2
     sketch_dim: int = 50  # D_s
     sketch_steps: int | None = None  # N; None means N = L (one step per word, per sentence)
-    attention: str = "csoftmax"
+    attention: str = "csoftmax"  # see easyfirst.ops.attention: csoftmax, csparsemax, softmax, hard, ...
+    attention_temperature: float = 1.0  # scores z/T before ρ (learned attentions only)
+    coverage_penalty: float = 0.0  # λ: scores z − λβ before ρ (§4; learned attentions only)
+    concat: bool = True  # p_i from concat(h_i, s_i^N) (Eq. 6); false: from s_i^N alone (Table 4)
     dropout: float = 0.2  # after the embeddings, after the BiLSTM, before the output layer
     # NER features (easyfirst.data.features), off by default
     case_dim: int = 0  # capitalization-pattern embedding size (0: none)
@@ -135,8 +139,23 @@ class Config:
             raise InputError(
                 f"attention must be one of {', '.join(sorted(ATTENTIONS))}, not {m.attention!r}", source
             )
+        if not (math.isfinite(m.attention_temperature) and m.attention_temperature > 0):
+            raise InputError("attention_temperature must be a finite number > 0", source)
+        if not (math.isfinite(m.coverage_penalty) and m.coverage_penalty >= 0):
+            raise InputError("coverage_penalty must be a finite number >= 0", source)
+        learned = ATTENTIONS[m.attention].scores == "attention"
+        if (m.attention_temperature != 1 or m.coverage_penalty) and not learned:
+            raise InputError(
+                f"attention_temperature and coverage_penalty act on learned attention scores; "
+                f"{m.attention!r} has none",
+                source,
+            )
         if m.sketch_steps is not None and m.sketch_steps < 0:
             raise InputError("sketch_steps must be >= 0 (or unset for N = L)", source)
+        if not m.concat and not self.decodes:
+            raise InputError(
+                "concat = false predicts from the sketch alone: it needs sketch steps (N > 0)", source
+            )
         if not 0.0 <= m.dropout < 1.0:
             raise InputError("dropout must be in [0, 1)", source)
         from easyfirst.tasks import TASKS

@@ -1,6 +1,7 @@
 """The whole tagger: embedder → BiLSTM → (sketch decoder) → output layer (Eq. 6).
 
-With a decoder, p_i = softmax(affine(concat(h_i, s_iᴺ))); the BiLSTM baseline (N = 0) predicts from
+With a decoder, p_i = softmax(affine(concat(h_i, s_iᴺ))), or p_i = softmax(affine(s_iᴺ)) without the
+concatenation (``concat = false``, the ablation of Table 4); the BiLSTM baseline (N = 0) predicts from
 p_i = softmax(affine(h_i)) with the same encoder.
 """
 
@@ -23,6 +24,7 @@ class EasyFirstTagger(nn.Module):
         super().__init__()
         m = config.model
         self.steps = m.sketch_steps
+        self.concat = m.concat
         self.embedder = Embedder(vocabs, m.word_dim, m.affix_dim, active_features(m))
         self.encoder = BiLSTMEncoder(self.embedder.output_dim, m.hidden_dim)
         self.dropout = nn.Dropout(m.dropout)
@@ -36,8 +38,10 @@ class EasyFirstTagger(nn.Module):
                 window=m.window,
                 full_state=m.model == "nef-f",
                 attention=m.attention,
+                temperature=m.attention_temperature,
+                coverage_penalty=m.coverage_penalty,
             )
-            output_in += m.sketch_dim
+            output_in = output_in + m.sketch_dim if m.concat else m.sketch_dim
         self.output = nn.Linear(output_in, len(vocabs.tags))
         self.reset_parameters()
 
@@ -69,10 +73,16 @@ class EasyFirstTagger(nn.Module):
         attention = None
         features = states
         if self.decoder is not None:
-            sketch, attention = self.decoder(states, batch.mask, self.steps)
-            features = torch.cat([states, self.dropout(sketch)], dim=-1)
+            sketch, attention = self.decoder(
+                states, batch.mask, self.steps, lambda s: self.output(self.features(states, s))
+            )
+            features = self.features(states, self.dropout(sketch))
         # every input of the output layer has been through dropout exactly once
         return self.output(features), attention
+
+    def features(self, states: torch.Tensor, sketch: torch.Tensor) -> torch.Tensor:
+        """The output layer's input: concat(h_i, s_i) ``(B, L, D_h + D_s)``, or s_i alone without concat."""
+        return torch.cat([states, sketch], dim=-1) if self.concat else sketch
 
     @staticmethod
     def loss(scores: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:
