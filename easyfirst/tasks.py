@@ -36,7 +36,6 @@ class Task:
     # (source, out, predict, DataConfig, batch_size=, name=, **options) → sentences written
     write: Callable[..., int]
     defaults: dict[str, dict[str, Any]] = field(default_factory=dict)  # config changes from the POS values
-    file_help: str = ""  # what `tag` and `evaluate` read, for messages
 
 
 def _read_pos(path: str | Path, data) -> list[Sentence]:
@@ -112,7 +111,6 @@ TASKS: dict[str, Task] = {
             metric_label="acc",
             breakdown="per_tag",
             write=_write_pos,
-            file_help="CoNLL-U",
         ),
         Task(
             "ner",
@@ -135,7 +133,6 @@ TASKS: dict[str, Task] = {
                     "word_dropout": 0.25,
                 },
             },
-            file_help="CoNLL column",
         ),
     )
 }
