@@ -52,6 +52,22 @@ def parse_steps(value: str | None) -> int | None | str:
     return steps
 
 
+def parse_class_weights(values: list[str] | None) -> dict[str, float] | None:
+    """``["NOUN=2", "X=0.5"]`` → ``{"NOUN": 2.0, "X": 0.5}``; None when no --class-weight was given."""
+    if not values:
+        return None
+    weights = {}
+    for value in values:
+        tag, sign, number = value.rpartition("=")
+        try:
+            weights[tag] = float(number)
+        except ValueError:
+            sign = ""
+        if not sign or not tag:
+            raise InputError(f"--class-weight must be TAG=WEIGHT (e.g. NOUN=2), not {value!r}") from None
+    return weights
+
+
 @app.command()
 def train(
     task: Annotated[
@@ -124,6 +140,36 @@ def train(
     resume: Annotated[
         Path | None, typer.Option(help="Continue the interrupted run in this folder from its checkpoint.")
     ] = None,
+    loss: Annotated[
+        str | None,
+        typer.Option(
+            help="Output loss and mapping: softmax (cross-entropy), sparsemax, entmax15, or entmax (with --alpha)."
+        ),
+    ] = None,
+    alpha: Annotated[
+        float | None, typer.Option(help="α > 1 of --loss entmax (1.5 = entmax15, 2 = sparsemax).")
+    ] = None,
+    label_smoothing: Annotated[
+        float | None, typer.Option(help="ε: Fenchel–Young label smoothing, target (1 − ε)·gold + ε·uniform.")
+    ] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option(help="T: train on T · loss(scores / T); T > 1 tempers. Tagging uses T = 1."),
+    ] = None,
+    class_weight: Annotated[
+        list[str] | None, typer.Option(help="TAG=W: weight of words whose gold tag is TAG (repeatable).")
+    ] = None,
+    crf: Annotated[
+        bool | None,
+        typer.Option("--crf/--no-crf", help="A linear-chain CRF output layer (Viterbi decoding)."),
+    ] = None,
+    bio_constraints: Annotated[
+        bool | None,
+        typer.Option(
+            "--bio-constraints/--no-bio-constraints",
+            help="CRF: forbid I-X after anything but B-X/I-X and at the start (default: on for BIO tag sets).",
+        ),
+    ] = None,
 ) -> None:
     """Train a tagger; writes the best-epoch model, metrics.json and train.log to the run folder."""
     from easyfirst.config import Config
@@ -150,8 +196,15 @@ def train(
             "--pretrained": pretrained,
             "--checkpoint-every": checkpoint_every,
             "--overwrite": overwrite,
+            "--loss": loss,
+            "--alpha": alpha,
+            "--label-smoothing": label_smoothing,
+            "--temperature": temperature,
+            "--class-weight": class_weight,
+            "--crf/--no-crf": crf is not None,
+            "--bio-constraints/--no-bio-constraints": bio_constraints is not None,
         }
-        given = [name for name, value in fixed.items() if value not in (None, False)]
+        given = [name for name, value in fixed.items() if value is not None and value is not False]
         if given:
             raise InputError(
                 f"--resume continues the run as it was configured: {', '.join(given)} cannot be "
@@ -180,6 +233,13 @@ def train(
         (cfg.model, "pretrained", pretrained),
         (cfg.train, "threads", threads),
         (cfg.train, "checkpoint_every", checkpoint_every),
+        (cfg.loss, "loss", loss),
+        (cfg.loss, "alpha", alpha),
+        (cfg.loss, "label_smoothing", label_smoothing),
+        (cfg.loss, "temperature", temperature),
+        (cfg.loss, "class_weights", parse_class_weights(class_weight)),
+        (cfg.model, "crf", crf),
+        (cfg.model, "bio_constraints", bio_constraints),
     ]
     for section, key, value in overrides:
         if value is not None:
@@ -316,6 +376,14 @@ def tag(
         str | None,
         typer.Option(help="Column files: write tags in bio, iob1 or bioes (default: the input's, else bio)."),
     ] = None,
+    probabilities: Annotated[
+        bool,
+        typer.Option(
+            "--probabilities",
+            help="Write each word's output distribution instead (TSV: word, tag, one column per tag; "
+            "a blank line between sentences). Sparse models give exact zeros; CRF models, marginals.",
+        ),
+    ] = False,
 ) -> None:
     """Tag a file, writing it back with the predicted tags and every other byte unchanged.
 
@@ -333,6 +401,21 @@ def tag(
     check_output(output)
     stream, name = (None, None) if text is not None else open_input(input)  # fail fast, before the model
     tagger = load_tagger(model, device)
+    task, data = task_data(tagger, encoding)
+    column_options = {"--replace": replace, "--scheme": scheme, "--encoding": encoding}
+    given = [flag for flag, value in column_options.items() if value not in (None, False)]
+    if given and task.name != "ner":
+        raise InputError(
+            f"{', '.join(given)}: only for column files (ner models); this is a {task.name} model"
+        )
+    if probabilities:
+        sentences = [text.split()] if text is not None else (s.words for s in task.read(stream, data))
+        try:
+            write_output(output, lambda out: write_distributions(out, tagger, sentences, batch_size))
+        finally:
+            if stream is not None and stream is not sys.stdin.buffer:
+                stream.close()
+        return
     if text is not None:
         words = text.split()
         tags = tagger.tag([words])[0]
@@ -341,13 +424,6 @@ def tag(
             lambda out: out.write("".join(f"{w}\t{t}\n" for w, t in zip(words, tags, strict=True)).encode()),
         )
         return
-    task, data = task_data(tagger, encoding)
-    column_options = {"--replace": replace, "--scheme": scheme, "--encoding": encoding}
-    given = [flag for flag, value in column_options.items() if value not in (None, False)]
-    if given and task.name != "ner":
-        raise InputError(
-            f"{', '.join(given)}: only for column files (ner models); this is a {task.name} model"
-        )
     try:
         write_output(
             output,
@@ -381,6 +457,23 @@ def task_data(tagger, encoding: str | None = None):
     return get_task(data.task), data
 
 
+def write_distributions(out, tagger, sentences, batch_size: int) -> None:
+    """TSV of each word's output distribution: a header ``word tag TAG1 … TAGK``, then one row per word
+    (probabilities with 6 significant digits, exact zeros as 0) and a blank line after each sentence."""
+    from itertools import islice
+
+    out.write(("\t".join(["word", "tag", *tagger.tags]) + "\n").encode())
+    sentences = iter(sentences)
+    while chunk := list(islice(sentences, batch_size)):
+        tags, distributions = tagger.tag(chunk, return_probabilities=True, batch_size=batch_size)
+        for words, predicted, p in zip(chunk, tags, distributions, strict=True):
+            rows = (
+                "\t".join([w, t, *(f"{x:.6g}" for x in row)])
+                for w, t, row in zip(words, predicted, p.tolist(), strict=True)
+            )
+            out.write(("".join(row + "\n" for row in rows) + "\n").encode())
+
+
 @app.command()
 def evaluate(
     gold: Annotated[
@@ -394,16 +487,31 @@ def evaluate(
         str | None, typer.Option(help="Column files: the file's encoding (default: the model's).")
     ] = None,
 ) -> None:
-    """Tag a gold file and score it: accuracy and per-tag precision, recall and F1 (pos); entity
-    precision, recall and F1, micro-averaged and per entity type (ner)."""
+    """Tag a gold file and score it: accuracy and per-tag precision, recall and F1 (pos), or entity
+    precision, recall and F1, micro-averaged and per entity type (ner); calibration (ECE) and sparsity
+    (mean support size of the output distributions)."""
+    import torch
+
+    from easyfirst.metrics import distribution_report
+
     if not gold.is_file():
         raise InputError("no such file", gold)
     check_device(device)
     tagger = load_tagger(model, device)
     task, data = task_data(tagger, encoding)
     sentences = task.read(gold, data)
-    predicted = tagger.tag([s.words for s in sentences], batch_size=batch_size)
+    predicted, distributions = tagger.tag(
+        [s.words for s in sentences], return_probabilities=True, batch_size=batch_size
+    )
     report = task.score([s.tags for s in sentences], predicted)
+    ids = tagger.vocabs.tags.stoi
+
+    def as_ids(tags: list[str]) -> torch.Tensor:
+        return torch.tensor([ids.get(t, -1) for t in tags], dtype=torch.long)
+
+    report |= distribution_report(
+        distributions, [as_ids(t) for t in predicted], [as_ids(s.tags) for s in sentences]
+    )
     if task.breakdown == "per_type":
         known = {t[2:] for t in tagger.tags if t != "O"}
     else:
@@ -436,6 +544,10 @@ def evaluate(
             f"{row['support']:,}",
         )
     out.print(table)
+    out.print(
+        f"calibration: ECE {100 * report['ece']:.2f}% (10 equal-width bins on the predicted tag's "
+        f"probability); sparsity: {report['mean_support']:.2f} of {len(tagger.tags)} tags with p > 0 per word"
+    )
     if unseen:
         listed = ", ".join(f"{t} ({n})" for t, n in sorted(unseen.items()))
         err.print(f"[yellow]note:[/] gold tags the model never saw, counted as errors: {listed}")

@@ -122,11 +122,12 @@ TASKS: dict[str, Task] = {
             metric_label="F1",
             breakdown="per_type",
             write=_write_ner,
-            # paper §5.2: the POS values but dropout 0.3, N = 5; plus the NER word features
+            # paper §5.2: the POS values but dropout 0.3, N = 5, a CRF output layer; plus the NER word features
             defaults={
                 "model": {
                     "sketch_steps": 5,
                     "dropout": 0.3,
+                    "crf": True,
                     "case_dim": 20,
                     "lowercase": True,
                     "word_min_freq": 1,

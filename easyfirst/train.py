@@ -32,7 +32,7 @@ from rich.progress import (
 from rich.table import Table
 
 from easyfirst.config import Config
-from easyfirst.data.batching import Encoded, encode, iterate_batches
+from easyfirst.data.batching import IGNORE, Encoded, encode, iterate_batches
 from easyfirst.data.conllu import Sentence
 from easyfirst.data.features import (
     active_features,
@@ -42,7 +42,8 @@ from easyfirst.data.features import (
 )
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
-from easyfirst.metrics import tag_report
+from easyfirst.losses import class_weight_vector
+from easyfirst.metrics import distribution_report, tag_report
 from easyfirst.model.io import (
     CONFIG_FILE,
     VOCAB_FILE,
@@ -115,16 +116,25 @@ def evaluate_sentences(
     device: torch.device,
     score=tag_report,
 ) -> dict:
-    """Tag encoded sentences and score them against their gold tags with ``score`` (the task's)."""
+    """Tag encoded sentences and score them against their gold tags with ``score`` (the task's), plus ECE
+    and support of the output distributions."""
     model.eval()
     itos = vocabs.tags.itos
     predicted: list[list[str]] = [[] for _ in items]
+    ids: list[torch.Tensor] = [torch.zeros(0, dtype=torch.long) for _ in items]
+    distributions: list[torch.Tensor] = [torch.zeros(0, len(itos)) for _ in items]
     with torch.inference_mode():
         for batch in iterate_batches(items, batch_size):
-            best = model(batch.to(device))[0].argmax(-1).cpu()
+            batch = batch.to(device)
+            best, probabilities = (t.cpu() for t in model.predict(model(batch)[0], batch.mask))
             for row, (index, n) in enumerate(zip(batch.order, batch.lengths.tolist(), strict=True)):
                 predicted[index] = [itos[t] for t in best[row, :n].tolist()]
-    return score([s.tags for s in gold], predicted)
+                ids[index], distributions[index] = best[row, :n], probabilities[row, :n]
+    report = score([s.tags for s in gold], predicted)
+    gold_ids = [
+        torch.tensor([vocabs.tags.stoi.get(t, IGNORE) for t in s.tags], dtype=torch.long) for s in gold
+    ]
+    return report | distribution_report(distributions, ids, gold_ids)
 
 
 class RunLog:
@@ -217,6 +227,7 @@ def _train(config: Config, output: Path, device: torch.device, log: RunLog, resu
             lowercase=config.model.lowercase,
         )
         vocabs.features = build_feature_vocabs(active_features(config.model), train_sents)
+        class_weight_vector(config.loss.class_weights, vocabs.tags.itos)  # unknown tag: fail before writing
         write_json(output / CONFIG_FILE, config.to_dict())  # so that an interrupted run can be resumed
         write_json(output / VOCAB_FILE, vocabs.to_json())
     model = EasyFirstTagger(config, vocabs)
@@ -231,6 +242,7 @@ def _train(config: Config, output: Path, device: torch.device, log: RunLog, resu
         f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(vocabs.words):,} words, "
         f"{len(vocabs.tags)} tags"
     )
+    log(f"[bold]output[/] {model.describe_output()}")
 
     train_items = [encode(vocabs, s.words, s.tags, s.extra) for s in train_sents]
     dev_items = [encode(vocabs, s.words, extra=s.extra) for s in splits.dev]
@@ -290,7 +302,7 @@ def _train(config: Config, output: Path, device: torch.device, log: RunLog, resu
                 if drop_probabilities is not None:
                     batch.words = drop_words(batch.words, drop_probabilities)
                 scores, _ = model(batch)
-                loss = model.loss(scores, batch.tags)
+                loss = model.loss(scores, batch.tags, batch.mask)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)

@@ -69,3 +69,29 @@ def random_rows(count: int, length: int, spread: float, seed: int) -> tuple[torc
     zero = torch.rand(count, length, generator=g) < 0.25  # zero budgets (padding, used-up words)
     u = torch.where(zero & (kind == 3)[:, None], 0.0, u)
     return z, u
+
+
+def slow_entmax(z: list[float], alpha: float) -> list[float]:
+    """α-entmax (α > 1) by its closed form p_i = [(α − 1)z_i − τ]₊^{1/(α−1)}, τ by 200 bisection steps.
+
+    Σ_i p_i(τ) is decreasing in τ; it is ≥ 1 at τ = (α − 1)max z − 1 and 0 at τ = (α − 1)max z.
+    """
+    top = (alpha - 1) * max(z)
+    low, high = top - 1, top
+
+    def mass(tau: float) -> list[float]:
+        return [max((alpha - 1) * zi - tau, 0.0) ** (1 / (alpha - 1)) for zi in z]
+
+    for _ in range(200):
+        middle = (low + high) / 2
+        low, high = (middle, high) if math.fsum(mass(middle)) >= 1 else (low, middle)
+    p = mass(low)
+    total = math.fsum(p)
+    return [x / total for x in p]
+
+
+def tsallis(p: list[float], alpha: float) -> float:
+    """Ω_α(p): the negative Tsallis entropy (Σ p^α − 1)/(α(α − 1)), or Σ p log p for α = 1."""
+    if alpha == 1:
+        return math.fsum(x * math.log(x) for x in p if x > 0)
+    return (math.fsum(x**alpha for x in p) - 1) / (alpha * (alpha - 1))

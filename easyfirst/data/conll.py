@@ -130,7 +130,7 @@ def _to_bio(blocks: Sequence[_Block], scheme: str, name: str) -> list[list[str]]
 
 
 def read_conll(
-    path: str | Path,
+    path: str | Path | BinaryIO,
     token_column: int = 0,
     tag_column: int = -1,
     encoding: str = "utf-8",
@@ -138,9 +138,9 @@ def read_conll(
 ) -> list[Sentence]:
     """The sentences of a column file with BIO tags (converted from ``scheme``; None: detected).
 
-    ``Sentence.extra["scheme"]`` holds the file's scheme.
+    ``Sentence.extra["scheme"]`` holds the file's scheme. ``path`` may also be a binary stream.
     """
-    name = str(path)
+    name = str(path) if isinstance(path, str | Path) else getattr(path, "name", "<stream>")
     blocks = [b for b in _blocks(path, token_column, tag_column, encoding, name) if isinstance(b, _Block)]
     found = scheme or schemes.detect([b.tags for b in blocks])
     return [
