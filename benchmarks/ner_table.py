@@ -20,10 +20,10 @@ import sys
 from pathlib import Path
 
 ROWS = [
-    ("bilstm", "BiLSTM", ["--model", "bilstm"]),
-    ("nef-s-5", "NEF-S, N = 5", ["--model", "nef-s", "--sketch-steps", "5"]),
-    ("nef-f-5", "NEF-F, N = 5", ["--model", "nef-f", "--sketch-steps", "5"]),
-    ("nef-f-L", "NEF-F, N = L", ["--model", "nef-f", "--sketch-steps", "L"]),
+    ("bilstm", "BiLSTM", ["--model", "bilstm", "--no-crf"]),
+    ("nef-s-5", "NEF-S, N = 5", ["--model", "nef-s", "--sketch-steps", "5", "--no-crf"]),
+    ("nef-f-5", "NEF-F, N = 5", ["--model", "nef-f", "--sketch-steps", "5", "--no-crf"]),
+    ("nef-f-L", "NEF-F, N = L", ["--model", "nef-f", "--sketch-steps", "L", "--no-crf"]),
     ("bilstm-crf", "BiLSTM-CRF", ["--model", "bilstm", "--crf"]),
     ("nef-crf-s-5", "NEF-CRF-S, N = 5", ["--model", "nef-s", "--sketch-steps", "5", "--crf"]),
     ("nef-crf-f-5", "NEF-CRF-F, N = 5", ["--model", "nef-f", "--sketch-steps", "5", "--crf"]),
