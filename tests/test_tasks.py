@@ -34,7 +34,13 @@ def test_configs_ner_toml_holds_the_ner_task_defaults():
     config = Config.load(ROOT / "configs" / "ner.toml")
     assert config.to_dict() == Config.for_task("ner").to_dict()
     m = config.model
-    assert (m.model, m.sketch_steps, m.attention, m.dropout) == ("nef-f", 5, "csoftmax", 0.3)  # §5.2
+    assert (m.model, m.sketch_steps, m.attention, m.dropout, m.crf) == (
+        "nef-f",
+        5,
+        "csoftmax",
+        0.3,
+        True,
+    )  # §5.2
     assert m.case_dim > 0 and m.lowercase and m.word_dropout > 0
 
 
