@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from easyfirst.data.qe import is_qe_prefix
 from easyfirst.errors import InputError
 
 app = typer.Typer(
@@ -25,7 +26,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 err = Console(stderr=True)
-TASKS = ("pos",)
+TASKS = ("pos", "ner", "qe")  # easyfirst.tasks.TASKS, without importing torch for --help
 
 ModelOption = Annotated[
     Path | None,
@@ -52,9 +53,32 @@ def parse_steps(value: str | None) -> int | None | str:
     return steps
 
 
+def parse_class_weights(values: list[str] | None) -> dict[str, float] | None:
+    """``["NOUN=2", "X=0.5"]`` → ``{"NOUN": 2.0, "X": 0.5}``; None when no --class-weight was given."""
+    if not values:
+        return None
+    weights = {}
+    for value in values:
+        tag, sign, number = value.rpartition("=")
+        try:
+            weights[tag] = float(number)
+        except ValueError:
+            sign = ""
+        if not sign or not tag:
+            raise InputError(f"--class-weight must be TAG=WEIGHT (e.g. NOUN=2), not {value!r}") from None
+    return weights
+
+
 @app.command()
 def train(
-    task: Annotated[str, typer.Option(help="Task: pos (UD part-of-speech tagging).")] = "pos",
+    task: Annotated[
+        str | None,
+        typer.Option(
+            help="Task: pos (UD part-of-speech tagging, the default), ner (CoNLL named entities) or qe "
+            "(word-level translation quality estimation; data sets are file prefixes); default: the "
+            "config file's, else pos."
+        ),
+    ] = None,
     config: Annotated[
         Path | None, typer.Option(help="TOML config (see configs/); flags below override it.")
     ] = None,
@@ -75,11 +99,33 @@ def train(
     sketch_steps: Annotated[
         str | None, typer.Option(help="Sketch steps N: an integer, or L for one per word.")
     ] = None,
-    attention: Annotated[str | None, typer.Option(help="csoftmax, softmax or sparsemax.")] = None,
+    attention: Annotated[
+        str | None,
+        typer.Option(
+            help="Attention ρ: csoftmax, csparsemax, softmax, sparsemax, entmax15, uniform, left-to-right, "
+            "right-to-left, or hard (vanilla easy-first, Alg. 1)."
+        ),
+    ] = None,
+    attention_temperature: Annotated[
+        float | None, typer.Option(help="Divide the attention scores by T before ρ (default 1).")
+    ] = None,
+    coverage_penalty: Annotated[
+        float | None, typer.Option(help="λ: attend with ρ(z − λβ), penalising covered words (default 0).")
+    ] = None,
+    concat: Annotated[
+        bool | None,
+        typer.Option(
+            "--concat/--no-concat", help="Predict from concat(h_i, s_i) (Eq. 6, default) or the sketch alone."
+        ),
+    ] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
     batch_size: Annotated[int | None, typer.Option(help="Sentences per update.")] = None,
     lr: Annotated[float | None, typer.Option(help="Learning rate.")] = None,
     tag_column: Annotated[str | None, typer.Option(help="CoNLL-U column to learn: upos or xpos.")] = None,
+    encoding: Annotated[
+        str | None,
+        typer.Option(help="Encoding of column files (ner; default utf-8; CoNLL-2002/2003: latin-1)."),
+    ] = None,
     pretrained: Annotated[
         Path | None, typer.Option(help="word2vec/GloVe text file for the word embeddings.")
     ] = None,
@@ -96,13 +142,44 @@ def train(
     resume: Annotated[
         Path | None, typer.Option(help="Continue the interrupted run in this folder from its checkpoint.")
     ] = None,
+    loss: Annotated[
+        str | None,
+        typer.Option(
+            help="Output loss and mapping: softmax (cross-entropy), sparsemax, entmax15, or entmax (with --alpha)."
+        ),
+    ] = None,
+    alpha: Annotated[
+        float | None, typer.Option(help="α > 1 of --loss entmax (1.5 = entmax15, 2 = sparsemax).")
+    ] = None,
+    label_smoothing: Annotated[
+        float | None, typer.Option(help="ε: Fenchel–Young label smoothing, target (1 − ε)·gold + ε·uniform.")
+    ] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option(help="T: train on T · loss(scores / T); T > 1 tempers. Tagging uses T = 1."),
+    ] = None,
+    class_weight: Annotated[
+        list[str] | None, typer.Option(help="TAG=W: weight of words whose gold tag is TAG (repeatable).")
+    ] = None,
+    crf: Annotated[
+        bool | None,
+        typer.Option("--crf/--no-crf", help="A linear-chain CRF output layer (Viterbi decoding)."),
+    ] = None,
+    bio_constraints: Annotated[
+        bool | None,
+        typer.Option(
+            "--bio-constraints/--no-bio-constraints",
+            help="CRF: forbid I-X after anything but B-X/I-X and at the start (default: on for BIO tag sets).",
+        ),
+    ] = None,
 ) -> None:
     """Train a tagger; writes the best-epoch model, metrics.json and train.log to the run folder."""
     from easyfirst.config import Config
 
     if resume is not None:
         fixed = {
-            "--task": task != "pos",
+            "--task": task,
+            "--encoding": encoding,
             "--config": config,
             "--train": train_path,
             "--dev": dev_path,
@@ -111,6 +188,9 @@ def train(
             "--model": model,
             "--sketch-steps": sketch_steps,
             "--attention": attention,
+            "--attention-temperature": attention_temperature,
+            "--coverage-penalty": coverage_penalty,
+            "--concat/--no-concat": concat is not None,
             "--seed": seed,
             "--batch-size": batch_size,
             "--lr": lr,
@@ -118,19 +198,27 @@ def train(
             "--pretrained": pretrained,
             "--checkpoint-every": checkpoint_every,
             "--overwrite": overwrite,
+            "--loss": loss,
+            "--alpha": alpha,
+            "--label-smoothing": label_smoothing,
+            "--temperature": temperature,
+            "--class-weight": class_weight,
+            "--crf/--no-crf": crf is not None,
+            "--bio-constraints/--no-bio-constraints": bio_constraints is not None,
         }
-        given = [name for name, value in fixed.items() if value not in (None, False)]
+        given = [name for name, value in fixed.items() if value is not None and value is not False]
         if given:
             raise InputError(
                 f"--resume continues the run as it was configured: {', '.join(given)} cannot be "
                 "given with it (only --epochs, --threads and --device can)"
             )
         return resume_training(resume, epochs, threads, device)
-    if task not in TASKS:
+    if task is not None and task not in TASKS:
         raise InputError(f"--task must be one of {', '.join(TASKS)}, not {task!r}")
-    cfg = Config.load(config) if config else Config()
-    cfg.data.task = task
+    cfg = Config.load(config, task) if config else Config.for_task(task or "pos")
+    task = cfg.data.task
     overrides = [
+        (cfg.data, "encoding", encoding),
         (cfg.data, "train", train_path),
         (cfg.data, "dev", dev_path),
         (cfg.data, "test", test_path),
@@ -138,12 +226,22 @@ def train(
         (cfg.train, "epochs", epochs),
         (cfg.model, "model", model),
         (cfg.model, "attention", attention),
+        (cfg.model, "attention_temperature", attention_temperature),
+        (cfg.model, "coverage_penalty", coverage_penalty),
+        (cfg.model, "concat", concat),
         (cfg.train, "seed", seed),
         (cfg.train, "batch_size", batch_size),
         (cfg.train, "lr", lr),
         (cfg.model, "pretrained", pretrained),
         (cfg.train, "threads", threads),
         (cfg.train, "checkpoint_every", checkpoint_every),
+        (cfg.loss, "loss", loss),
+        (cfg.loss, "alpha", alpha),
+        (cfg.loss, "label_smoothing", label_smoothing),
+        (cfg.loss, "temperature", temperature),
+        (cfg.loss, "class_weights", parse_class_weights(class_weight)),
+        (cfg.model, "crf", crf),
+        (cfg.model, "bio_constraints", bio_constraints),
     ]
     for section, key, value in overrides:
         if value is not None:
@@ -257,7 +355,13 @@ def load_tagger(model: Path | None, device: str = "cpu"):
 
 @app.command()
 def tag(
-    input: Annotated[str | None, typer.Argument(help="CoNLL-U file to tag, or - for stdin.")] = None,
+    input: Annotated[
+        str | None,
+        typer.Argument(
+            help="File to tag (CoNLL-U for pos models, CoNLL columns for ner), or - for stdin; for qe "
+            "models a prefix PREFIX of PREFIX.src, PREFIX.mt, PREFIX.src-mt.alignments (and PREFIX.tags)."
+        ),
+    ] = None,
     model: ModelOption = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Output file (default: stdout).")
@@ -267,16 +371,79 @@ def tag(
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Sentences tagged at once.")] = 256,
     device: Annotated[str, typer.Option(help="cpu, cuda, ...")] = "cpu",
+    replace: Annotated[
+        bool, typer.Option(help="Column files: put the tags in place of the tag column, not after the last.")
+    ] = False,
+    encoding: Annotated[
+        str | None, typer.Option(help="Column files: encoding to read and write (default: the model's).")
+    ] = None,
+    scheme: Annotated[
+        str | None,
+        typer.Option(help="Column files: write tags in bio, iob1 or bioes (default: the input's, else bio)."),
+    ] = None,
+    probabilities: Annotated[
+        bool,
+        typer.Option(
+            "--probabilities",
+            help="Write each word's output distribution instead (TSV: word, tag, one column per tag; "
+            "a blank line between sentences). Sparse models give exact zeros; CRF models, marginals.",
+        ),
+    ] = False,
+    src: Annotated[Path | None, typer.Option(help="QE: source sentences, one per line.")] = None,
+    mt: Annotated[Path | None, typer.Option(help="QE: machine translations to tag, one per line.")] = None,
+    alignments: Annotated[
+        Path | None, typer.Option(help="QE: Pharaoh source-MT alignments (i-j, source index first).")
+    ] = None,
+    tags: Annotated[
+        Path | None,
+        typer.Option(help="QE: a tags file for these sentences; the output takes its format and gap tags."),
+    ] = None,
+    gaps: Annotated[
+        bool, typer.Option(help="QE: write 2N+1 tags (gap tags OK) rather than one per word.")
+    ] = False,
 ) -> None:
-    """Tag a CoNLL-U file: writes it back with the tag column filled in, every other byte unchanged."""
+    """Tag a file, writing it back with the predicted tags and every other byte unchanged.
+
+    CoNLL-U (pos models): the UPOS (or XPOS) column of each word is filled in. CoNLL column files (ner
+    models): the tag is added as a last column (or replaces the tag column with --replace), in the
+    input's tagging scheme; -DOCSTART- and blank lines are kept. QE models: --src, --mt and
+    --alignments (or a PREFIX) in, a tags file out, one OK/BAD per MT word, or 2N+1 tags with gaps
+    when --tags (or PREFIX.tags) has that format or --gaps is given.
+    """
     if text is not None and input is not None:
         raise InputError("give either an input file or --text, not both")
     if batch_size < 1:
         raise InputError("--batch-size must be >= 1")
+    if scheme is not None and scheme not in ("bio", "iob1", "bioes"):
+        raise InputError(f"--scheme must be bio, iob1 or bioes, not {scheme!r}")
     check_device(device)
     check_output(output)
+    qe_files = find_qe_files(input, src, mt, alignments, tags)
+    if qe_files is not None:
+        if probabilities:
+            raise InputError("--probabilities: not for QE input (it writes a tags file)")
+        return tag_qe_files(qe_files, model, output, device, batch_size, gaps, text)
+    if gaps:
+        raise InputError("--gaps: only for QE tags files (qe models)")
     stream, name = (None, None) if text is not None else open_input(input)  # fail fast, before the model
     tagger = load_tagger(model, device)
+    if tagger.config.data.task == "qe":
+        raise InputError("a qe model tags sentence pairs: give --src, --mt and --alignments (or a PREFIX)")
+    task, data = task_data(tagger, encoding)
+    column_options = {"--replace": replace, "--scheme": scheme, "--encoding": encoding}
+    given = [flag for flag, value in column_options.items() if value not in (None, False)]
+    if given and task.name != "ner":
+        raise InputError(
+            f"{', '.join(given)}: only for column files (ner models); this is a {task.name} model"
+        )
+    if probabilities:
+        sentences = [text.split()] if text is not None else (s.words for s in task.read(stream, data))
+        try:
+            write_output(output, lambda out: write_distributions(out, tagger, sentences, batch_size))
+        finally:
+            if stream is not None and stream is not sys.stdin.buffer:
+                stream.close()
+        return
     if text is not None:
         words = text.split()
         tags = tagger.tag([words])[0]
@@ -285,14 +452,18 @@ def tag(
             lambda out: out.write("".join(f"{w}\t{t}\n" for w, t in zip(words, tags, strict=True)).encode()),
         )
         return
-    from easyfirst.data.conllu import tag_conllu
-
-    column = tagger.config.data.tag_column
     try:
         write_output(
             output,
-            lambda out: tag_conllu(
-                stream, out, tagger.tag, tag_column=column, batch_size=batch_size, name=name
+            lambda out: task.write(
+                stream,
+                out,
+                tagger.tag,
+                data,
+                batch_size=batch_size,
+                name=name,
+                replace=replace,
+                scheme=scheme,
             ),
         )
     finally:
@@ -300,27 +471,132 @@ def tag(
             stream.close()
 
 
+def find_qe_files(input: str | None, src: Path | None, mt: Path | None, alignments: Path | None, tags):
+    """The QE files to tag, from --src/--mt/--alignments/--tags or a PREFIX; None when this is no QE input."""
+    from easyfirst.data.qe import QEFiles
+
+    given = {"--src": src, "--mt": mt, "--alignments": alignments}
+    if all(path is None for path in given.values()):
+        if tags is not None:
+            raise InputError("--tags goes with --src, --mt and --alignments (QE)")
+        if input is None or input == "-" or Path(input).is_file() or not is_qe_prefix(input):
+            return None
+        return QEFiles.from_prefix(input, need_tags=False)
+    missing = [flag for flag, path in given.items() if path is None]
+    if missing:
+        raise InputError(
+            f"QE input needs --src, --mt and --alignments together; missing {', '.join(missing)}"
+        )
+    if input is not None:
+        raise InputError("give either an input file or --src/--mt/--alignments, not both")
+    for path in (src, mt, alignments, tags):
+        if path is not None and not path.is_file():
+            raise InputError("no such file", path)
+    return QEFiles(src, mt, alignments, tags)
+
+
+def tag_qe_files(
+    files, model: Path | None, output: Path | None, device: str, batch_size: int, gaps: bool, text
+):
+    """`easyfirst tag` for a QE model: write a tags file in the input's format (see find_qe_files)."""
+    from easyfirst.data.qe import GAP_FORMAT, read_qe, tags_format
+
+    if text is not None:
+        raise InputError("give either --text or QE input files, not both")
+    sentences = read_qe(files, with_tags=files.tags is not None)  # errors before loading the model
+    tagger = load_tagger(model, device)
+    task, data = task_data(tagger)
+    if task.name != "qe":
+        raise InputError(f"QE input needs a qe model; this is a {task.name} model", model)
+    with_gaps = gaps or (files.tags is not None and tags_format(sentences) == GAP_FORMAT)
+    write_output(
+        output,
+        lambda out: task.write(sentences, out, tagger.tag, data, batch_size=batch_size, with_gaps=with_gaps),
+    )
+
+
+def task_data(tagger, encoding: str | None = None):
+    """The model's task and its [data] settings, with ``--encoding`` applied."""
+    from easyfirst.tasks import get_task
+
+    data = tagger.config.data
+    if encoding is not None:
+        try:
+            "".encode(encoding)
+        except LookupError:
+            raise InputError(f"--encoding: unknown encoding {encoding!r}") from None
+        data.encoding = encoding
+    return get_task(data.task), data
+
+
+def write_distributions(out, tagger, sentences, batch_size: int) -> None:
+    """TSV of each word's output distribution: a header ``word tag TAG1 … TAGK``, then one row per word
+    (probabilities with 6 significant digits, exact zeros as 0) and a blank line after each sentence."""
+    from itertools import islice
+
+    out.write(("\t".join(["word", "tag", *tagger.tags]) + "\n").encode())
+    sentences = iter(sentences)
+    while chunk := list(islice(sentences, batch_size)):
+        tags, distributions = tagger.tag(chunk, return_probabilities=True, batch_size=batch_size)
+        for words, predicted, p in zip(chunk, tags, distributions, strict=True):
+            rows = (
+                "\t".join([w, t, *(f"{x:.6g}" for x in row)])
+                for w, t, row in zip(words, predicted, p.tolist(), strict=True)
+            )
+            out.write(("".join(row + "\n" for row in rows) + "\n").encode())
+
+
 @app.command()
 def evaluate(
-    gold: Annotated[Path, typer.Argument(help="CoNLL-U file with gold tags.")],
+    gold: Annotated[
+        Path,
+        typer.Argument(
+            help="File with gold tags (CoNLL-U for pos models, CoNLL columns for ner); for qe models a "
+            "prefix PREFIX of PREFIX.src, PREFIX.mt, PREFIX.src-mt.alignments and PREFIX.tags."
+        ),
+    ],
     model: ModelOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     batch_size: Annotated[int, typer.Option(help="Sentences tagged at once.")] = 256,
     device: Annotated[str, typer.Option(help="cpu, cuda, ...")] = "cpu",
+    encoding: Annotated[
+        str | None, typer.Option(help="Column files: the file's encoding (default: the model's).")
+    ] = None,
 ) -> None:
-    """Tag a gold CoNLL-U file and report accuracy and per-tag precision, recall and F1."""
-    from easyfirst.data.conllu import read_conllu
-    from easyfirst.metrics import tag_report
+    """Tag a gold file and score it: accuracy and per-tag precision, recall and F1 (pos), or entity
+    precision, recall and F1, micro-averaged and per entity type (ner), or F1-MULT = F1-OK × F1-BAD (the
+    WMT16 word-level score), F1 of OK and of BAD, and accuracy (qe); calibration (ECE) and sparsity
+    (mean support size of the output distributions)."""
+    import torch
 
-    if not gold.is_file():
-        raise InputError("no such file", gold)
+    from easyfirst.metrics import distribution_report
+
+    if not gold.is_file() and not is_qe_prefix(gold):
+        raise InputError("no such file (nor a QE prefix: PREFIX.mt is missing too)", gold)
     check_device(device)
     tagger = load_tagger(model, device)
-    sentences = read_conllu(gold, tag_column=tagger.config.data.tag_column)
-    predicted = tagger.tag([s.words for s in sentences], batch_size=batch_size)
-    report = tag_report([s.tags for s in sentences], predicted)
-    known = set(tagger.tags)
-    unseen = {t: v["support"] for t, v in report["per_tag"].items() if t not in known and v["support"]}
+    task, data = task_data(tagger, encoding)
+    sentences = task.read(gold, data)
+    predicted, distributions = tagger.tag(
+        [s.words for s in sentences],
+        return_probabilities=True,
+        batch_size=batch_size,
+        extras=[s.extra for s in sentences],
+    )
+    report = task.score([s.tags for s in sentences], predicted)
+    ids = tagger.vocabs.tags.stoi
+
+    def as_ids(tags: list[str]) -> torch.Tensor:
+        return torch.tensor([ids.get(t, -1) for t in tags], dtype=torch.long)
+
+    report |= distribution_report(
+        distributions, [as_ids(t) for t in predicted], [as_ids(s.tags) for s in sentences]
+    )
+    if task.breakdown == "per_type":
+        known = {t[2:] for t in tagger.tags if t != "O"}
+    else:
+        known = set(tagger.tags)
+    unseen = {t: v["support"] for t, v in report[task.breakdown].items() if t not in known and v["support"]}
     report["unknown_gold_tags"] = unseen
     if as_json:
         print(json.dumps(report, indent=2))
@@ -328,13 +604,23 @@ def evaluate(
     from rich.table import Table
 
     out = Console()
-    table = Table(
-        title=f"{gold}: accuracy {100 * report['accuracy']:.2f}% over {report['tokens']:,} words",
-        show_edge=False,
-    )
-    for name in ("tag", "precision", "recall", "F1", "support"):
-        table.add_column(name, justify="left" if name == "tag" else "right")
-    for name, row in sorted(report["per_tag"].items(), key=lambda item: -item[1]["support"]):
+    title = f"{gold}: accuracy {100 * report['accuracy']:.2f}% over {report['tokens']:,} words"
+    if task.metric == "f1":
+        title = (
+            f"{gold}: entity F1 {100 * report['f1']:.2f} (precision {100 * report['precision']:.2f}, "
+            f"recall {100 * report['recall']:.2f}) over {report['entities']:,} entities; "
+            f"token accuracy {100 * report['accuracy']:.2f}%"
+        )
+    if task.metric == "f1_mult":
+        title = (
+            f"{gold}: F1-MULT {100 * report['f1_mult']:.2f} (F1-OK {100 * report['f1_ok']:.2f} × F1-BAD "
+            f"{100 * report['f1_bad']:.2f}), accuracy {100 * report['accuracy']:.2f}% over {report['tokens']:,} words"
+        )
+    table = Table(title=title, show_edge=False)
+    label = "type" if task.breakdown == "per_type" else "tag"
+    for name in (label, "precision", "recall", "F1", "support"):
+        table.add_column(name, justify="left" if name == label else "right")
+    for name, row in sorted(report[task.breakdown].items(), key=lambda item: -item[1]["support"]):
         table.add_row(
             name,
             f"{100 * row['precision']:.2f}",
@@ -343,19 +629,22 @@ def evaluate(
             f"{row['support']:,}",
         )
     out.print(table)
+    out.print(
+        f"calibration: ECE {100 * report['ece']:.2f}% (10 equal-width bins on the predicted tag's "
+        f"probability); sparsity: {report['mean_support']:.2f} of {len(tagger.tags)} tags with p > 0 per word"
+    )
     if unseen:
         listed = ", ".join(f"{t} ({n})" for t, n in sorted(unseen.items()))
         err.print(f"[yellow]note:[/] gold tags the model never saw, counted as errors: {listed}")
 
 
-def read_sentence(path: Path, number: int, tag_column: str):
-    from easyfirst.data.conllu import iter_conllu
-
+def read_sentence(path: Path, number: int, tagger):
     if number < 1:
         raise InputError("--sentence counts from 1")
-    for k, sentence in enumerate(iter_conllu(path, tag_column), 1):
-        if k == number:
-            return sentence
+    task, data = task_data(tagger)
+    sentences = task.read(path, data)
+    if number <= len(sentences):
+        return sentences[number - 1]
     raise InputError(f"has fewer than {number} sentences", path)
 
 
@@ -364,7 +653,7 @@ def plot(
     model: ModelOption = None,
     text: Annotated[str | None, typer.Option(help="Plot this whitespace-tokenized sentence.")] = None,
     input: Annotated[
-        Path | None, typer.Option("--input", "-i", help="CoNLL-U file (gold tags are shown).")
+        Path | None, typer.Option("--input", "-i", help="File of the model's task (gold tags are shown).")
     ] = None,
     sentence: Annotated[int, typer.Option(help="Which sentence of --input (from 1).")] = 1,
     output: Annotated[
@@ -386,22 +675,24 @@ def plot(
         if output.suffix.lower() not in (".png", ".svg", ".pdf"):
             raise InputError("the figure file must end in .png, .svg or .pdf", output)
         check_output(output)
-    if input is not None and not input.is_file():
+    if input is not None and not input.is_file() and not is_qe_prefix(input):
         raise InputError("no such file", input)
     taggers = [load_tagger(model)] + [load_tagger(path) for path in compare or []]
     drops, tagset = [], set()
     for path, tagger in zip([model, *(compare or [])], taggers, strict=True):
         if tagger.model.decoder is None:
             raise InputError("this model has no sketch steps (N = 0): there is no attention to plot", path)
-        gold = None
+        gold, extra = None, None
         if input is not None:
-            found = read_sentence(input, sentence, tagger.config.data.tag_column)
-            words, gold = found.words, found.tags
+            found = read_sentence(input, sentence, tagger)
+            words, gold, extra = found.words, found.tags, found.extra
         else:
+            if tagger.config.data.task == "qe":
+                raise InputError("a qe model needs the source and alignment: plot --input PREFIX", path)
             words = text.split()
             if not words:
                 raise InputError("--text has no words")
-        tags, attention = tagger.tag([words], return_attention=True)
+        tags, attention = tagger.tag([words], return_attention=True, extras=[extra] if extra else None)
         m = tagger.config.model
         steps = "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"
         name = "bundled model" if path is None else path.name
@@ -417,25 +708,42 @@ def plot(
 
 @app.command()
 def analyze(
-    data: Annotated[Path, typer.Argument(help="CoNLL-U file to analyse (gold tags are used where present).")],
+    data: Annotated[
+        Path,
+        typer.Argument(
+            help="File to analyse, in the format of the model's task (gold tags are used where present)."
+        ),
+    ],
     model: ModelOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the statistics as Markdown tables.")
+    ] = False,
 ) -> None:
     """Attention statistics over a data set: first focus, entropy and support per step, evenness."""
     from rich.table import Table
 
     from easyfirst.analysis import analyze as run_analysis
-    from easyfirst.data.conllu import read_conllu
 
-    if not data.is_file():
+    if as_json and markdown:
+        raise InputError("give --json or --markdown, not both")
+    if not data.is_file() and not is_qe_prefix(data):
         raise InputError("no such file", data)
     tagger = load_tagger(model)
     if tagger.model.decoder is None:
         raise InputError("this model has no sketch steps (N = 0): there is no attention to analyse", model)
-    sentences = read_conllu(data, tagger.config.data.tag_column)
-    stats = run_analysis(tagger, [s.words for s in sentences], [s.tags for s in sentences])
+    task, settings = task_data(tagger)
+    sentences = task.read(data, settings)
+    stats = run_analysis(
+        tagger, [s.words for s in sentences], [s.tags for s in sentences], extras=[s.extra for s in sentences]
+    )
     if as_json:
         print(json.dumps(stats, indent=2))
+        return
+    if markdown:
+        from easyfirst.analysis import to_markdown
+
+        print(to_markdown(stats), end="")
         return
     out = Console()
     first = Table(

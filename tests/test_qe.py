@@ -9,24 +9,25 @@ import random
 import pytest
 import torch
 
-from conftest import ROOT
-from easyfirst.data.batching import collate
+from conftest import QE_GAPS, QE_SAMPLE
+from easyfirst.config import Config
+from easyfirst.data.batching import collate, encode
+from easyfirst.data.features import active_features, build_feature_vocabs
 from easyfirst.data.qe import (
+    NULL,
+    OUTSIDE,
     QEFiles,
     QESentence,
-    alignment_matrix,
-    build_vocabularies,
-    encode_qe,
+    aligned_source,
+    neighbours,
     read_qe,
     tags_format,
     write_tags,
 )
+from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
 from easyfirst.metrics import qe_report
-from easyfirst.model.bilingual import BilingualEmbedder
-
-QE_SAMPLE = ROOT / "data" / "samples" / "qe-en-de"
-QE_GAPS = ROOT / "data" / "samples" / "qe-en-de-gaps"
+from easyfirst.model.embedder import Embedder
 
 
 def test_reads_the_word_format_sample():
@@ -141,9 +142,12 @@ def test_qe_scores_on_a_hand_computed_example():
     assert qe_report(gold, [["OK"] * 4, ["OK"] * 3])["f1_mult"] == 0.0
 
 
-def test_alignment_matrix_averages_over_aligned_source_words():
-    matrix = alignment_matrix([(0, 0), (2, 0), (1, 2)], n_mt=3, n_source=3)
-    assert matrix.tolist() == [[0.5, 0.0, 0.5], [0.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
+def test_aligned_source_symbols_and_context():
+    words, extra = ["x", "y", "z"], {"source": ["a", "b", "c"], "alignment": [(0, 0), (2, 0), (1, 2)]}
+    assert aligned_source(words, extra) == [["a", "c"], [NULL], ["b"]]
+    assert aligned_source(words, extra, -1) == [[OUTSIDE, "b"], [NULL], ["a"]]
+    assert aligned_source(words, extra, 1) == [["b", OUTSIDE], [NULL], ["c"]]
+    assert neighbours(words, -1) == [[OUTSIDE], ["x"], ["y"]]
 
 
 def random_sentences(count, seed):
@@ -163,49 +167,63 @@ def random_sentences(count, seed):
     return sentences
 
 
-@pytest.mark.parametrize("context", [0, 1])
-def test_bilingual_embedding_matches_a_per_word_loop(context):
+def qe_embedder(sentences, context_dim=0):
+    """Vocabularies and an embedder with the QE features (64-d words, no affixes, as §5.3, but small)."""
+    config = Config.for_task("qe")
+    config.model.word_dim, config.model.source_dim, config.model.qe_context_dim = 4, 3, context_dim
+    vocabs = Vocabularies.build(((s.words, s.tags) for s in sentences), word_min_freq=1)
+    vocabs.features = build_feature_vocabs(active_features(config.model), sentences)
     torch.manual_seed(0)
-    sentences = random_sentences(12, seed=context)
-    vocabs = build_vocabularies(sentences, word_min_freq=1)
-    embedder = BilingualEmbedder(vocabs, word_dim=4, affix_dim=3, context=context)
-    torch.nn.init.normal_(embedder.null)
-    batch = collate([encode_qe(vocabs, s) for s in sentences], list(range(len(sentences))))
-    fast = embedder(batch)
-    target = embedder.target(batch.words, batch.prefixes, batch.suffixes)
-    assert fast.shape == (len(sentences), batch.words.shape[1], (2 * context + 1) * (4 + 3 * 2 + 4))
-    used_null = 0
+    embedder = Embedder(vocabs, 4, 0, active_features(config.model))
+    batch = collate(
+        [encode(vocabs, s.words, s.tags, s.extra) for s in sentences], list(range(len(sentences)))
+    )
+    return vocabs, embedder, batch
+
+
+@pytest.mark.parametrize("context_dim", [0, 2])
+def test_qe_input_is_the_mt_word_and_the_average_of_its_aligned_source_words(context_dim):
+    sentences = (
+        random_sentences(12, seed=context_dim) * 2
+    )  # twice, so that every symbol has a vocabulary entry
+    vocabs, embedder, batch = qe_embedder(sentences, context_dim)
+    fast = embedder(batch.words, batch.prefixes, batch.suffixes, batch.features)
+    assert fast.shape == (len(sentences), batch.words.shape[1], 4 + 3 + 4 * context_dim)
+    names = ["source"] + (["mt_left", "mt_right", "source_left", "source_right"] if context_dim else [])
+    unaligned = 0
     for b, sentence in enumerate(sentences):
-        source = embedder.source.weight[[vocabs.source.index(w) for w in sentence.source]]
-        for j in range(len(sentence.words)):
-            parts, aligned = [], [i for i, k in sentence.alignment if k == j]
-            for o in range(-context, context + 1):
-                inside = 0 <= j + o < len(sentence.words)
-                parts.append(target[b, j + o] if inside else torch.zeros(target.shape[-1]))
-            for k, o in enumerate(range(-context, context + 1)):
-                if not aligned:
-                    parts.append(embedder.null[k])
-                    continue
-                rows = [source[i + o] if 0 <= i + o < len(source) else torch.zeros(4) for i in aligned]
-                parts.append(torch.stack(rows).mean(0))
-            used_null += not aligned
+        n, src = len(sentence.words), sentence.source
+        for j in range(n):
+            aligned = [i for i, k in sentence.alignment if k == j]
+            around = {  # the symbols each feature averages, computed here word by word
+                "source": [src[i] for i in aligned] or [NULL],
+                "mt_left": [sentence.words[j - 1] if j > 0 else OUTSIDE],
+                "mt_right": [sentence.words[j + 1] if j + 1 < n else OUTSIDE],
+                "source_left": [src[i - 1] if i > 0 else OUTSIDE for i in aligned] or [NULL],
+                "source_right": [src[i + 1] if i + 1 < len(src) else OUTSIDE for i in aligned] or [NULL],
+            }
+            parts = [embedder.words.weight[vocabs.words.index(sentence.words[j])]]
+            for name in sorted(names, key=list(embedder.features).index):
+                table, vocab = embedder.features[name].weight, vocabs.features[name]
+                parts.append(torch.stack([table[vocab.index(s)] for s in around[name]]).mean(0))
             torch.testing.assert_close(fast[b, j], torch.cat(parts))
-    assert used_null > 0
+            unaligned += not aligned
+    assert unaligned > 0
 
 
 def test_null_vector_is_used_exactly_for_unaligned_words():
     sentences = random_sentences(20, seed=7)
-    vocabs = build_vocabularies(sentences, word_min_freq=1)
-    embedder = BilingualEmbedder(vocabs, word_dim=5)
-    with torch.no_grad():
-        embedder.null.fill_(1e3)  # no average of source embeddings can come near it
-    batch = collate([encode_qe(vocabs, s) for s in sentences], list(range(len(sentences))))
-    source_part = embedder(batch)[..., 5:]
-    is_null = (source_part == 1e3).all(-1)
+    vocabs, _, batch = qe_embedder(sentences)
+    null = vocabs.features["source"].index(NULL)
+    ids = batch.features["source"]  # (B, L, k): the aligned source words' ids, 0-padded
+    is_null = (ids == null).any(-1)
     for b, sentence in enumerate(sentences):
         aligned = {j for _, j in sentence.alignment}
         expected = [j not in aligned for j in range(len(sentence.words))]
         assert is_null[b, : len(sentence.words)].tolist() == expected
+        assert (
+            ids[b, : len(sentence.words)][is_null[b, : len(sentence.words)]][:, 1:] == 0
+        ).all()  # NULL alone
         assert not is_null[b, len(sentence.words) :].any()  # padding is not a word
 
 
@@ -221,3 +239,8 @@ def test_reads_the_real_wmt16_files(data_root):
         counts[split] = (len(sentences), tokens, round(100 * bad / tokens, 1), round(100 * aligned / tokens))
         assert tags_format(sentences) == "words" and all(s.post_edit for s in sentences)
     assert counts == {"train": (12000, 210958, 21.4, 85), "dev": (1000, 19487, 19.5, 83)}
+
+
+def test_a_qe_model_without_source_inputs_says_what_it_needs():
+    with pytest.raises(ValueError, match="source words and alignment"):
+        aligned_source(["x"], {})

@@ -19,17 +19,12 @@ an alignment index past the end of its sentence.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-import torch
-
-from easyfirst.data.batching import Encoded, encode
 from easyfirst.data.files import decode_line, open_binary
-from easyfirst.data.vocab import Vocab, Vocabularies
 from easyfirst.errors import InputError
 
 QE_TAGS = ("OK", "BAD")
@@ -56,6 +51,11 @@ class QESentence:
     gaps: list[str] | None = None
     post_edit: list[str] | None = None
     line: int = 0
+
+    @property
+    def extra(self) -> dict:
+        """The inputs beside the MT words, for the QE features (easyfirst.data.features)."""
+        return {"source": self.source, "alignment": self.alignment}
 
 
 @dataclass
@@ -92,6 +92,11 @@ class QEFiles:
             paths["tags"] if paths["tags"].is_file() else None,
             paths["pe"] if paths["pe"].is_file() else None,
         )
+
+
+def is_qe_prefix(prefix: str | Path) -> bool:
+    """Whether ``PREFIX.mt`` exists, i.e. ``prefix`` names a QE data set rather than a file."""
+    return Path(str(prefix) + SUFFIXES["mt"]).is_file()
 
 
 def tokens(line: str) -> list[str]:
@@ -253,30 +258,47 @@ def write_tags(
     out.write(text.encode("utf-8"))
 
 
-def build_vocabularies(
-    sentences: Sequence[QESentence], *, word_min_freq: int = 2, max_affix: int = 4
-) -> Vocabularies:
-    """MT words, affixes and tags as for tagging, plus a separate source-word vocabulary."""
-    vocabs = Vocabularies.build(
-        ((s.words, s.tags) for s in sentences), word_min_freq=word_min_freq, max_affix=max_affix
-    )
-    vocabs.source = Vocab.build(Counter(w for s in sentences for w in s.source), word_min_freq)
-    return vocabs
+NULL = "<null>"  # the aligned-source symbol of an unaligned MT word: its embedding is the learned NULL vector
+OUTSIDE = "<out>"  # a context position past the edge of the sentence
 
 
-def alignment_matrix(alignment: Sequence[tuple[int, int]], n_mt: int, n_source: int) -> torch.Tensor:
-    """``(n_mt, n_source)``: row j holds 1/|a(j)| at the source words aligned to MT word j (zeros if none)."""
-    matrix = torch.zeros(n_mt, n_source)
-    if alignment:
-        i, j = torch.tensor(alignment, dtype=torch.long).T
-        matrix[j, i] = 1.0
-        matrix /= matrix.sum(1, keepdim=True).clamp_min(1.0)
-    return matrix
+def aligned_source(words: Sequence[str], extra: dict, offset: int = 0) -> list[list[str]]:
+    """Per MT word j, the source words at i + ``offset`` for each source word i aligned to j (their
+    embeddings are averaged), or ``[NULL]`` when j is unaligned (paper §5.3; offsets ±1 are the WMT16
+    baseline's source context)."""
+    if "source" not in extra or "alignment" not in extra:
+        raise ValueError(
+            "quality estimation needs each MT sentence's source words and alignment: "
+            "tag(..., extras=[{'source': [...], 'alignment': [(i, j), ...]}, ...])"
+        )
+    source = extra["source"]
+    aligned: list[list[int]] = [[] for _ in words]
+    for i, j in extra["alignment"]:
+        aligned[j].append(i)
+    return [
+        [source[i + offset] if 0 <= i + offset < len(source) else OUTSIDE for i in indices] or [NULL]
+        for indices in aligned
+    ]
 
 
-def encode_qe(vocabs: Vocabularies, sentence: QESentence, *, with_tags: bool = True) -> Encoded:
-    """Index one QE sentence: the MT words as for tagging, plus its source ids and alignment matrix."""
-    item = encode(vocabs, sentence.words, sentence.tags if with_tags else None)
-    item.source = torch.tensor([vocabs.source.index(w) for w in sentence.source], dtype=torch.long)
-    item.alignment = alignment_matrix(sentence.alignment, len(sentence.words), len(sentence.source))
-    return item
+def neighbours(words: Sequence[str], offset: int) -> list[list[str]]:
+    """Per MT word j, the MT word at j + ``offset`` (WMT16 baseline target context)."""
+    return [[words[j + offset] if 0 <= j + offset < len(words) else OUTSIDE] for j in range(len(words))]
+
+
+def tag_qe(
+    sentences: Sequence[QESentence],
+    out: BinaryIO,
+    predict,
+    *,
+    with_gaps: bool,
+    batch_size: int = 256,
+) -> int:
+    """Write a tags file for ``sentences`` with ``predict``'s word tags; returns the number of lines.
+
+    ``predict(words, extras=..., batch_size=...)`` is :meth:`easyfirst.api.Tagger.tag`. In the 2N+1
+    format the sentences' gap tags are kept where they were read (from a tags file), else written OK.
+    """
+    tags = predict([s.words for s in sentences], extras=[s.extra for s in sentences], batch_size=batch_size)
+    write_tags(out, tags, [s.gaps for s in sentences], with_gaps=with_gaps)
+    return len(sentences)
