@@ -1,11 +1,11 @@
 """Train the paper's Table 3 systems on WMT16 en-de word-level QE with one budget and seed, and print the
 README's results table (Markdown) from their metrics.json files.
 
-    python benchmarks/qe_table.py --epochs 10 --seed 1 --out runs/qe-table            # trains
+    python benchmarks/qe_table.py --epochs 6 --seed 1 --out runs/qe-table             # trains
     python benchmarks/qe_table.py --out runs/qe-table --report-only                   # table only
-    python benchmarks/qe_table.py --rows bilstm nef-f-5 --epochs 10                   # some rows
+    python benchmarks/qe_table.py --rows bilstm nef-f-5 --epochs 6                    # some rows
 
-Each row is one `easyfirst train --task qe` run (configs' QE defaults: BAD weighted 5, dropout 0.1),
+Each row is one `easyfirst train --task qe` run (configs/qe.toml: BAD weighted 5, dropout 0.1, context words),
 scored on the dev set (the evaluation set here: the WMT16 test source is not available). At most
 ``--parallel`` runs go at a time, one torch thread each, so seconds per epoch are comparable within a
 table. Rows whose run folder already has a metrics.json are not trained again (delete it to redo).
@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from pos_table import folder, train_command
+
 # name, flags, the paper's F1-MULT (Table 3, WMT16 test, with pretrained embeddings)
 ROWS = {
     "bilstm": ("BiLSTM (N = 0)", ["--model", "bilstm"], 39.71),
@@ -30,37 +32,17 @@ ROWS = {
 }
 
 
-def command(key: str, args: argparse.Namespace) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "easyfirst",
-        "train",
-        "--task",
-        "qe",
-        *ROWS[key][1],
-        "--epochs",
-        str(args.epochs),
-        "--seed",
-        str(args.seed),
-        "--threads",
-        "1",
-        "--overwrite",
-        "--output",
-        str(args.out / key),
-    ]
-
-
 def train(keys: list[str], args: argparse.Namespace) -> None:
     """Run the rows' trainings, ``args.parallel`` at a time."""
-    waiting = [k for k in keys if not (args.out / k / "metrics.json").is_file()]
+    waiting = [k for k in keys if not (folder(args.out, ROWS[k][1]) / "metrics.json").is_file()]
     running: list[tuple[str, subprocess.Popen]] = []
     failed = []
     while waiting or running:
         while waiting and len(running) < args.parallel:
             key = waiting.pop(0)
-            print(" ".join(command(key, args)[1:]), file=sys.stderr)
-            running.append((key, subprocess.Popen(command(key, args), stdout=subprocess.DEVNULL)))
+            command = train_command(ROWS[key][1], args.epochs, args.seed, args.out, task="qe")
+            print(f"{time.strftime('%H:%M:%S')} {' '.join(command[1:])}", file=sys.stderr, flush=True)
+            running.append((key, subprocess.Popen(command, stdout=subprocess.DEVNULL)))
         time.sleep(2)
         for key, job in list(running):
             if job.poll() is not None:
@@ -75,7 +57,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("runs/qe-table"))
     parser.add_argument("--rows", nargs="+", choices=list(ROWS), default=list(ROWS))
@@ -89,7 +71,7 @@ def main() -> None:
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for key in args.rows:
-        path = args.out / key / "metrics.json"
+        path = folder(args.out, ROWS[key][1]) / "metrics.json"
         if not path.is_file():
             continue
         metrics = json.loads(path.read_text())
