@@ -244,3 +244,13 @@ def test_reads_the_real_wmt16_files(data_root):
 def test_a_qe_model_without_source_inputs_says_what_it_needs():
     with pytest.raises(ValueError, match="source words and alignment"):
         aligned_source(["x"], {})
+
+
+@pytest.mark.realdata
+def test_task_qe_without_paths_trains_on_wmt16_train_and_selects_on_dev(data_root):
+    from easyfirst.train import load_splits
+
+    splits = load_splits(Config.for_task("qe"))
+    folder = data_root / "qe" / "wmt16-en-de"
+    assert splits.paths == {"train": str(folder / "train"), "dev": str(folder / "dev"), "test": None}
+    assert (len(splits.train), len(splits.dev), splits.test) == (12000, 1000, None)
