@@ -133,6 +133,7 @@ def test_bad_qe_input_is_a_one_line_error_and_writes_nothing(qe_run, tmp_path):
         (["--text", "Klicken Sie"], "a qe model tags sentence pairs"),
         ([str(SAMPLE)], "a qe model tags sentence pairs"),
         ([str(QE_SAMPLE), "--gaps", "--tags", f"{QE_SAMPLE}.tags"], "--tags goes with --src"),
+        ([str(QE_SAMPLE), "--probabilities"], "--probabilities: not for QE input"),
     ],
 )
 def test_qe_option_mistakes(qe_run, args, message):
