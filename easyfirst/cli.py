@@ -161,6 +161,13 @@ def train(
     class_weight: Annotated[
         list[str] | None, typer.Option(help="TAG=W: weight of words whose gold tag is TAG (repeatable).")
     ] = None,
+    qe_context_dim: Annotated[
+        int | None,
+        typer.Option(
+            help="QE: size of the context-word embeddings (MT neighbours, aligned words' source "
+            "neighbours); 0 leaves them out (the paper's 128-dimensional input). Default: 64."
+        ),
+    ] = None,
     crf: Annotated[
         bool | None,
         typer.Option("--crf/--no-crf", help="A linear-chain CRF output layer (Viterbi decoding)."),
@@ -203,6 +210,7 @@ def train(
             "--label-smoothing": label_smoothing,
             "--temperature": temperature,
             "--class-weight": class_weight,
+            "--qe-context-dim": qe_context_dim,
             "--crf/--no-crf": crf is not None,
             "--bio-constraints/--no-bio-constraints": bio_constraints is not None,
         }
@@ -240,6 +248,7 @@ def train(
         (cfg.loss, "label_smoothing", label_smoothing),
         (cfg.loss, "temperature", temperature),
         (cfg.loss, "class_weights", parse_class_weights(class_weight)),
+        (cfg.model, "qe_context_dim", qe_context_dim),
         (cfg.model, "crf", crf),
         (cfg.model, "bio_constraints", bio_constraints),
     ]

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from conftest import QE_GAPS, QE_SAMPLE, SAMPLE, run_cli
 from easyfirst.data.qe import QEFiles, read_qe
@@ -165,3 +166,16 @@ def test_plot_and_analyze_read_a_qe_prefix(qe_run, tmp_path):
     assert report["sentences"] == 20 and len(report["per_step"]) == 5  # N = 5 steps
     text = run_cli("plot", "-m", qe_run, "--text", "Klicken Sie", "--terminal")
     assert text.returncode == 2 and "needs the source and alignment" in text.stderr.decode()
+
+
+def test_qe_context_dim_0_trains_on_the_papers_128_dimensional_input(tmp_path):
+    out = tmp_path / "run"
+    result = run_cli(
+        "train", "--task", "qe", "--train", QE_SAMPLE, "--dev", QE_SAMPLE, "--epochs", 1, "--seed", 1,
+        "--threads", 1, "--qe-context-dim", 0, "--output", out,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr.decode()
+    assert json.loads((out / "config.json").read_text())["model"]["qe_context_dim"] == 0
+    assert set(json.loads((out / "vocab.json").read_text())["features"]) == {"source"}
+    state = torch.load(out / "model.pt", weights_only=True)
+    assert state["encoder.lstm.weight_ih_l0"].shape[1] == 64 + 64  # MT word ⊕ aligned source words
