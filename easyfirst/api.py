@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from easyfirst.data.batching import encode, iterate_batches
+from easyfirst.data.batching import INFERENCE_MAX_TOKENS, encode, iterate_batches
 from easyfirst.model.io import load_model
 
 DEFAULT_MODEL = "en_ewt_upos"
@@ -47,8 +47,12 @@ class Tagger:
         *,
         return_attention: bool = False,
         batch_size: int = 256,
+        max_tokens: int | None = INFERENCE_MAX_TOKENS,
     ):
         """Tag lists of words.
+
+        Sentences are sorted by length and tagged in batches of at most ``batch_size`` sentences and
+        ``max_tokens`` padded tokens (None: no cap; on a GPU a larger cap may be faster).
 
         Returns a list of tag lists; with ``return_attention``, a pair ``(tags, attention)`` where
         ``attention[k]`` is sentence k's ``(N, L)`` tensor of αⁿ (rows: sketch steps, columns: words;
@@ -60,7 +64,7 @@ class Tagger:
         items = [encode(self.vocabs, sentences[k]) for k in keep]
         itos = self.vocabs.tags.itos
         with torch.inference_mode():
-            for batch in iterate_batches(items, batch_size):
+            for batch in iterate_batches(items, batch_size, max_tokens=max_tokens):
                 scores, alpha = self.model(batch.to(self.device))
                 best = scores.argmax(-1).cpu()
                 lengths = batch.lengths.tolist()
