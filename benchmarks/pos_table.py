@@ -27,6 +27,28 @@ def folder(out: Path, flags: list[str]) -> Path:
     return out / "-".join(flag.lstrip("-") for flag in flags)
 
 
+def train_command(flags: list[str], epochs: int, seed: int, out: Path) -> list[str]:
+    """``python -m easyfirst train --task pos FLAGS`` on one thread, into ``folder(out, flags)``."""
+    return [
+        sys.executable,
+        "-m",
+        "easyfirst",
+        "train",
+        "--task",
+        "pos",
+        *flags,
+        "--epochs",
+        str(epochs),
+        "--seed",
+        str(seed),
+        "--threads",
+        "1",
+        "--overwrite",
+        "--output",
+        str(folder(out, flags)),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -39,24 +61,7 @@ def main() -> None:
     if not args.report_only:
         jobs = []
         for _, flags in ROWS:
-            command = [
-                sys.executable,
-                "-m",
-                "easyfirst",
-                "train",
-                "--task",
-                "pos",
-                *flags,
-                "--epochs",
-                str(args.epochs),
-                "--seed",
-                str(args.seed),
-                "--threads",
-                "1",
-                "--overwrite",
-                "--output",
-                str(folder(args.out, flags)),
-            ]
+            command = train_command(flags, args.epochs, args.seed, args.out)
             print(" ".join(command[1:]), file=sys.stderr)
             jobs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
         if any(job.wait() for job in jobs):

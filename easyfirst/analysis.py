@@ -73,3 +73,30 @@ def analyze(
             else math.nan,
         },
     }
+
+
+def to_markdown(stats: dict) -> str:
+    """The statistics of :func:`analyze` as Markdown tables (for docs/results.md)."""
+    lines = [
+        f"First focus (argmax of α¹), by {stats['first_focus_by']}, over {stats['sentences']:,} sentences:",
+        "",
+        "| tag | share |",
+        "|---|---:|",
+        *(f"| {tag} | {100 * share:.1f}% |" for tag, share in stats["first_focus"].items()),
+        "",
+        f"Attention per step ({stats['step_grouping']}):",
+        "",
+        "| steps | entropy (nats) | support (words with α > 0) | focus position (0 = first word, 1 = last) |",
+        "|---|---:|---:|---:|",
+        *(
+            f"| {row['steps']} | {row['entropy']:.3f} | {row['support']:.2f} | {row['focus_position']:.3f} |"
+            for row in stats["per_step"]
+        ),
+        "",
+    ]
+    even = stats["evenness"]
+    lines.append(
+        f"Evenness: final β max {even['beta_max']:.4f}, mean {even['beta_mean']:.4f}; "
+        f"{100 * even['share_beta_one']:.1f}% of words end with β = 1 (±{EVEN_TOLERANCE:g})."
+    )
+    return "\n".join(lines) + "\n"

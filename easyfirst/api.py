@@ -46,6 +46,7 @@ class Tagger:
         sentences: Sequence[Sequence[str]],
         *,
         return_attention: bool = False,
+        return_probabilities: bool = False,
         batch_size: int = 256,
         max_tokens: int | None = INFERENCE_MAX_TOKENS,
     ):
@@ -54,19 +55,24 @@ class Tagger:
         Sentences are sorted by length and tagged in batches of at most ``batch_size`` sentences and
         ``max_tokens`` padded tokens (None: no cap; on a GPU a larger cap may be faster).
 
-        Returns a list of tag lists; with ``return_attention``, a pair ``(tags, attention)`` where
-        ``attention[k]`` is sentence k's ``(N, L)`` tensor of αⁿ (rows: sketch steps, columns: words;
-        ``(0, L)`` for a model without sketch steps).
+        Returns a list of tag lists; with ``return_attention`` and/or ``return_probabilities``, a tuple
+        ``(tags, attention, probabilities)`` of those asked for, in that order. ``attention[k]`` is
+        sentence k's ``(N, L)`` tensor of αⁿ (rows: sketch steps, columns: words; ``(0, L)`` for a model
+        without sketch steps). ``probabilities[k]`` is its ``(L, K)`` output distribution over the tags
+        ``self.tags``: softmax, sparsemax or α-entmax of the scores, as trained (exact zeros for α > 1),
+        or the CRF's per-word marginals.
         """
         tags: list[list[str]] = [[] for _ in sentences]
         attention: list[torch.Tensor] = [torch.zeros(0, 0) for _ in sentences]
+        probabilities: list[torch.Tensor] = [torch.zeros(0, len(self.tags)) for _ in sentences]
         keep = [k for k, s in enumerate(sentences) if len(s) > 0]
         items = [encode(self.vocabs, sentences[k]) for k in keep]
         itos = self.vocabs.tags.itos
         with torch.inference_mode():
             for batch in iterate_batches(items, batch_size, max_tokens=max_tokens):
-                scores, alpha = self.model(batch.to(self.device))
-                best = scores.argmax(-1).cpu()
+                batch = batch.to(self.device)
+                scores, alpha = self.model(batch)
+                best, distribution = (t.cpu() for t in self.model.predict(scores, batch.mask))
                 lengths = batch.lengths.tolist()
                 for row, index in enumerate(batch.order):
                     k, n = keep[index], lengths[row]
@@ -75,7 +81,12 @@ class Tagger:
                         steps = n if self.model.steps is None else self.model.steps
                         matrix = alpha[row, :steps, :n] if alpha is not None else torch.zeros(0, n)
                         attention[k] = matrix.float().cpu().clone()
+                    if return_probabilities:
+                        probabilities[k] = distribution[row, :n].float().clone()
         for k, sentence in enumerate(sentences):
             if not sentence:
                 attention[k] = torch.zeros(0, 0)
-        return (tags, attention) if return_attention else tags
+        extra = [
+            x for x, asked in ((attention, return_attention), (probabilities, return_probabilities)) if asked
+        ]
+        return (tags, *extra) if extra else tags

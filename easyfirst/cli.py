@@ -52,6 +52,22 @@ def parse_steps(value: str | None) -> int | None | str:
     return steps
 
 
+def parse_class_weights(values: list[str] | None) -> dict[str, float] | None:
+    """``["NOUN=2", "X=0.5"]`` → ``{"NOUN": 2.0, "X": 0.5}``; None when no --class-weight was given."""
+    if not values:
+        return None
+    weights = {}
+    for value in values:
+        tag, sign, number = value.rpartition("=")
+        try:
+            weights[tag] = float(number)
+        except ValueError:
+            sign = ""
+        if not sign or not tag:
+            raise InputError(f"--class-weight must be TAG=WEIGHT (e.g. NOUN=2), not {value!r}") from None
+    return weights
+
+
 @app.command()
 def train(
     task: Annotated[str, typer.Option(help="Task: pos (UD part-of-speech tagging).")] = "pos",
@@ -75,7 +91,25 @@ def train(
     sketch_steps: Annotated[
         str | None, typer.Option(help="Sketch steps N: an integer, or L for one per word.")
     ] = None,
-    attention: Annotated[str | None, typer.Option(help="csoftmax, softmax or sparsemax.")] = None,
+    attention: Annotated[
+        str | None,
+        typer.Option(
+            help="Attention ρ: csoftmax, csparsemax, softmax, sparsemax, entmax15, uniform, left-to-right, "
+            "right-to-left, or hard (vanilla easy-first, Alg. 1)."
+        ),
+    ] = None,
+    attention_temperature: Annotated[
+        float | None, typer.Option(help="Divide the attention scores by T before ρ (default 1).")
+    ] = None,
+    coverage_penalty: Annotated[
+        float | None, typer.Option(help="λ: attend with ρ(z − λβ), penalising covered words (default 0).")
+    ] = None,
+    concat: Annotated[
+        bool | None,
+        typer.Option(
+            "--concat/--no-concat", help="Predict from concat(h_i, s_i) (Eq. 6, default) or the sketch alone."
+        ),
+    ] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
     batch_size: Annotated[int | None, typer.Option(help="Sentences per update.")] = None,
     lr: Annotated[float | None, typer.Option(help="Learning rate.")] = None,
@@ -96,6 +130,36 @@ def train(
     resume: Annotated[
         Path | None, typer.Option(help="Continue the interrupted run in this folder from its checkpoint.")
     ] = None,
+    loss: Annotated[
+        str | None,
+        typer.Option(
+            help="Output loss and mapping: softmax (cross-entropy), sparsemax, entmax15, or entmax (with --alpha)."
+        ),
+    ] = None,
+    alpha: Annotated[
+        float | None, typer.Option(help="α > 1 of --loss entmax (1.5 = entmax15, 2 = sparsemax).")
+    ] = None,
+    label_smoothing: Annotated[
+        float | None, typer.Option(help="ε: Fenchel–Young label smoothing, target (1 − ε)·gold + ε·uniform.")
+    ] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option(help="T: train on T · loss(scores / T); T > 1 tempers. Tagging uses T = 1."),
+    ] = None,
+    class_weight: Annotated[
+        list[str] | None, typer.Option(help="TAG=W: weight of words whose gold tag is TAG (repeatable).")
+    ] = None,
+    crf: Annotated[
+        bool | None,
+        typer.Option("--crf/--no-crf", help="A linear-chain CRF output layer (Viterbi decoding)."),
+    ] = None,
+    bio_constraints: Annotated[
+        bool | None,
+        typer.Option(
+            "--bio-constraints/--no-bio-constraints",
+            help="CRF: forbid I-X after anything but B-X/I-X and at the start (default: on for BIO tag sets).",
+        ),
+    ] = None,
 ) -> None:
     """Train a tagger; writes the best-epoch model, metrics.json and train.log to the run folder."""
     from easyfirst.config import Config
@@ -111,6 +175,9 @@ def train(
             "--model": model,
             "--sketch-steps": sketch_steps,
             "--attention": attention,
+            "--attention-temperature": attention_temperature,
+            "--coverage-penalty": coverage_penalty,
+            "--concat/--no-concat": concat is not None,
             "--seed": seed,
             "--batch-size": batch_size,
             "--lr": lr,
@@ -118,8 +185,15 @@ def train(
             "--pretrained": pretrained,
             "--checkpoint-every": checkpoint_every,
             "--overwrite": overwrite,
+            "--loss": loss,
+            "--alpha": alpha,
+            "--label-smoothing": label_smoothing,
+            "--temperature": temperature,
+            "--class-weight": class_weight,
+            "--crf/--no-crf": crf is not None,
+            "--bio-constraints/--no-bio-constraints": bio_constraints is not None,
         }
-        given = [name for name, value in fixed.items() if value not in (None, False)]
+        given = [name for name, value in fixed.items() if value is not None and value is not False]
         if given:
             raise InputError(
                 f"--resume continues the run as it was configured: {', '.join(given)} cannot be "
@@ -138,12 +212,22 @@ def train(
         (cfg.train, "epochs", epochs),
         (cfg.model, "model", model),
         (cfg.model, "attention", attention),
+        (cfg.model, "attention_temperature", attention_temperature),
+        (cfg.model, "coverage_penalty", coverage_penalty),
+        (cfg.model, "concat", concat),
         (cfg.train, "seed", seed),
         (cfg.train, "batch_size", batch_size),
         (cfg.train, "lr", lr),
         (cfg.model, "pretrained", pretrained),
         (cfg.train, "threads", threads),
         (cfg.train, "checkpoint_every", checkpoint_every),
+        (cfg.loss, "loss", loss),
+        (cfg.loss, "alpha", alpha),
+        (cfg.loss, "label_smoothing", label_smoothing),
+        (cfg.loss, "temperature", temperature),
+        (cfg.loss, "class_weights", parse_class_weights(class_weight)),
+        (cfg.model, "crf", crf),
+        (cfg.model, "bio_constraints", bio_constraints),
     ]
     for section, key, value in overrides:
         if value is not None:
@@ -267,6 +351,14 @@ def tag(
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Sentences tagged at once.")] = 256,
     device: Annotated[str, typer.Option(help="cpu, cuda, ...")] = "cpu",
+    probabilities: Annotated[
+        bool,
+        typer.Option(
+            "--probabilities",
+            help="Write each word's output distribution instead (TSV: word, tag, one column per tag; "
+            "a blank line between sentences). Sparse models give exact zeros; CRF models, marginals.",
+        ),
+    ] = False,
 ) -> None:
     """Tag a CoNLL-U file: writes it back with the tag column filled in, every other byte unchanged."""
     if text is not None and input is not None:
@@ -277,6 +369,19 @@ def tag(
     check_output(output)
     stream, name = (None, None) if text is not None else open_input(input)  # fail fast, before the model
     tagger = load_tagger(model, device)
+    if probabilities:
+        from easyfirst.data.conllu import iter_conllu
+
+        column = tagger.config.data.tag_column
+        sentences = (
+            [text.split()] if text is not None else (s.words for s in iter_conllu(stream, column, name))
+        )
+        try:
+            write_output(output, lambda out: write_distributions(out, tagger, sentences, batch_size))
+        finally:
+            if stream is not None and stream is not sys.stdin.buffer:
+                stream.close()
+        return
     if text is not None:
         words = text.split()
         tags = tagger.tag([words])[0]
@@ -300,6 +405,23 @@ def tag(
             stream.close()
 
 
+def write_distributions(out, tagger, sentences, batch_size: int) -> None:
+    """TSV of each word's output distribution: a header ``word tag TAG1 … TAGK``, then one row per word
+    (probabilities with 6 significant digits, exact zeros as 0) and a blank line after each sentence."""
+    from itertools import islice
+
+    out.write(("\t".join(["word", "tag", *tagger.tags]) + "\n").encode())
+    sentences = iter(sentences)
+    while chunk := list(islice(sentences, batch_size)):
+        tags, distributions = tagger.tag(chunk, return_probabilities=True, batch_size=batch_size)
+        for words, predicted, p in zip(chunk, tags, distributions, strict=True):
+            rows = (
+                "\t".join([w, t, *(f"{x:.6g}" for x in row)])
+                for w, t, row in zip(words, predicted, p.tolist(), strict=True)
+            )
+            out.write(("".join(row + "\n" for row in rows) + "\n").encode())
+
+
 @app.command()
 def evaluate(
     gold: Annotated[Path, typer.Argument(help="CoNLL-U file with gold tags.")],
@@ -308,17 +430,30 @@ def evaluate(
     batch_size: Annotated[int, typer.Option(help="Sentences tagged at once.")] = 256,
     device: Annotated[str, typer.Option(help="cpu, cuda, ...")] = "cpu",
 ) -> None:
-    """Tag a gold CoNLL-U file and report accuracy and per-tag precision, recall and F1."""
+    """Tag a gold CoNLL-U file and report accuracy, per-tag precision, recall and F1, calibration (ECE)
+    and sparsity (mean support size of the output distributions)."""
+    import torch
+
     from easyfirst.data.conllu import read_conllu
-    from easyfirst.metrics import tag_report
+    from easyfirst.metrics import distribution_report, tag_report
 
     if not gold.is_file():
         raise InputError("no such file", gold)
     check_device(device)
     tagger = load_tagger(model, device)
     sentences = read_conllu(gold, tag_column=tagger.config.data.tag_column)
-    predicted = tagger.tag([s.words for s in sentences], batch_size=batch_size)
+    predicted, distributions = tagger.tag(
+        [s.words for s in sentences], return_probabilities=True, batch_size=batch_size
+    )
     report = tag_report([s.tags for s in sentences], predicted)
+    ids = tagger.vocabs.tags.stoi
+
+    def as_ids(tags: list[str]) -> torch.Tensor:
+        return torch.tensor([ids.get(t, -1) for t in tags], dtype=torch.long)
+
+    report |= distribution_report(
+        distributions, [as_ids(t) for t in predicted], [as_ids(s.tags) for s in sentences]
+    )
     known = set(tagger.tags)
     unseen = {t: v["support"] for t, v in report["per_tag"].items() if t not in known and v["support"]}
     report["unknown_gold_tags"] = unseen
@@ -343,6 +478,10 @@ def evaluate(
             f"{row['support']:,}",
         )
     out.print(table)
+    out.print(
+        f"calibration: ECE {100 * report['ece']:.2f}% (10 equal-width bins on the predicted tag's "
+        f"probability); sparsity: {report['mean_support']:.2f} of {len(tagger.tags)} tags with p > 0 per word"
+    )
     if unseen:
         listed = ", ".join(f"{t} ({n})" for t, n in sorted(unseen.items()))
         err.print(f"[yellow]note:[/] gold tags the model never saw, counted as errors: {listed}")
@@ -420,6 +559,9 @@ def analyze(
     data: Annotated[Path, typer.Argument(help="CoNLL-U file to analyse (gold tags are used where present).")],
     model: ModelOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the statistics as Markdown tables.")
+    ] = False,
 ) -> None:
     """Attention statistics over a data set: first focus, entropy and support per step, evenness."""
     from rich.table import Table
@@ -427,6 +569,8 @@ def analyze(
     from easyfirst.analysis import analyze as run_analysis
     from easyfirst.data.conllu import read_conllu
 
+    if as_json and markdown:
+        raise InputError("give --json or --markdown, not both")
     if not data.is_file():
         raise InputError("no such file", data)
     tagger = load_tagger(model)
@@ -436,6 +580,11 @@ def analyze(
     stats = run_analysis(tagger, [s.words for s in sentences], [s.tags for s in sentences])
     if as_json:
         print(json.dumps(stats, indent=2))
+        return
+    if markdown:
+        from easyfirst.analysis import to_markdown
+
+        print(to_markdown(stats), end="")
         return
     out = Console()
     first = Table(

@@ -1,13 +1,15 @@
 """Typed configuration, loaded from TOML and overridden from the command line.
 
-A config file has three tables, ``[data]``, ``[model]`` and ``[train]``, whose keys are the fields of
-:class:`DataConfig`, :class:`ModelConfig` and :class:`TrainConfig`. Unknown keys are errors, so a typo
+A config file has the tables ``[data]``, ``[model]``, ``[loss]`` and ``[train]``, whose keys are the fields
+of :class:`DataConfig`, :class:`ModelConfig`, :class:`LossConfig` and :class:`TrainConfig`; a missing table
+or key keeps its default (so model folders written before a key existed still load, unchanged). Unknown keys are errors, so a typo
 in a config file is reported rather than silently ignored. ``configs/pos.toml`` holds the paper's §5.1
 values, which are also the defaults here.
 """
 
 from __future__ import annotations
 
+import math
 import typing
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -18,6 +20,8 @@ import tomllib
 from easyfirst.errors import InputError
 
 MODELS = ("nef-f", "nef-s", "bilstm")
+# --loss names and their α (entmax takes α from alpha)
+LOSS_ALPHA = {"softmax": 1.0, "entmax15": 1.5, "sparsemax": 2.0, "entmax": None}
 
 
 @dataclass
@@ -43,8 +47,30 @@ class ModelConfig:
     attention_dim: int = 50  # D_z in Eq. 2
     sketch_dim: int = 50  # D_s
     sketch_steps: int | None = None  # N; None means N = L (one step per word, per sentence)
-    attention: str = "csoftmax"
+    attention: str = "csoftmax"  # see easyfirst.ops.attention: csoftmax, csparsemax, softmax, hard, ...
+    attention_temperature: float = 1.0  # scores z/T before ρ (learned attentions only)
+    coverage_penalty: float = 0.0  # λ: scores z − λβ before ρ (§4; learned attentions only)
+    concat: bool = True  # p_i from concat(h_i, s_i^N) (Eq. 6); false: from s_i^N alone (Table 4)
     dropout: float = 0.2  # after the embeddings, after the BiLSTM, before the output layer
+    crf: bool = False  # a linear-chain CRF over the output scores (§5.2) instead of per-word outputs
+    bio_constraints: bool | None = None  # CRF: forbid invalid BIO transitions; None: on for BIO tag sets
+
+
+@dataclass
+class LossConfig:
+    """The per-word training objective (easyfirst.losses); with ``crf`` the CRF's likelihood replaces it."""
+
+    loss: str = "softmax"  # softmax (α = 1), entmax15 (α = 1.5), sparsemax (α = 2), entmax (α = alpha)
+    alpha: float | None = None  # α > 1 for loss = "entmax"; unset for the others (their α is fixed)
+    label_smoothing: float = 0.0  # ε: target (1 − ε)·e_y + ε·uniform (Fenchel–Young label smoothing)
+    temperature: float = 1.0  # T: training loss T · L(z / T); prediction always uses T = 1
+    class_weights: dict[str, float] = field(default_factory=dict)  # tag → weight of its words (default 1)
+
+    @property
+    def entmax_alpha(self) -> float:
+        """The α of the output mapping and loss: 1 softmax, 1.5 1.5-entmax, 2 sparsemax, other α-entmax."""
+        fixed = LOSS_ALPHA.get(self.loss)
+        return fixed if fixed is not None else float(self.alpha)
 
 
 @dataclass
@@ -64,6 +90,7 @@ class TrainConfig:
 class Config:
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
+    loss: LossConfig = field(default_factory=LossConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def to_dict(self) -> dict[str, Any]:
@@ -74,7 +101,8 @@ class Config:
         config = cls()
         for section, value in raw.items():
             if section not in {f.name for f in fields(cls)}:
-                raise InputError(f"unknown section [{section}] (expected data, model or train)", source)
+                known = ", ".join(f.name for f in fields(cls))
+                raise InputError(f"unknown section [{section}] (expected one of {known})", source)
             if not isinstance(value, dict):
                 raise InputError(f"[{section}] must be a table", source)
             target = getattr(config, section)
@@ -105,8 +133,23 @@ class Config:
             raise InputError(
                 f"attention must be one of {', '.join(sorted(ATTENTIONS))}, not {m.attention!r}", source
             )
+        if not (math.isfinite(m.attention_temperature) and m.attention_temperature > 0):
+            raise InputError("attention_temperature must be a finite number > 0", source)
+        if not (math.isfinite(m.coverage_penalty) and m.coverage_penalty >= 0):
+            raise InputError("coverage_penalty must be a finite number >= 0", source)
+        learned = ATTENTIONS[m.attention].scores == "attention"
+        if (m.attention_temperature != 1 or m.coverage_penalty) and not learned:
+            raise InputError(
+                f"attention_temperature and coverage_penalty act on learned attention scores; "
+                f"{m.attention!r} has none",
+                source,
+            )
         if m.sketch_steps is not None and m.sketch_steps < 0:
             raise InputError("sketch_steps must be >= 0 (or unset for N = L)", source)
+        if not m.concat and not self.decodes:
+            raise InputError(
+                "concat = false predicts from the sketch alone: it needs sketch steps (N > 0)", source
+            )
         if not 0.0 <= m.dropout < 1.0:
             raise InputError("dropout must be in [0, 1)", source)
         if d.tag_column not in ("upos", "xpos"):
@@ -118,6 +161,7 @@ class Config:
                 raise InputError(f"{name} must be >= 1", source)
         if t.optimizer not in ("adagrad", "adam", "sgd"):
             raise InputError("optimizer must be adagrad, adam or sgd", source)
+        validate_loss(self.loss, m.crf, source)
 
     @property
     def decodes(self) -> bool:
@@ -125,11 +169,42 @@ class Config:
         return self.model.model != "bilstm" and self.model.sketch_steps != 0
 
 
+def validate_loss(o: LossConfig, crf: bool, source: str) -> None:
+    if o.loss not in LOSS_ALPHA:
+        raise InputError(f"loss must be one of {', '.join(LOSS_ALPHA)}, not {o.loss!r}", source)
+    fixed = LOSS_ALPHA[o.loss]
+    if fixed is None and (o.alpha is None or not o.alpha > 1):
+        raise InputError("loss entmax needs alpha > 1 (1.5: entmax15, 2: sparsemax)", source)
+    if fixed is not None and o.alpha is not None and o.alpha != fixed:
+        raise InputError(f"loss {o.loss} has alpha = {fixed:g}; for another alpha use loss entmax", source)
+    if not 0.0 <= o.label_smoothing < 1.0:
+        raise InputError("label_smoothing must be in [0, 1)", source)
+    if not o.temperature > 0 or o.temperature == float("inf"):
+        raise InputError("temperature must be a positive number", source)
+    for tag, weight in o.class_weights.items():
+        if not 0.0 <= weight < float("inf"):
+            raise InputError(f"class weight of {tag!r} must be a non-negative number, not {weight}", source)
+    if crf and (o != LossConfig() and o != LossConfig(alpha=1.0)):
+        raise InputError(
+            "with crf the training loss is the CRF's sequence likelihood: loss, alpha, label_smoothing, "
+            "temperature and class_weights apply to per-word outputs only",
+            source,
+        )
+
+
 def set_field(target: Any, key: str, value: Any, source: str) -> None:
     """Set ``target.key = value`` after checking ``value`` against the field's annotation."""
     hints = typing.get_type_hints(type(target))
     if key not in hints:
         raise InputError(f"unknown key {key!r} (known: {', '.join(hints)})", source)
+    if typing.get_origin(hints[key]) is dict:  # a table of tag = number
+        numbers = isinstance(value, dict) and all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()
+        )
+        if not numbers:
+            raise InputError(f"{key} must be a table of numbers (TAG = weight)", source)
+        setattr(target, key, {str(k): float(v) for k, v in value.items()})
+        return
     allowed = typing.get_args(hints[key]) or (hints[key],)
     if isinstance(value, int) and not isinstance(value, bool) and float in allowed and int not in allowed:
         value = float(value)

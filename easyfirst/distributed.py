@@ -88,7 +88,9 @@ def wrap(model: nn.Module, group: Group, device: torch.device) -> nn.Module:
     if not group.parallel:
         return model
     ids = [device.index] if device.type == "cuda" else None
-    return nn.parallel.DistributedDataParallel(model, device_ids=ids)
+    # static graph: the same parameters take part in every update, and some never do (e.g. the scores'
+    # v for left-to-right attention), which DDP then skips instead of waiting for their gradients
+    return nn.parallel.DistributedDataParallel(model, device_ids=ids, static_graph=True)
 
 
 def shard(batches: Sequence[T], group: Group) -> list[T]:

@@ -1,9 +1,11 @@
-"""Evaluation metrics: token accuracy and per-tag precision/recall/F1."""
+"""Evaluation metrics: token accuracy, per-tag precision/recall/F1, calibration (ECE) and sparsity."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+
+import torch
 
 
 def tag_report(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> dict:
@@ -27,3 +29,40 @@ def tag_report(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
         per_tag[tag] = {"precision": precision, "recall": recall, "f1": f1, "support": gold_count[tag]}
     return {"accuracy": correct / total if total else 0.0, "tokens": total, "per_tag": per_tag}
+
+
+def expected_calibration_error(confidence: torch.Tensor, correct: torch.Tensor, bins: int = 10) -> float:
+    """ECE over equal-width confidence bins: Σ_b (n_b / n) · |accuracy_b − mean confidence_b|.
+
+    ``confidence`` ``(N,)``: the probability the model gives its predicted tag; ``correct`` ``(N,)``
+    bool. Bin b holds confidences in ((b − 1)/bins, b/bins]; a confidence of exactly 0 goes to bin 1.
+    """
+    if confidence.numel() == 0:
+        return 0.0
+    confidence = confidence.double().flatten()
+    correct = correct.double().flatten()
+    index = (torch.ceil(confidence * bins).long() - 1).clamp(0, bins - 1)
+    count = torch.zeros(bins, dtype=torch.float64).index_add_(0, index, torch.ones_like(confidence))
+    gap = torch.zeros(bins, dtype=torch.float64).index_add_(0, index, correct - confidence)
+    return float(gap.abs().sum() / count.sum())
+
+
+def mean_support(probabilities: torch.Tensor) -> float:
+    """Mean number of tags with probability > 0 per word: ``probabilities`` ``(N, K)``."""
+    if probabilities.numel() == 0:
+        return 0.0
+    return float((probabilities > 0).sum(-1).double().mean())
+
+
+def distribution_report(
+    probabilities: Sequence[torch.Tensor], predicted: Sequence[torch.Tensor], gold: Sequence[torch.Tensor]
+) -> dict:
+    """``ece`` and ``mean_support`` over sentences: per sentence ``(n, K)`` output distributions and
+    ``(n,)`` predicted and gold tag ids (a gold id the model does not have, e.g. −100, counts as wrong).
+    """
+    if not probabilities:
+        return {"ece": 0.0, "mean_support": 0.0}
+    p = torch.cat(list(probabilities)).float()
+    y_hat, y = torch.cat(list(predicted)), torch.cat(list(gold))
+    confidence = p.gather(1, y_hat.unsqueeze(1)).squeeze(1)
+    return {"ece": expected_calibration_error(confidence, y_hat == y), "mean_support": mean_support(p)}

@@ -36,6 +36,9 @@ TAB20 = [
 ]
 
 
+SHADES = " ·░▒▓█"  # terminal glyphs from no attention to full attention (square-root scale)
+
+
 @dataclass
 class Drop:
     """Everything one raindrop plot shows."""
@@ -81,7 +84,9 @@ def figure(drops: Sequence[Drop], tagset: Sequence[str], show_beta: bool = True)
         squeeze=False,
         gridspec_kw={"height_ratios": [max(steps, 1), 1.2][:rows]},
     )
-    rotate = 90 if length > 12 or max(len(w) for d in drops for w in d.words) > 8 else 0
+    # a column is ~0.42 inch, about 6 characters at 8 pt: rotate when a word or tag label would overflow it
+    longest = max(len(label) for d in drops for label in [*d.words, *d.predicted, *(d.gold or [])])
+    rotate = 90 if length > 12 or longest > 6 else 0
     for column, drop in enumerate(drops):
         ax = axes[0][column]
         matrix = (
@@ -157,7 +162,10 @@ def terminal(drop: Drop, tagset: Sequence[str]):
     for n, row in enumerate(drop.attention.float().tolist(), 1):
         text = Text(f"{n:>4} ")
         for value in row:
-            shade = int(round(255 * max(0.0, min(1.0, value)) ** 0.5))
-            text.append("██ ", style=f"rgb({shade},{shade},{max(40, shade // 2)})")
+            level = max(0.0, min(1.0, value)) ** 0.5
+            shade = int(round(255 * level))
+            # the glyph carries the value too, so the matrix still reads without colours (pipes, logs)
+            glyph = SHADES[min(len(SHADES) - 1, int(level * len(SHADES)))]
+            text.append(glyph * 2 + " ", style=f"rgb({shade},{shade},{max(40, shade // 2)})")
         lines.append(text)
     return Group(*lines)

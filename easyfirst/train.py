@@ -31,11 +31,12 @@ from rich.table import Table
 
 from easyfirst import distributed
 from easyfirst.config import Config
-from easyfirst.data.batching import INFERENCE_MAX_TOKENS, Encoded, encode, iterate_batches
+from easyfirst.data.batching import IGNORE, INFERENCE_MAX_TOKENS, Encoded, encode, iterate_batches
 from easyfirst.data.conllu import Sentence, read_conllu
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
-from easyfirst.metrics import tag_report
+from easyfirst.losses import class_weight_vector
+from easyfirst.metrics import distribution_report, tag_report
 from easyfirst.model.io import (
     CONFIG_FILE,
     VOCAB_FILE,
@@ -101,16 +102,24 @@ def evaluate_sentences(
     batch_size: int,
     device: torch.device,
 ) -> dict:
-    """Tag encoded sentences and score them against their gold tags."""
+    """Tag encoded sentences and score them against their gold tags (accuracy, per tag, ECE, support)."""
     model.eval()
     itos = vocabs.tags.itos
     predicted: list[list[str]] = [[] for _ in items]
+    ids: list[torch.Tensor] = [torch.zeros(0, dtype=torch.long) for _ in items]
+    distributions: list[torch.Tensor] = [torch.zeros(0, len(itos)) for _ in items]
     with torch.inference_mode():
         for batch in iterate_batches(items, batch_size, max_tokens=INFERENCE_MAX_TOKENS):
-            best = model(batch.to(device))[0].argmax(-1).cpu()
+            batch = batch.to(device)
+            best, probabilities = (t.cpu() for t in model.predict(model(batch)[0], batch.mask))
             for row, (index, n) in enumerate(zip(batch.order, batch.lengths.tolist(), strict=True)):
                 predicted[index] = [itos[t] for t in best[row, :n].tolist()]
-    return tag_report([s.tags for s in gold], predicted)
+                ids[index], distributions[index] = best[row, :n], probabilities[row, :n]
+    report = tag_report([s.tags for s in gold], predicted)
+    gold_ids = [
+        torch.tensor([vocabs.tags.stoi.get(t, IGNORE) for t in s.tags], dtype=torch.long) for s in gold
+    ]
+    return report | distribution_report(distributions, ids, gold_ids)
 
 
 class RunLog:
@@ -209,6 +218,7 @@ def _train(
             word_min_freq=config.model.word_min_freq,
             max_affix=config.model.max_affix,
         )
+        class_weight_vector(config.loss.class_weights, vocabs.tags.itos)  # unknown tag: fail before writing
         if group.main:
             write_json(output / CONFIG_FILE, config.to_dict())  # so that an interrupted run can be resumed
             write_json(output / VOCAB_FILE, vocabs.to_json())
@@ -230,6 +240,7 @@ def _train(
         f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(vocabs.words):,} words, "
         f"{len(vocabs.tags)} tags"
     )
+    log(f"[bold]output[/] {model.describe_output()}")
 
     train_items = [encode(vocabs, s.words, s.tags) for s in train_sents]
     dev_items = [encode(vocabs, s.words) for s in splits.dev]
@@ -293,7 +304,7 @@ def _train(
             for step in range(first_step + 1, len(batches) + 1):
                 batch = batches[step - 1].to(device)
                 scores, _ = trainer(batch)
-                loss = model.loss(scores, batch.tags)
+                loss = model.loss(scores, batch.tags, batch.mask)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)

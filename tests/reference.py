@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import torch
+
 
 def slow_csoftmax(z: list[float], u: list[float]) -> list[float]:
     """argmin −H(α) − zᵀα over the simplex with α ≤ u, by iterative clamp-and-renormalize.
@@ -28,3 +30,68 @@ def slow_csoftmax(z: list[float], u: list[float]) -> list[float]:
         if not over:
             return alpha
         clamped |= over
+
+
+def slow_csparsemax(z: list[float], u: list[float]) -> list[float]:
+    """argmin ‖α − z‖² over the simplex with α ≤ u, by bisection on the threshold τ.
+
+    α_i = clip(z_i − τ, 0, u_i) with Σ_i α_i = 1; the sum falls from Σu to 0 as τ rises from
+    min(z − u) to max(z), so halve [lo, hi] until the floats stop moving.
+    """
+    if math.fsum(u) <= 1:
+        return list(u)
+
+    def total(tau: float) -> float:
+        return math.fsum(min(max(zi - tau, 0.0), ui) for zi, ui in zip(z, u, strict=True))
+
+    lo, hi = min(zi - ui for zi, ui in zip(z, u, strict=True)), max(z)
+    while True:
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        if total(mid) >= 1:
+            lo = mid
+        else:
+            hi = mid
+    return [min(max(zi - lo, 0.0), ui) for zi, ui in zip(z, u, strict=True)]
+
+
+def random_rows(count: int, length: int, spread: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scores spread over `spread` nats and bounds of five kinds: tight, summing to 1, loose (u > 1),
+    with zeros (padding, used-up words), and plain uniform(0, 1)."""
+    g = torch.Generator().manual_seed(seed)
+    z = (torch.rand(count, length, generator=g, dtype=torch.float64) - 0.5) * spread
+    kind = torch.randint(0, 5, (count,), generator=g)
+    u = torch.rand(count, length, generator=g, dtype=torch.float64)
+    u = torch.where((kind == 0)[:, None], u * 0.3, u)  # many tight constraints
+    u = torch.where((kind == 1)[:, None], u / u.sum(-1, keepdim=True), u)  # budgets summing to 1
+    u = torch.where((kind == 2)[:, None], u + 1, u)  # all loose: the unconstrained transform
+    zero = torch.rand(count, length, generator=g) < 0.25  # zero budgets (padding, used-up words)
+    u = torch.where(zero & (kind == 3)[:, None], 0.0, u)
+    return z, u
+
+
+def slow_entmax(z: list[float], alpha: float) -> list[float]:
+    """α-entmax (α > 1) by its closed form p_i = [(α − 1)z_i − τ]₊^{1/(α−1)}, τ by 200 bisection steps.
+
+    Σ_i p_i(τ) is decreasing in τ; it is ≥ 1 at τ = (α − 1)max z − 1 and 0 at τ = (α − 1)max z.
+    """
+    top = (alpha - 1) * max(z)
+    low, high = top - 1, top
+
+    def mass(tau: float) -> list[float]:
+        return [max((alpha - 1) * zi - tau, 0.0) ** (1 / (alpha - 1)) for zi in z]
+
+    for _ in range(200):
+        middle = (low + high) / 2
+        low, high = (middle, high) if math.fsum(mass(middle)) >= 1 else (low, middle)
+    p = mass(low)
+    total = math.fsum(p)
+    return [x / total for x in p]
+
+
+def tsallis(p: list[float], alpha: float) -> float:
+    """Ω_α(p): the negative Tsallis entropy (Σ p^α − 1)/(α(α − 1)), or Σ p log p for α = 1."""
+    if alpha == 1:
+        return math.fsum(x * math.log(x) for x in p if x > 0)
+    return (math.fsum(x**alpha for x in p) - 1) / (alpha * (alpha - 1))

@@ -11,20 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from easyfirst.ops import csoftmax
-from reference import slow_csoftmax
-
-
-def random_rows(count: int, length: int, spread: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    z = (torch.rand(count, length, generator=g, dtype=torch.float64) - 0.5) * spread
-    kind = torch.randint(0, 5, (count,), generator=g)
-    u = torch.rand(count, length, generator=g, dtype=torch.float64)
-    u = torch.where((kind == 0)[:, None], u * 0.3, u)  # many tight constraints
-    u = torch.where((kind == 1)[:, None], u / u.sum(-1, keepdim=True), u)  # budgets summing to 1
-    u = torch.where((kind == 2)[:, None], u + 1, u)  # all loose: softmax
-    zero = torch.rand(count, length, generator=g) < 0.25  # zero budgets (padding, used-up words)
-    u = torch.where(zero & (kind == 3)[:, None], 0.0, u)
-    return z, u
+from reference import random_rows, slow_csoftmax
 
 
 @pytest.mark.parametrize("spread", [1.0, 10.0, 100.0, 300.0])

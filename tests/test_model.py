@@ -3,6 +3,7 @@ implementation of Eqs. 1–7 written from the paper one sentence and one word at
 
 from __future__ import annotations
 
+import entmax
 import pytest
 import torch
 
@@ -12,6 +13,8 @@ from easyfirst.data.vocab import Vocabularies
 from easyfirst.model.sketch import SketchDecoder
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.ops import csoftmax
+from easyfirst.ops.attention import ATTENTIONS
+from reference import slow_csparsemax
 
 SENTENCES = [
     "The dog barks .".split(),
@@ -37,8 +40,37 @@ def padded_states(lengths: list[int], dim: int = 6, seed: int = 0) -> tuple[torc
     return states, mask
 
 
-def slow_decoder(decoder: SketchDecoder, h: torch.Tensor, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eqs. 1–7 for ONE sentence (h: (L, D_h)), word by word, with explicit windows and concatenations."""
+def slow_rho(name: str, z: torch.Tensor, beta: torch.Tensor, n: int, scores) -> torch.Tensor:
+    """ρ of Eq. 3 for one sentence at step n, each variant written out; ``scores()``: (L, K) tag scores."""
+    L = z.shape[0]
+    budget = (torch.ceil(torch.tensor(n / L, dtype=z.dtype)) - beta).clamp_min(
+        0
+    )  # a fresh unit every L steps
+    if name == "csoftmax":
+        return csoftmax(z, budget)  # Eq. 11
+    if name == "csparsemax":
+        return torch.tensor(slow_csparsemax(z.tolist(), budget.tolist()), dtype=z.dtype)
+    if name in ("softmax", "sparsemax", "entmax15"):
+        return {"softmax": torch.softmax, "sparsemax": entmax.sparsemax, "entmax15": entmax.entmax15}[name](
+            z, 0
+        )
+    if name == "uniform":
+        return torch.full((L,), 1 / L, dtype=z.dtype)
+    order = list(range(L)) if name == "left-to-right" else list(reversed(range(L)))
+    if name == "hard":  # Alg. 1: the best (position, tag) pair among the positions not yet covered
+        f = scores()
+        order = [max((i for i in range(L) if budget[i] > 0), key=lambda i: (f[i].max().item(), -i))]
+    alpha = torch.zeros(L, dtype=z.dtype)
+    alpha[order[(n - 1) % L] if name != "hard" else order[0]] = 1
+    return alpha
+
+
+def slow_decoder(
+    decoder: SketchDecoder, h: torch.Tensor, steps: int, output: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eqs. 1–7 for ONE sentence (h: (L, D_h)), word by word, with explicit windows and concatenations.
+
+    ``output``: the weight (K, D_h + D_s) of a bias-free output layer, for hard attention's scores."""
     L, w = h.shape[0], (decoder.input_half.kernel_size[0] - 1) // 2
     dz, ds = decoder.attention_dim, decoder.sketch_dim
     # affine(c) = W c + b with c = concat(h_{i-w}, …, h_{i+w}, s_{i-w}, …, s_{i+w})
@@ -62,11 +94,12 @@ def slow_decoder(decoder: SketchDecoder, h: torch.Tensor, steps: int) -> tuple[t
         c = torch.stack([torch.cat(window(h, i) + window(S, i)) for i in range(L)])  # Eq. 1
         affine = c @ W.T + b
         z = torch.stack([decoder.v.weight[0] @ torch.tanh(affine[i, :dz]) for i in range(L)])  # Eq. 2
-        budget = torch.ceil(torch.tensor(n / L, dtype=h.dtype)) - beta
-        if decoder.attention.name == "csoftmax":
-            alpha = csoftmax(z, budget.clamp_min(0))  # Eq. 11
-        else:
-            alpha = torch.softmax(z, 0)
+        z = z / decoder.temperature - decoder.coverage_penalty * beta
+
+        def scores(S=S):
+            return torch.stack([output @ torch.cat([h[i], S[i]]) for i in range(L)])  # Eq. 6's argument
+
+        alpha = slow_rho(decoder.attention.name, z, beta, n, scores)
         if decoder.full_state:  # Eq. 7
             S = S + alpha[:, None] * torch.tanh(affine[:, dz:])
         else:  # Eq. 4: affine of the attention-weighted average of the c_i
@@ -78,21 +111,31 @@ def slow_decoder(decoder: SketchDecoder, h: torch.Tensor, steps: int) -> tuple[t
 
 
 @pytest.mark.parametrize("full_state", [True, False])
-@pytest.mark.parametrize("attention", ["csoftmax", "softmax"])
+@pytest.mark.parametrize("attention", sorted(ATTENTIONS) + ["softmax-T", "softmax-coverage"])
 @pytest.mark.parametrize("fixed_steps", [None, 3, 9])
 def test_batched_decoder_matches_slow_literal_implementation(full_state, attention, fixed_steps):
     torch.manual_seed(0)
+    options = {"softmax-T": {"temperature": 0.3}, "softmax-coverage": {"coverage_penalty": 2.0}}
     decoder = SketchDecoder(
-        6, sketch_dim=4, attention_dim=5, window=2, full_state=full_state, attention=attention
+        6,
+        sketch_dim=4,
+        attention_dim=5,
+        window=2,
+        full_state=full_state,
+        attention=attention.split("-")[0] if attention in options else attention,
+        **options.get(attention, {}),
     ).double()
     lengths = [5, 1, 3, 7]
     states, mask = padded_states(lengths)
-    sketch, history = decoder(states, mask, fixed_steps)
+    output = torch.randn(3, 6 + 4, dtype=torch.float64)
+    sketch, history = decoder(
+        states * 3, mask, fixed_steps, lambda s: torch.cat([states * 3, s], -1) @ output.T
+    )
     assert sketch.shape == (4, 7, 4)
     assert history.shape == (4, max(lengths) if fixed_steps is None else fixed_steps, 7)
     for b, L in enumerate(lengths):
         steps = L if fixed_steps is None else fixed_steps
-        S, alphas = slow_decoder(decoder, states[b, :L], steps)
+        S, alphas = slow_decoder(decoder, states[b, :L] * 3, steps, output)
         torch.testing.assert_close(sketch[b, :L], S, atol=1e-10, rtol=1e-10)
         torch.testing.assert_close(history[b, :steps, :L], alphas, atol=1e-10, rtol=1e-10)
         assert torch.all(history[b, steps:] == 0), "a sentence must stop changing after its own N steps"

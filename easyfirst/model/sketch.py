@@ -18,12 +18,20 @@ projections serve both variants.
 Batching: every sentence b runs its own N_b steps (N_b = L_b by default, or a fixed N) and stops
 changing afterwards (α = 0). Padding has budget 0 and score −∞, so it never receives attention.
 
-More steps than words: with a budgeted ρ (csoftmax), N = L steps exhaust every word's unit of budget
-(β^L = 1). When N > L, each word gets a fresh unit of budget every L steps: at step n the budget is
-u = ⌈n / L⌉ − βⁿ⁻¹, so the problem is always feasible (Σu ≥ 1) and each block of L steps is again even.
+More steps than words: with a budgeted ρ (csoftmax, csparsemax, hard), N = L steps exhaust every word's
+unit of budget (β^L = 1). When N > L, each word gets a fresh unit of budget every L steps: at step n the
+budget is u = ⌈n / L⌉ − βⁿ⁻¹, so the problem is always feasible (Σu ≥ 1, never NaN) and each block of L
+steps is again even; ``hard`` covers every word once more per block, and left-to-right and right-to-left
+start over.
+
+Scores (see easyfirst.ops.attention): Eq. 2, optionally z/T (``temperature``) and z − λβⁿ⁻¹
+(``coverage_penalty``, §4); for ``hard``, the output layer's best tag score on concat(h_i, s_iⁿ⁻¹)
+(``score_words``), taken without gradient; none for the prescribed orders.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -43,18 +51,25 @@ class SketchDecoder(nn.Module):
         window: int = 2,
         full_state: bool = True,
         attention: str = "csoftmax",
+        temperature: float = 1.0,
+        coverage_penalty: float = 0.0,
     ):
         super().__init__()
         width = 2 * window + 1
         self.sketch_dim, self.attention_dim, self.full_state = sketch_dim, attention_dim, full_state
         self.attention = ATTENTIONS[attention]
+        self.temperature, self.coverage_penalty = temperature, coverage_penalty
         # affine(c_i) for [scores | sketch update], split into the input and the sketch halves of Eq. 1
         self.input_half = WindowConv1d(input_dim, attention_dim + sketch_dim, width)  # nn.Conv1d, faster here
         self.sketch_half = WindowConv1d(sketch_dim, attention_dim + sketch_dim, width, bias=False)
         self.v = nn.Linear(attention_dim, 1, bias=False)
 
     def forward(
-        self, states: torch.Tensor, mask: torch.Tensor, steps: int | None = None
+        self,
+        states: torch.Tensor,
+        mask: torch.Tensor,
+        steps: int | None = None,
+        score_words: Callable[[torch.Tensor], torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Run the sketch steps.
 
@@ -62,6 +77,8 @@ class SketchDecoder(nn.Module):
             states: encoder states ``H`` ``(B, L, D_h)``, zero on padding.
             mask: ``(B, L)`` bool, true on real words.
             steps: N, or None for N = L_b for each sentence b.
+            score_words: for ``hard`` attention, maps sketches ``(B, L, D_s)`` to tag scores
+                ``(B, L, K)`` (the output layer of Eq. 6).
 
         Returns:
             the final sketches ``Sᴺ`` ``(B, L, D_s)`` and the attention history ``(B, N_max, L)``,
@@ -78,14 +95,14 @@ class SketchDecoder(nn.Module):
         history = []
         for n in range(1, total + 1):
             affine = fixed if n == 1 else fixed + self.sketch_half(sketch)  # S⁰ = 0
-            scores = self.v(torch.tanh(affine[:, : self.attention_dim]).transpose(1, 2)).squeeze(-1)  # Eq. 2
+            scores = self.scores(affine, sketch, beta, score_words)
             active = (n <= n_steps).to(states.dtype).unsqueeze(1)  # (B, 1)
             if self.attention.budgeted:
                 rounds = torch.ceil(n / lengths.clamp_min(1).to(states.dtype)).unsqueeze(1)
                 budget = (rounds - beta).clamp_min(0) * maskf
             else:
                 budget = maskf
-            alpha = self.attention.apply(scores, mask, budget) * active  # Eq. 3
+            alpha = self.attention.apply(scores, mask, budget, n) * active  # Eq. 3
             update = affine[:, self.attention_dim :]
             if self.full_state:  # Eq. 7
                 sketch = sketch + alpha.unsqueeze(1) * torch.tanh(update)
@@ -96,3 +113,30 @@ class SketchDecoder(nn.Module):
             history.append(alpha)
         attention = torch.stack(history, 1) if history else states.new_zeros(size, 0, length)
         return sketch.transpose(1, 2), attention
+
+    def scores(
+        self,
+        affine: torch.Tensor,
+        sketch: torch.Tensor,
+        beta: torch.Tensor,
+        score_words: Callable[[torch.Tensor], torch.Tensor] | None,
+    ) -> torch.Tensor:
+        """The scores zⁿ ``(B, L)`` that ρ reads at this step (zeros for the prescribed orders).
+
+        ``affine`` ``(B, D_z + D_s, L)``: the affine map of Eq. 1's windows; ``sketch`` ``(B, D_s, L)``:
+        Sⁿ⁻¹; ``beta`` ``(B, L)``: βⁿ⁻¹.
+        """
+        source = self.attention.scores
+        if source == "output":  # vanilla easy-first: f(i, y_i; x, S) maximised over y_i (Alg. 1, line 4)
+            if score_words is None:
+                raise ValueError("hard attention needs score_words (the output layer)")
+            with torch.no_grad():
+                return score_words(sketch.transpose(1, 2)).amax(-1)
+        if source is None:
+            return beta.new_zeros(beta.shape)
+        z = self.v(torch.tanh(affine[:, : self.attention_dim]).transpose(1, 2)).squeeze(-1)  # Eq. 2
+        if self.temperature != 1.0:
+            z = z / self.temperature
+        if self.coverage_penalty:
+            z = z - self.coverage_penalty * beta
+        return z

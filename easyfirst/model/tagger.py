@@ -1,7 +1,10 @@
 """The whole tagger: embedder → BiLSTM → (sketch decoder) → output layer (Eq. 6).
 
-With a decoder, p_i = softmax(affine(concat(h_i, s_iᴺ))); the BiLSTM baseline (N = 0) predicts from
-p_i = softmax(affine(h_i)) with the same encoder.
+With a decoder, p_i = π(affine(concat(h_i, s_iᴺ))), or p_i = π(affine(s_iᴺ)) without the
+concatenation (``concat = false``, the ablation of Table 4); the BiLSTM baseline (N = 0) predicts
+from p_i = π(affine(h_i)) with the same encoder. π is the output mapping of the configured loss
+(softmax, sparsemax or α-entmax; easyfirst.losses), or, with ``crf``, a linear-chain CRF over the
+same scores (easyfirst.model.crf) whose per-word marginals are the output distribution.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from torch import nn
 from easyfirst.config import Config
 from easyfirst.data.batching import IGNORE, Batch
 from easyfirst.data.vocab import Vocabularies
+from easyfirst.losses import class_weight_vector, fenchel_young_loss, output_distribution
+from easyfirst.model.crf import CRF, is_bio
 from easyfirst.model.embedder import Embedder
 from easyfirst.model.encoder import BiLSTMEncoder
 from easyfirst.model.sketch import SketchDecoder
@@ -22,6 +27,7 @@ class EasyFirstTagger(nn.Module):
         super().__init__()
         m = config.model
         self.steps = m.sketch_steps
+        self.concat = m.concat
         self.embedder = Embedder(vocabs, m.word_dim, m.affix_dim)
         self.encoder = BiLSTMEncoder(self.embedder.output_dim, m.hidden_dim)
         self.dropout = nn.Dropout(m.dropout)
@@ -35,9 +41,21 @@ class EasyFirstTagger(nn.Module):
                 window=m.window,
                 full_state=m.model == "nef-f",
                 attention=m.attention,
+                temperature=m.attention_temperature,
+                coverage_penalty=m.coverage_penalty,
             )
-            output_in += m.sketch_dim
+            output_in = output_in + m.sketch_dim if m.concat else m.sketch_dim
         self.output = nn.Linear(output_in, len(vocabs.tags))
+        self.objective = config.loss
+        tags = list(vocabs.tags.itos)
+        # training-only, rebuilt from the config: kept out of the saved state
+        self.register_buffer(
+            "class_weight", class_weight_vector(config.loss.class_weights, tags), persistent=False
+        )
+        self.crf = None
+        if m.crf:
+            constrained = is_bio(tags) if m.bio_constraints is None else m.bio_constraints
+            self.crf = CRF(len(tags), tags if constrained else None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -54,6 +72,8 @@ class EasyFirstTagger(nn.Module):
         for table in (self.embedder.words, self.embedder.prefixes, self.embedder.suffixes):
             with torch.no_grad():
                 table.weight[table.padding_idx].zero_()
+        if self.crf is not None:
+            self.crf.reset_parameters()
 
     def forward(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Tag scores ``(B, L, K)`` and the attention history ``(B, N, L)`` (None without a decoder)."""
@@ -62,12 +82,58 @@ class EasyFirstTagger(nn.Module):
         attention = None
         features = states
         if self.decoder is not None:
-            sketch, attention = self.decoder(states, batch.mask, self.steps)
-            features = torch.cat([states, self.dropout(sketch)], dim=-1)
+            sketch, attention = self.decoder(
+                states, batch.mask, self.steps, lambda s: self.output(self.features(states, s))
+            )
+            features = self.features(states, self.dropout(sketch))
         # every input of the output layer has been through dropout exactly once
         return self.output(features), attention
 
-    @staticmethod
-    def loss(scores: torch.Tensor, gold: torch.Tensor) -> torch.Tensor:
-        """Mean token cross-entropy; padding and unknown gold tags (``IGNORE``) do not count."""
-        return nn.functional.cross_entropy(scores.flatten(0, 1), gold.flatten(), ignore_index=IGNORE)
+    def features(self, states: torch.Tensor, sketch: torch.Tensor) -> torch.Tensor:
+        """The output layer's input: concat(h_i, s_i) ``(B, L, D_h + D_s)``, or s_i alone without concat."""
+        return torch.cat([states, sketch], dim=-1) if self.concat else sketch
+
+    def loss(
+        self, scores: torch.Tensor, gold: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The training loss per word: scores ``(B, L, K)``, gold tag ids and mask ``(B, L)``.
+
+        The configured Fenchel–Young loss, averaged over words (padding and unknown gold tags,
+        ``IGNORE``, do not count); with the CRF, the sentences' negative log-likelihoods summed and
+        divided by the number of words.
+        """
+        if self.crf is not None:
+            mask = gold != IGNORE if mask is None else mask
+            return self.crf.nll(scores, gold, mask).sum() / mask.sum()
+        o = self.objective
+        return fenchel_young_loss(
+            scores,
+            gold,
+            alpha=o.entmax_alpha,
+            label_smoothing=o.label_smoothing,
+            temperature=o.temperature,
+            weight=self.class_weight,
+            ignore_index=IGNORE,
+        )
+
+    def describe_output(self) -> str:
+        """The output layer in words, for the training log."""
+        if self.crf is not None:
+            constrained = bool((self.crf.start_penalty < 0).any())
+            return "linear-chain CRF" + (" with BIO constraints" if constrained else "")
+        o = self.objective
+        words = [f"{o.loss} loss (α = {o.entmax_alpha:g})"]
+        words += [f"label smoothing ε = {o.label_smoothing:g}"] if o.label_smoothing else []
+        words += [f"temperature T = {o.temperature:g}"] if o.temperature != 1 else []
+        words += [f"class weights {o.class_weights}"] if o.class_weights else []
+        return ", ".join(words)
+
+    def predict(self, scores: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tags ``(B, L)`` and the output distribution ``(B, L, K)`` for scores ``(B, L, K)``.
+
+        Per word: the argmax and π(scores) of the loss's mapping (T = 1); with the CRF, the Viterbi
+        sequence and the forward–backward marginals. Padding gets tag 0 (and, with the CRF, zeros).
+        """
+        if self.crf is not None:
+            return self.crf.viterbi(scores, mask), self.crf.marginals(scores, mask)
+        return scores.argmax(-1), output_distribution(scores, self.objective.entmax_alpha)

@@ -123,3 +123,103 @@ def csoftmax(z: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         ``α`` ``(..., L)``. Differentiable in both ``z`` and ``u``.
     """
     return CSoftmaxFunction.apply(z, u)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Constrained sparsemax
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _csparsemax_forward(z: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """α, the free set A and the upper-clamped set C for rows ``(R, L)``.
+
+    The solution is α_i = clip(z_i − τ, 0, u_i) with τ the root of g(τ) = Σ_i clip(z_i − τ, 0, u_i) = 1.
+    g is continuous, piecewise linear and non-increasing, with breakpoints at z_i (word i leaves 0) and
+    z_i − u_i (word i reaches u_i), and g(τ) = F(τ; z) − F(τ; z − u) with F(τ; a) = Σ_i max(a_i − τ, 0).
+    F at every breakpoint is a sort, a cumulative sum and a ``searchsorted``; the first breakpoint
+    (from the top) with g ≥ 1 brackets τ between it and the one before, which fixes A and C; τ is then
+    solved exactly from them, τ = (Σ_A z + Σ_C u − 1) / |A|, rather than interpolated.
+    """
+    length = z.shape[-1]
+    positive = u > 0
+    inf = torch.tensor(float("inf"), dtype=z.dtype, device=z.device)
+    z = z - torch.where(positive, z, -inf).amax(-1, keepdim=True).clamp_min(torch.finfo(z.dtype).min)
+    # words with no budget play no part: park them below every breakpoint that can bracket τ
+    low = torch.where(positive, z - u, inf).amin(-1, keepdim=True).clamp_max(0) - 1
+    top = torch.where(positive, z, low)  # breakpoints where a word leaves 0
+    bottom = torch.where(positive, z - u, low)  # breakpoints where a word reaches its bound
+
+    def excess(a: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        """F(t; a) = Σ_i max(a_i − t, 0) for every t in the row; a ``(R, L)``, t ``(R, M)``."""
+        ascending = a.sort(-1).values
+        # sums of the c largest, accumulated from the top (no "total minus prefix")
+        largest = torch.cat([torch.zeros_like(a[:, :1]), ascending.flip(-1).cumsum(-1)], -1)
+        count = length - torch.searchsorted(ascending, t.contiguous(), right=True)
+        return largest.gather(-1, count) - count.to(a.dtype) * t
+
+    points = torch.cat([top, bottom], -1).sort(-1, descending=True).values  # (R, 2L)
+    g = excess(top, points) - excess(bottom, points)  # non-decreasing along the row
+    reached = g >= 1
+    k = torch.where(reached.any(-1), reached.to(torch.int8).argmax(-1), 2 * length - 1).clamp_min(1)
+    upper = points.gather(-1, k.unsqueeze(-1) - 1)  # τ lies in [points_k, points_{k−1})
+    clamped = positive & (bottom >= upper)
+    free = positive & (top >= upper) & ~clamped
+    size = free.sum(-1, keepdim=True)
+    tau = (
+        torch.where(free, z, 0).sum(-1, keepdim=True) + torch.where(clamped, u, 0).sum(-1, keepdim=True) - 1
+    ) / (size.clamp_min(1).to(z.dtype))
+    alpha = torch.where(clamped, u, torch.where(free, torch.minimum((z - tau).clamp_min(0), u), 0))
+    tight = u.sum(-1, keepdim=True) <= 1  # no slack anywhere: α = u
+    alpha = torch.where(tight, u, alpha)
+    # a word with no budget that z − τ would push above 0 sits at its bound u_i = 0: its du counts
+    clamped = clamped | (~positive & (z > tau)) | tight
+    return alpha, free & ~tight, clamped
+
+
+class CSparsemaxFunction(torch.autograd.Function):
+    """Constrained sparsemax over the last dimension with its exact backward.
+
+    With A the free words and C the words at their bound, α_A = z_A − τ, α_C = u_C and
+    τ = (Σ_A z + Σ_C u − 1)/|A|, so dz_i = 1[i∈A](dα_i − mean_A dα) and du_i = 1[i∈C](dα_i − mean_A dα).
+    """
+
+    @staticmethod
+    def forward(ctx, z: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        if z.shape != u.shape:
+            raise ValueError(
+                f"csparsemax: z {tuple(z.shape)} and u {tuple(u.shape)} must have the same shape"
+            )
+        shape = z.shape
+        if z.numel() == 0:
+            ctx.save_for_backward(z.bool(), z.bool())
+            return z.clone()
+        alpha, free, clamped = _csparsemax_forward(
+            z.reshape(-1, shape[-1]), u.reshape(-1, shape[-1]).to(z.dtype)
+        )
+        ctx.save_for_backward(free.view(shape), clamped.view(shape))
+        return alpha.view(shape)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        free, clamped = ctx.saved_tensors
+        size = free.sum(-1, keepdim=True)
+        mean = torch.where(free, grad, 0).sum(-1, keepdim=True) / size.clamp_min(1).to(grad.dtype)
+        centred = grad - mean
+        return torch.where(free, centred, 0), torch.where(clamped, centred, 0)
+
+
+def csparsemax(z: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Constrained sparsemax α = argmin_{α∈Δ, α≤u} ‖α − z‖² over the last dimension.
+
+    Sparse (words scored far below the others get exactly 0) and, iterated with u = 1 − β, even like
+    csoftmax.
+
+    Args:
+        z: scores ``(..., L)``.
+        u: upper bounds ``(..., L)``, non-negative; ``u_i = 0`` gives ``α_i = 0`` exactly. Rows with
+            ``Σu ≤ 1`` return ``α = u``.
+
+    Returns:
+        ``α`` ``(..., L)``. Differentiable in both ``z`` and ``u``.
+    """
+    return CSparsemaxFunction.apply(z, u)

@@ -1,0 +1,95 @@
+"""Train NEF-F (csoftmax, N = L) on UD English EWT with each output objective, one budget and seed, and
+print the docs/results.md table "Output objectives" (Markdown): α ∈ {1, 1.5, 2} × label smoothing
+ε ∈ {0, 0.01, 0.1}, plus softmax tempering T = 2 for α = 1 (T = 1 is the α = 1, ε = 0 row).
+
+    python benchmarks/loss_table.py --epochs 2 --seed 1 --out runs/loss-table     # trains 10 runs
+    python benchmarks/loss_table.py --out runs/loss-table --report-only           # table from finished runs
+
+Each row is one `easyfirst train --task pos` run with one torch thread; ``--jobs`` of them run at a time.
+Test accuracy, expected calibration error (10 equal-width bins on the predicted tag's probability) and
+the mean support size of the output distributions are those of the best dev epoch's model, as written
+to its metrics.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+LOSSES = [("softmax", "1"), ("entmax15", "1.5"), ("sparsemax", "2")]
+ROWS = [
+    (alpha, epsilon, "1", ["--loss", loss, "--label-smoothing", epsilon])
+    for loss, alpha in LOSSES
+    for epsilon in ("0", "0.01", "0.1")
+] + [("1", "0", "2", ["--loss", "softmax", "--label-smoothing", "0", "--temperature", "2"])]
+
+
+def folder(out: Path, flags: list[str]) -> Path:
+    return out / "-".join(flag.lstrip("-") for flag in flags)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=2, help="runs at a time (one thread each)")
+    parser.add_argument("--out", type=Path, default=Path("runs/loss-table"))
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    if not args.report_only:
+        waiting = [flags for *_, flags in ROWS]
+        running: list[subprocess.Popen] = []
+        failed = False
+        while waiting or running:
+            while waiting and len(running) < args.jobs:
+                flags = waiting.pop(0)
+                command = [
+                    sys.executable,
+                    "-m",
+                    "easyfirst",
+                    "train",
+                    "--task",
+                    "pos",
+                    "--model",
+                    "nef-f",
+                    "--attention",
+                    "csoftmax",
+                    *flags,
+                    "--epochs",
+                    str(args.epochs),
+                    "--seed",
+                    str(args.seed),
+                    "--threads",
+                    "1",
+                    "--overwrite",
+                    "--output",
+                    str(folder(args.out, flags)),
+                ]
+                print(" ".join(command[1:]), file=sys.stderr)
+                running.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
+            time.sleep(5)
+            for job in [j for j in running if j.poll() is not None]:
+                running.remove(job)
+                failed |= job.returncode != 0
+        if failed:
+            sys.exit("a training run failed; see its train.log")
+    print("| α | ε | T | dev acc. | test acc. | test ECE | test mean support | s/epoch |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for alpha, epsilon, temperature, flags in ROWS:
+        metrics = json.loads((folder(args.out, flags) / "metrics.json").read_text())
+        test = metrics["test"]
+        print(
+            f"| {alpha} | {epsilon} | {temperature} | {100 * metrics['dev']['accuracy']:.2f} | "
+            f"{100 * test['accuracy']:.2f} | {100 * test['ece']:.2f} | {test['mean_support']:.2f} | "
+            f"{metrics['seconds_per_epoch']:.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""The output objectives from the command line: --loss/--label-smoothing/--temperature/--class-weight,
+--crf, `tag --probabilities`, evaluate's calibration and sparsity, and their user errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLE, run_cli, train_on_sample
+
+
+def distributions(text: str) -> tuple[list[str], list[tuple[str, str, list[float]]]]:
+    lines = text.splitlines()
+    header = lines[0].split("\t")
+    assert header[:2] == ["word", "tag"]
+    rows = []
+    for line in lines[1:]:
+        if line:
+            word, tag, *values = line.split("\t")
+            rows.append((word, tag, [float(v) for v in values]))
+    return header[2:], rows
+
+
+@pytest.fixture(scope="module")
+def sparse_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("run") / "sparsemax"
+    flags = ["--loss", "sparsemax", "--label-smoothing", "0.01", "--temperature", "2"]
+    result = train_on_sample(out, *flags, "--class-weight", "NOUN=2", "--class-weight", "PUNCT=0.5")
+    assert result.returncode == 0, result.stderr.decode()
+    return out
+
+
+def test_loss_options_are_saved_in_the_config(sparse_run):
+    config = json.loads((sparse_run / "config.json").read_text())
+    assert config["loss"] == {
+        "loss": "sparsemax",
+        "alpha": None,
+        "label_smoothing": 0.01,
+        "temperature": 2.0,
+        "class_weights": {"NOUN": 2.0, "PUNCT": 0.5},
+    }
+    assert config["model"]["crf"] is False
+    metrics = json.loads((sparse_run / "metrics.json").read_text())
+    assert 0 <= metrics["test"]["ece"] <= 1 and 1 <= metrics["test"]["mean_support"] <= 16
+
+
+def test_sparse_model_reports_exact_zeros(sparse_run):
+    result = run_cli("tag", SAMPLE, "-m", sparse_run, "--probabilities")
+    assert result.returncode == 0, result.stderr.decode()
+    tags, rows = distributions(result.stdout.decode())
+    assert len(rows) == 203 and len(tags) == 16
+    for _, tag, values in rows:
+        assert sum(values) == pytest.approx(1.0, abs=1e-4)
+        assert tags[values.index(max(values))] == tag
+    assert sum(v == 0.0 for _, _, row in rows for v in row) > len(rows)  # sparsemax: many exact zeros
+    plain = run_cli("tag", "--text", "The dog barks .", "-m", sparse_run)
+    probs = run_cli("tag", "--text", "The dog barks .", "-m", sparse_run, "--probabilities")
+    expected = [line.split("\t") for line in plain.stdout.decode().splitlines()]
+    assert [[w, t] for w, t, _ in distributions(probs.stdout.decode())[1]] == expected
+
+
+def test_evaluate_reports_calibration_and_support(sparse_run):
+    result = run_cli("evaluate", SAMPLE, "-m", sparse_run, "--json")
+    assert result.returncode == 0, result.stderr.decode()
+    report = json.loads(result.stdout)
+    metrics = json.loads((sparse_run / "metrics.json").read_text())
+    assert report["ece"] == pytest.approx(metrics["test"]["ece"], abs=1e-6)
+    assert report["mean_support"] == pytest.approx(metrics["test"]["mean_support"])
+    table = run_cli("evaluate", SAMPLE, "-m", sparse_run)
+    assert b"ECE" in table.stdout and b"p > 0" in table.stdout
+
+
+def test_bundled_model_without_loss_keys_loads_as_softmax():
+    config = json.loads(
+        (Path(__file__).parent.parent / "easyfirst/resources/en_ewt_upos/config.json").read_text()
+    )
+    assert "loss" not in config and "crf" not in config["model"]
+    result = run_cli("evaluate", SAMPLE, "--json")
+    assert result.returncode == 0, result.stderr.decode()
+    report = json.loads(result.stdout)
+    assert report["accuracy"] > 0.8 and report["mean_support"] > 10  # softmax: (almost) full support
+
+
+def test_crf_model_tags_with_viterbi_and_reports_marginals(tmp_path):
+    out = tmp_path / "crf"
+    result = train_on_sample(out, "--crf", "--model", "nef-s")
+    assert result.returncode == 0, result.stderr.decode()
+    config = json.loads((out / "config.json").read_text())
+    assert config["model"]["crf"] is True and config["model"]["bio_constraints"] is None
+    probs = run_cli("tag", SAMPLE, "-m", out, "--probabilities")
+    assert probs.returncode == 0, probs.stderr.decode()
+    _, rows = distributions(probs.stdout.decode())
+    assert all(sum(values) == pytest.approx(1.0, abs=1e-4) for _, _, values in rows)
+    tagged = run_cli("tag", SAMPLE, "-m", out)
+    words = [line.split(b"\t") for line in tagged.stdout.splitlines() if line[:1].isdigit()]
+    assert [w[3].decode() for w in words if b"-" not in w[0] and b"." not in w[0]] == [t for _, t, _ in rows]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--class-weight", "NOUN"], b"--class-weight must be TAG=WEIGHT"),
+        (["--class-weight", "NOUN=heavy"], b"--class-weight must be TAG=WEIGHT"),
+        (["--class-weight", "NOPE=2"], b"class weight for a tag the training data does not have: NOPE"),
+        (["--class-weight", "NOUN=-1"], b"must be a non-negative number"),
+        (["--crf", "--loss", "sparsemax"], b"with crf the training loss is the CRF's"),
+        (["--loss", "entmax"], b"loss entmax needs alpha > 1"),
+        (["--loss", "sparsemax", "--alpha", "1.5"], b"for another alpha use loss entmax"),
+        (["--loss", "hinge"], b"loss must be one of softmax, entmax15, sparsemax, entmax"),
+        (["--label-smoothing", "1"], b"label_smoothing must be in [0, 1)"),
+        (["--temperature", "0"], b"temperature must be a positive number"),
+    ],
+)
+def test_bad_loss_options_are_one_line_errors(tmp_path, flags, message):
+    out = tmp_path / "bad"
+    result = train_on_sample(out, *flags, epochs=1)
+    assert result.returncode == 2
+    assert message in result.stderr and b"Traceback" not in result.stderr
+    assert not (out / "model.pt").exists() and not (out / "config.json").exists()
+
+
+def test_loss_table_in_a_config_file(tmp_path):
+    config = tmp_path / "loss.toml"
+    config.write_text('[loss]\nloss = "entmax"\nalpha = 1.25\n\n[loss.class_weights]\nNOUN = 2\n')
+    out = tmp_path / "run"
+    result = train_on_sample(out, "--config", config, epochs=1)
+    assert result.returncode == 0, result.stderr.decode()
+    saved = json.loads((out / "config.json").read_text())["loss"]
+    assert saved["alpha"] == 1.25 and saved["class_weights"] == {"NOUN": 2.0}
+    config.write_text('[loss]\nclass_weights = { NOUN = "high" }\n')
+    bad = train_on_sample(tmp_path / "bad", "--config", config, epochs=1)
+    assert bad.returncode == 2 and b"class_weights must be a table of numbers" in bad.stderr
+
+
+def test_resume_refuses_new_loss_options(sparse_run):
+    result = run_cli("train", "--resume", sparse_run, "--loss", "softmax", "--crf")
+    assert result.returncode == 2
+    assert b"--loss" in result.stderr and b"--crf/--no-crf" in result.stderr
