@@ -7,13 +7,15 @@ words whose constraint is not tight. The tight (clamped) words are a prefix of t
 q_i = z_i − log u_i in decreasing order (Alg. 3): with the k first words clamped, word k is free iff
 exp(z_k)·r_k / T_k ≤ u_k, where r_k = 1 − Σ_{j<k} u_j is the budget left and T_k = Σ_{j≥k} exp(z_j) the
 tail mass; the clamped prefix is the shortest one after which this holds. All of it is vectorised: a
-sort, a suffix log-sum-exp and a cumulative sum per row, O(L log L), no Python loop.
+sort, suffix sums and a cumulative sum per row, O(L log L), no Python loop.
 
 Numerics:
 
-- tail masses are suffix sums accumulated from the small end in log space (``logcumsumexp`` over the
-  reversed sorted scores), never "total minus prefix", which cancels to zero when the scores spread over
-  tens of nats; comparisons are made between logarithms, so nothing underflows past ~88 nats in float32;
+- tail masses are suffix sums accumulated from the small end, never "total minus prefix", which cancels
+  to zero when the scores spread over tens of nats: in log space (``logcumsumexp`` over the reversed
+  sorted scores), or, on the CPU when the scores span less than 600 nats, in float64 exp space (where
+  nothing underflows and which is faster; see :func:`_log_suffix_sums`); comparisons are made between
+  logarithms, so nothing underflows past ~88 nats in float32;
 - clamped words are set to u_i explicitly, free words to exp(z_i − log T + log r) and then capped at u_i,
   so β = Σ α never exceeds its budget by a rounding error;
 - scores are shifted by their row maximum first, so float32 keeps its precision at |z| ~ 1000;
