@@ -27,15 +27,15 @@ def folder(out: Path, flags: list[str]) -> Path:
     return out / "-".join(flag.lstrip("-") for flag in flags)
 
 
-def train_command(flags: list[str], epochs: int, seed: int, out: Path) -> list[str]:
-    """``python -m easyfirst train --task pos FLAGS`` on one thread, into ``folder(out, flags)``."""
+def train_command(flags: list[str], epochs: int, seed: int, out: Path, task: str = "pos") -> list[str]:
+    """``python -m easyfirst train --task TASK FLAGS`` on one thread, into ``folder(out, flags)``."""
     return [
         sys.executable,
         "-m",
         "easyfirst",
         "train",
         "--task",
-        "pos",
+        task,
         *flags,
         "--epochs",
         str(epochs),

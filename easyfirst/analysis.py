@@ -17,12 +17,17 @@ EVEN_TOLERANCE = 1e-3
 
 
 def analyze(
-    tagger, words: Sequence[Sequence[str]], gold: Sequence[Sequence[str]] | None = None, batch_size: int = 256
+    tagger,
+    words: Sequence[Sequence[str]],
+    gold: Sequence[Sequence[str]] | None = None,
+    batch_size: int = 256,
+    extras: Sequence[dict] | None = None,
 ) -> dict:
-    """Attention statistics of ``tagger`` over the sentences ``words`` (gold tags optional)."""
+    """Attention statistics of ``tagger`` over the sentences ``words`` (gold tags optional; ``extras``:
+    their inputs beside the words, see :meth:`easyfirst.api.Tagger.tag`)."""
     if tagger.model.decoder is None:
         raise ValueError("the model has no sketch steps (N = 0)")
-    predicted, attention = tagger.tag(words, return_attention=True, batch_size=batch_size)
+    predicted, attention = tagger.tag(words, return_attention=True, batch_size=batch_size, extras=extras)
     fixed = tagger.model.steps is not None
     first = Counter()
     groups: dict[int, dict[str, float]] = {}

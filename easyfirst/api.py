@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -49,8 +49,10 @@ class Tagger:
         return_probabilities: bool = False,
         batch_size: int = 256,
         max_tokens: int | None = INFERENCE_MAX_TOKENS,
+        extras: Sequence[Mapping] | None = None,
     ):
-        """Tag lists of words.
+        """Tag lists of words; ``extras[k]`` holds sentence k's inputs beside its words, for models
+        that use them (quality estimation: ``{"source": words, "alignment": [(i, j), ...]}``).
 
         Sentences are sorted by length and tagged in batches of at most ``batch_size`` sentences and
         ``max_tokens`` padded tokens (None: no cap; on a GPU a larger cap may be faster).
@@ -66,7 +68,7 @@ class Tagger:
         attention: list[torch.Tensor] = [torch.zeros(0, 0) for _ in sentences]
         probabilities: list[torch.Tensor] = [torch.zeros(0, len(self.tags)) for _ in sentences]
         keep = [k for k, s in enumerate(sentences) if len(s) > 0]
-        items = [encode(self.vocabs, sentences[k]) for k in keep]
+        items = [encode(self.vocabs, sentences[k], extra=extras[k] if extras else None) for k in keep]
         itos = self.vocabs.tags.itos
         with torch.inference_mode():
             for batch in iterate_batches(items, batch_size, max_tokens=max_tokens):

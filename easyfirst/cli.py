@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from easyfirst.data.qe import is_qe_prefix
 from easyfirst.errors import InputError
 
 app = typer.Typer(
@@ -25,7 +26,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 err = Console(stderr=True)
-TASKS = ("pos", "ner")  # easyfirst.tasks.TASKS, without importing torch for --help
+TASKS = ("pos", "ner", "qe")  # easyfirst.tasks.TASKS, without importing torch for --help
 
 ModelOption = Annotated[
     Path | None,
@@ -73,8 +74,9 @@ def train(
     task: Annotated[
         str | None,
         typer.Option(
-            help="Task: pos (UD part-of-speech tagging, the default) or ner (CoNLL named entities); "
-            "default: the config file's, else pos."
+            help="Task: pos (UD part-of-speech tagging, the default), ner (CoNLL named entities) or qe "
+            "(word-level translation quality estimation; data sets are file prefixes); default: the "
+            "config file's, else pos."
         ),
     ] = None,
     config: Annotated[
@@ -355,7 +357,10 @@ def load_tagger(model: Path | None, device: str = "cpu"):
 def tag(
     input: Annotated[
         str | None,
-        typer.Argument(help="File to tag (CoNLL-U for pos models, CoNLL columns for ner), or - for stdin."),
+        typer.Argument(
+            help="File to tag (CoNLL-U for pos models, CoNLL columns for ner), or - for stdin; for qe "
+            "models a prefix PREFIX of PREFIX.src, PREFIX.mt, PREFIX.src-mt.alignments (and PREFIX.tags)."
+        ),
     ] = None,
     model: ModelOption = None,
     output: Annotated[
@@ -384,12 +389,26 @@ def tag(
             "a blank line between sentences). Sparse models give exact zeros; CRF models, marginals.",
         ),
     ] = False,
+    src: Annotated[Path | None, typer.Option(help="QE: source sentences, one per line.")] = None,
+    mt: Annotated[Path | None, typer.Option(help="QE: machine translations to tag, one per line.")] = None,
+    alignments: Annotated[
+        Path | None, typer.Option(help="QE: Pharaoh source-MT alignments (i-j, source index first).")
+    ] = None,
+    tags: Annotated[
+        Path | None,
+        typer.Option(help="QE: a tags file for these sentences; the output takes its format and gap tags."),
+    ] = None,
+    gaps: Annotated[
+        bool, typer.Option(help="QE: write 2N+1 tags (gap tags OK) rather than one per word.")
+    ] = False,
 ) -> None:
     """Tag a file, writing it back with the predicted tags and every other byte unchanged.
 
     CoNLL-U (pos models): the UPOS (or XPOS) column of each word is filled in. CoNLL column files (ner
     models): the tag is added as a last column (or replaces the tag column with --replace), in the
-    input's tagging scheme; -DOCSTART- and blank lines are kept.
+    input's tagging scheme; -DOCSTART- and blank lines are kept. QE models: --src, --mt and
+    --alignments (or a PREFIX) in, a tags file out, one OK/BAD per MT word, or 2N+1 tags with gaps
+    when --tags (or PREFIX.tags) has that format or --gaps is given.
     """
     if text is not None and input is not None:
         raise InputError("give either an input file or --text, not both")
@@ -399,8 +418,17 @@ def tag(
         raise InputError(f"--scheme must be bio, iob1 or bioes, not {scheme!r}")
     check_device(device)
     check_output(output)
+    qe_files = find_qe_files(input, src, mt, alignments, tags)
+    if qe_files is not None:
+        if probabilities:
+            raise InputError("--probabilities: not for QE input (it writes a tags file)")
+        return tag_qe_files(qe_files, model, output, device, batch_size, gaps, text)
+    if gaps:
+        raise InputError("--gaps: only for QE tags files (qe models)")
     stream, name = (None, None) if text is not None else open_input(input)  # fail fast, before the model
     tagger = load_tagger(model, device)
+    if tagger.config.data.task == "qe":
+        raise InputError("a qe model tags sentence pairs: give --src, --mt and --alignments (or a PREFIX)")
     task, data = task_data(tagger, encoding)
     column_options = {"--replace": replace, "--scheme": scheme, "--encoding": encoding}
     given = [flag for flag, value in column_options.items() if value not in (None, False)]
@@ -443,6 +471,50 @@ def tag(
             stream.close()
 
 
+def find_qe_files(input: str | None, src: Path | None, mt: Path | None, alignments: Path | None, tags):
+    """The QE files to tag, from --src/--mt/--alignments/--tags or a PREFIX; None when this is no QE input."""
+    from easyfirst.data.qe import QEFiles
+
+    given = {"--src": src, "--mt": mt, "--alignments": alignments}
+    if all(path is None for path in given.values()):
+        if tags is not None:
+            raise InputError("--tags goes with --src, --mt and --alignments (QE)")
+        if input is None or input == "-" or Path(input).is_file() or not is_qe_prefix(input):
+            return None
+        return QEFiles.from_prefix(input, need_tags=False)
+    missing = [flag for flag, path in given.items() if path is None]
+    if missing:
+        raise InputError(
+            f"QE input needs --src, --mt and --alignments together; missing {', '.join(missing)}"
+        )
+    if input is not None:
+        raise InputError("give either an input file or --src/--mt/--alignments, not both")
+    for path in (src, mt, alignments, tags):
+        if path is not None and not path.is_file():
+            raise InputError("no such file", path)
+    return QEFiles(src, mt, alignments, tags)
+
+
+def tag_qe_files(
+    files, model: Path | None, output: Path | None, device: str, batch_size: int, gaps: bool, text
+):
+    """`easyfirst tag` for a QE model: write a tags file in the input's format (see find_qe_files)."""
+    from easyfirst.data.qe import GAP_FORMAT, read_qe, tags_format
+
+    if text is not None:
+        raise InputError("give either --text or QE input files, not both")
+    sentences = read_qe(files, with_tags=files.tags is not None)  # errors before loading the model
+    tagger = load_tagger(model, device)
+    task, data = task_data(tagger)
+    if task.name != "qe":
+        raise InputError(f"QE input needs a qe model; this is a {task.name} model", model)
+    with_gaps = gaps or (files.tags is not None and tags_format(sentences) == GAP_FORMAT)
+    write_output(
+        output,
+        lambda out: task.write(sentences, out, tagger.tag, data, batch_size=batch_size, with_gaps=with_gaps),
+    )
+
+
 def task_data(tagger, encoding: str | None = None):
     """The model's task and its [data] settings, with ``--encoding`` applied."""
     from easyfirst.tasks import get_task
@@ -477,7 +549,11 @@ def write_distributions(out, tagger, sentences, batch_size: int) -> None:
 @app.command()
 def evaluate(
     gold: Annotated[
-        Path, typer.Argument(help="File with gold tags (CoNLL-U for pos models, CoNLL columns for ner).")
+        Path,
+        typer.Argument(
+            help="File with gold tags (CoNLL-U for pos models, CoNLL columns for ner); for qe models a "
+            "prefix PREFIX of PREFIX.src, PREFIX.mt, PREFIX.src-mt.alignments and PREFIX.tags."
+        ),
     ],
     model: ModelOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
@@ -488,20 +564,24 @@ def evaluate(
     ] = None,
 ) -> None:
     """Tag a gold file and score it: accuracy and per-tag precision, recall and F1 (pos), or entity
-    precision, recall and F1, micro-averaged and per entity type (ner); calibration (ECE) and sparsity
+    precision, recall and F1, micro-averaged and per entity type (ner), or F1-MULT = F1-OK × F1-BAD (the
+    WMT16 word-level score), F1 of OK and of BAD, and accuracy (qe); calibration (ECE) and sparsity
     (mean support size of the output distributions)."""
     import torch
 
     from easyfirst.metrics import distribution_report
 
-    if not gold.is_file():
-        raise InputError("no such file", gold)
+    if not gold.is_file() and not is_qe_prefix(gold):
+        raise InputError("no such file (nor a QE prefix: PREFIX.mt is missing too)", gold)
     check_device(device)
     tagger = load_tagger(model, device)
     task, data = task_data(tagger, encoding)
     sentences = task.read(gold, data)
     predicted, distributions = tagger.tag(
-        [s.words for s in sentences], return_probabilities=True, batch_size=batch_size
+        [s.words for s in sentences],
+        return_probabilities=True,
+        batch_size=batch_size,
+        extras=[s.extra for s in sentences],
     )
     report = task.score([s.tags for s in sentences], predicted)
     ids = tagger.vocabs.tags.stoi
@@ -530,6 +610,11 @@ def evaluate(
             f"{gold}: entity F1 {100 * report['f1']:.2f} (precision {100 * report['precision']:.2f}, "
             f"recall {100 * report['recall']:.2f}) over {report['entities']:,} entities; "
             f"token accuracy {100 * report['accuracy']:.2f}%"
+        )
+    if task.metric == "f1_mult":
+        title = (
+            f"{gold}: F1-MULT {100 * report['f1_mult']:.2f} (F1-OK {100 * report['f1_ok']:.2f} × F1-BAD "
+            f"{100 * report['f1_bad']:.2f}), accuracy {100 * report['accuracy']:.2f}% over {report['tokens']:,} words"
         )
     table = Table(title=title, show_edge=False)
     label = "type" if task.breakdown == "per_type" else "tag"
@@ -590,22 +675,24 @@ def plot(
         if output.suffix.lower() not in (".png", ".svg", ".pdf"):
             raise InputError("the figure file must end in .png, .svg or .pdf", output)
         check_output(output)
-    if input is not None and not input.is_file():
+    if input is not None and not input.is_file() and not is_qe_prefix(input):
         raise InputError("no such file", input)
     taggers = [load_tagger(model)] + [load_tagger(path) for path in compare or []]
     drops, tagset = [], set()
     for path, tagger in zip([model, *(compare or [])], taggers, strict=True):
         if tagger.model.decoder is None:
             raise InputError("this model has no sketch steps (N = 0): there is no attention to plot", path)
-        gold = None
+        gold, extra = None, None
         if input is not None:
             found = read_sentence(input, sentence, tagger)
-            words, gold = found.words, found.tags
+            words, gold, extra = found.words, found.tags, found.extra
         else:
+            if tagger.config.data.task == "qe":
+                raise InputError("a qe model needs the source and alignment: plot --input PREFIX", path)
             words = text.split()
             if not words:
                 raise InputError("--text has no words")
-        tags, attention = tagger.tag([words], return_attention=True)
+        tags, attention = tagger.tag([words], return_attention=True, extras=[extra] if extra else None)
         m = tagger.config.model
         steps = "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"
         name = "bundled model" if path is None else path.name
@@ -640,14 +727,16 @@ def analyze(
 
     if as_json and markdown:
         raise InputError("give --json or --markdown, not both")
-    if not data.is_file():
+    if not data.is_file() and not is_qe_prefix(data):
         raise InputError("no such file", data)
     tagger = load_tagger(model)
     if tagger.model.decoder is None:
         raise InputError("this model has no sketch steps (N = 0): there is no attention to analyse", model)
     task, settings = task_data(tagger)
     sentences = task.read(data, settings)
-    stats = run_analysis(tagger, [s.words for s in sentences], [s.tags for s in sentences])
+    stats = run_analysis(
+        tagger, [s.words for s in sentences], [s.tags for s in sentences], extras=[s.extra for s in sentences]
+    )
     if as_json:
         print(json.dumps(stats, indent=2))
         return

@@ -43,7 +43,7 @@ class DataConfig:
 class ModelConfig:
     model: str = "nef-f"  # nef-f (full-state, Eq. 7), nef-s (single-state, Eq. 4), bilstm (N = 0)
     word_dim: int = 64
-    affix_dim: int = 50  # prefix and suffix n-gram embeddings, summed per word
+    affix_dim: int = 50  # prefix and suffix n-gram embeddings, summed per word (0: none)
     max_affix: int = 4  # n-grams with n <= max_affix
     word_min_freq: int = 2  # training words seen fewer times map to UNK (so UNK gets trained)
     pretrained: str | None = None  # word2vec/GloVe text file to initialise word embeddings
@@ -63,6 +63,10 @@ class ModelConfig:
     word_dropout: float = 0.0  # α: a training word seen c times becomes UNK with probability α/(α+c)
     crf: bool = False  # a linear-chain CRF over the output scores (§5.2) instead of per-word outputs
     bio_constraints: bool | None = None  # CRF: forbid invalid BIO transitions; None: on for BIO tag sets
+    # QE features (easyfirst.data.qe), off by default: the aligned source words (averaged; a learned NULL
+    # vector when none), and the WMT16 baseline's context (the MT words and aligned source words ±1)
+    source_dim: int = 0
+    qe_context_dim: int = 0
 
 
 @dataclass
@@ -177,6 +181,9 @@ class Config:
             )
         if m.sketch_steps is not None and m.sketch_steps < 0:
             raise InputError("sketch_steps must be >= 0 (or unset for N = L)", source)
+        for name in ("affix_dim", "source_dim", "qe_context_dim"):
+            if getattr(m, name) < 0:
+                raise InputError(f"{name} must be >= 0", source)
         if not m.concat and not self.decodes:
             raise InputError(
                 "concat = false predicts from the sketch alone: it needs sketch steps (N > 0)", source

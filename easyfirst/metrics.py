@@ -106,3 +106,21 @@ def distribution_report(
     y_hat, y = torch.cat(list(predicted)), torch.cat(list(gold))
     confidence = p.gather(1, y_hat.unsqueeze(1)).squeeze(1)
     return {"ece": expected_calibration_error(confidence, y_hat == y), "mean_support": mean_support(p)}
+
+
+def qe_report(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> dict:
+    """Word-level QE scores (WMT16): F1 of OK, F1 of BAD, F1-MULT = F1_OK × F1_BAD, and accuracy.
+
+    F1-MULT, the official WMT16 word-level score, is the product of the two classes' F1 (each 0 when
+    the class is never predicted or never gold). All values are fractions.
+    """
+    report = tag_report(gold, predicted)
+    f1 = {tag: report["per_tag"].get(tag, {"f1": 0.0})["f1"] for tag in ("OK", "BAD")}
+    return {
+        "f1_mult": f1["OK"] * f1["BAD"],
+        "f1_ok": f1["OK"],
+        "f1_bad": f1["BAD"],
+        "accuracy": report["accuracy"],
+        "tokens": report["tokens"],
+        "per_tag": report["per_tag"],
+    }

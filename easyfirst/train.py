@@ -92,7 +92,7 @@ def load_splits(config: Config) -> Splits:
     for split, path in paths.items():
         if path is None:
             continue
-        if not Path(path).is_file():
+        if not task.prefixed and not Path(path).is_file():
             raise InputError(f"{split} file not found", path)
         sentences[split] = task.read(path, d)
     if not sentences["train"]:
@@ -371,6 +371,7 @@ def _train(
             "loss": total_loss / seen,
             "dev_accuracy": dev["accuracy"],
             f"dev_{metric}": dev[metric],
+            **{f"dev_{key}": dev[key] for key, _ in spec.columns},
             "seconds": seconds,
             "tokens_per_second": tokens_per_epoch / seconds,
         }
@@ -379,7 +380,8 @@ def _train(
         checkpoint_now(epoch + 1, 0, generator.get_state(), 0.0)
         log(
             f"epoch {epoch:>3}  loss {row['loss']:.4f}  dev {spec.metric_label} {100 * dev[metric]:6.2f}  "
-            f"{seconds:6.1f} s  {row['tokens_per_second']:>8,.0f} tok/s"
+            + "".join(f"{label} {100 * dev[key]:6.2f}  " for key, label in spec.columns)
+            + f"{seconds:6.1f} s  {row['tokens_per_second']:>8,.0f} tok/s"
             + ("  [green]best[/]" if improved else "")
         )
 
@@ -410,7 +412,7 @@ def _train(
         if split in metrics:
             metrics[split].pop("per_tag", None)
     write_json(output / "metrics.json", metrics)
-    log(summary_table(metrics, metric, spec.metric_label))
+    log(summary_table(metrics, metric, spec.metric_label, spec.columns))
     log(f"model and metrics written to {output}")
     return metrics
 
@@ -424,9 +426,13 @@ def make_optimizer(config: Config, model: torch.nn.Module) -> torch.optim.Optimi
     return torch.optim.SGD(model.parameters(), lr=t.lr)
 
 
-def summary_table(metrics: dict, metric: str = "accuracy", label: str = "acc") -> Table:
+def summary_table(
+    metrics: dict, metric: str = "accuracy", label: str = "acc", columns: tuple[tuple[str, str], ...] = ()
+) -> Table:
+    """Per-epoch loss and dev scores: the task's ``metric``, then the report keys of ``columns``."""
     table = Table(title=f"dev {'accuracy' if metric == 'accuracy' else label} per epoch", show_edge=False)
-    for name in ("epoch", "loss", f"dev {label}", "s/epoch", "tok/s"):
+    names = ("epoch", "loss", f"dev {label}", *(f"dev {name}" for _, name in columns), "s/epoch", "tok/s")
+    for name in names:
         table.add_column(name, justify="right")
     for row in metrics["epochs"]:
         mark = " *" if row["epoch"] == metrics["best_epoch"] else ""
@@ -434,6 +440,7 @@ def summary_table(metrics: dict, metric: str = "accuracy", label: str = "acc") -
             f"{row['epoch']}{mark}",
             f"{row['loss']:.4f}",
             f"{100 * row[f'dev_{metric}']:.2f}",
+            *(f"{100 * row[f'dev_{key}']:.2f}" for key, _ in columns),
             f"{row['seconds']:.1f}",
             f"{row['tokens_per_second']:,.0f}",
         )

@@ -16,6 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "samples" / "en-sample.conllu"
 NER_SAMPLE = ROOT / "data" / "samples" / "en-ner-sample.conll"
+QE_SAMPLE = ROOT / "data" / "samples" / "qe-en-de"  # a prefix: .src, .mt, .src-mt.alignments, .tags, .pe
+QE_GAPS = ROOT / "data" / "samples" / "qe-en-de-gaps"  # the same in the 2N+1 (gap) tags format
 
 # IOB1 as in the original CoNLL-2003 release: entities start with I-, B- only between two adjacent
 # entities of one type. Latin-1 words, a document line, trailing spaces, several blank lines, CRLF.

@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 from conllu.parser import ParseException, parse_id_value
 
-from easyfirst.data.files import open_binary
+from easyfirst.data.files import decode_line, open_binary
 from easyfirst.errors import InputError
 
 COLUMNS = {"upos": 3, "xpos": 4}
@@ -66,14 +66,7 @@ def _blocks(source, tag_column: str, name: str | None) -> Iterator[_Block | tupl
         expected = 1  # next integer ID within the sentence
         range_end = 0
         for number, raw in enumerate(stream, 1):
-            if b"\x00" in raw:
-                raise InputError("binary data (NUL byte): not a CoNLL-U file", name, number)
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise InputError(
-                    f"not valid UTF-8 (byte {error.start + 1} of the line)", name, number
-                ) from None
+            text = decode_line(raw, name, number, "CoNLL-U")
             content = text.rstrip("\r\n")
             ending = text[len(content) :]
             parsed = content[1:] if number == 1 and content.startswith(BOM) else content

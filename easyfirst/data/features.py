@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from easyfirst.data.qe import aligned_source, neighbours
 from easyfirst.data.vocab import Vocab
 
 CASES = ("lower", "upper", "title", "mixed", "numeric", "has_digit", "other")
@@ -52,11 +53,25 @@ class Feature:
     dim_key: str  # the [model] key holding its embedding size (0: off)
     symbols: Callable[[Sequence[str], Mapping], list[list[str]]]
     closed: tuple[str, ...] | None = None  # a fixed symbol set (no counting over the training data)
+    min_freq: int = 1  # counted symbols seen fewer times map to UNK (so that UNK gets trained)
 
 
 FEATURES: dict[str, Feature] = {
     f.name: f
-    for f in (Feature("case", "case_dim", lambda words, extra: [[case_pattern(w)] for w in words], CASES),)
+    for f in (
+        Feature("case", "case_dim", lambda words, extra: [[case_pattern(w)] for w in words], CASES),
+        # quality estimation (paper §5.3): the source words aligned to each MT word, averaged
+        Feature("source", "source_dim", aligned_source, min_freq=2),
+        # and the WMT16 baseline's context: the MT neighbours and the neighbours of the aligned source words
+        Feature("mt_left", "qe_context_dim", lambda words, extra: neighbours(words, -1), min_freq=2),
+        Feature("mt_right", "qe_context_dim", lambda words, extra: neighbours(words, 1), min_freq=2),
+        Feature(
+            "source_left", "qe_context_dim", lambda words, extra: aligned_source(words, extra, -1), min_freq=2
+        ),
+        Feature(
+            "source_right", "qe_context_dim", lambda words, extra: aligned_source(words, extra, 1), min_freq=2
+        ),
+    )
 }
 
 
@@ -80,7 +95,8 @@ def build_feature_vocabs(names: Iterable[str], sentences: Iterable) -> dict[str,
                     for symbols in f.symbols(sentence.words, sentence.extra):
                         counts[f.name].update(symbols)
     return {
-        f.name: Vocab(f.closed) if f.closed is not None else Vocab.build(counts[f.name]) for f in features
+        f.name: Vocab(f.closed) if f.closed is not None else Vocab.build(counts[f.name], f.min_freq)
+        for f in features
     }
 
 

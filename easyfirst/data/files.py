@@ -18,3 +18,13 @@ def open_binary(path: str | Path) -> BinaryIO:
         raise InputError("is a folder, not a file", path) from None
     except PermissionError:
         raise InputError("permission denied", path) from None
+
+
+def decode_line(raw: bytes, path: str | Path, number: int, kind: str = "text") -> str:
+    """One line of a user's file as text; NUL bytes (a binary file) and invalid UTF-8 are InputErrors."""
+    if b"\x00" in raw:
+        raise InputError(f"binary data (NUL byte): not a {kind} file", path, number)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"not valid UTF-8 (byte {error.start + 1} of the line)", path, number) from None

@@ -1,6 +1,7 @@
 """Word representations (paper §5.1): word embedding ⊕ sum of prefix n-gram embeddings ⊕ sum of
 suffix n-gram embeddings (n ≤ 4), i.e. 64 + 50 + 50 = 164 dimensions with the paper's sizes, ⊕ the
-embedding of each active extra feature (easyfirst.data.features; averaged over a word's symbols)."""
+embedding of each active extra feature (easyfirst.data.features; averaged over a word's symbols).
+``affix_dim = 0`` leaves the affixes out (as for quality estimation, §5.3)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ class Embedder(nn.Module):
     ):
         super().__init__()
         self.words = nn.Embedding(len(vocabs.words), word_dim, padding_idx=0)
-        self.prefixes = nn.Embedding(len(vocabs.prefixes), affix_dim, padding_idx=0)
-        self.suffixes = nn.Embedding(len(vocabs.suffixes), affix_dim, padding_idx=0)
+        self.affixes = affix_dim > 0
+        if self.affixes:
+            self.prefixes = nn.Embedding(len(vocabs.prefixes), affix_dim, padding_idx=0)
+            self.suffixes = nn.Embedding(len(vocabs.suffixes), affix_dim, padding_idx=0)
         feature_dims = feature_dims or {}
         self.features = nn.ModuleDict(
             {
@@ -39,7 +42,9 @@ class Embedder(nn.Module):
     ) -> torch.Tensor:
         """``words`` ``(B, L)``, ``prefixes``/``suffixes`` ``(B, L, n)``, ``features`` name → ``(B, L, k)``
         → ``(B, L, output_dim)``."""
-        parts = [self.words(words), self.prefixes(prefixes).sum(2), self.suffixes(suffixes).sum(2)]
+        parts = [self.words(words)]
+        if self.affixes:
+            parts += [self.prefixes(prefixes).sum(2), self.suffixes(suffixes).sum(2)]
         for name, table in self.features.items():
             ids = features[name]
             count = (ids != 0).sum(2, keepdim=True).clamp(min=1)

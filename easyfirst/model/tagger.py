@@ -70,15 +70,10 @@ class EasyFirstTagger(nn.Module):
                 nn.init.xavier_uniform_(parameter)
             elif "bias" in name:
                 nn.init.zeros_(parameter)
-        tables = (
-            self.embedder.words,
-            self.embedder.prefixes,
-            self.embedder.suffixes,
-            *self.embedder.features.values(),
-        )
-        for table in tables:
-            with torch.no_grad():
-                table.weight[table.padding_idx].zero_()
+        for table in self.modules():
+            if isinstance(table, nn.Embedding) and table.padding_idx is not None:
+                with torch.no_grad():
+                    table.weight[table.padding_idx].zero_()
         if self.crf is not None:
             self.crf.reset_parameters()
 

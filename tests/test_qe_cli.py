@@ -1,0 +1,167 @@
+"""`easyfirst train --task qe`, `tag` and `evaluate` on the self-written QE samples: the issue's acceptance
+(the 2N+1 gap-format sample is read, tagged and written back in that format) and user errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import QE_GAPS, QE_SAMPLE, SAMPLE, run_cli
+from easyfirst.data.qe import QEFiles, read_qe
+
+
+def files(prefix: Path) -> list[str]:
+    return [
+        "--src",
+        f"{prefix}.src",
+        "--mt",
+        f"{prefix}.mt",
+        "--alignments",
+        f"{prefix}.src-mt.alignments",
+    ]
+
+
+def with_tags(prefix: Path, tags: Path) -> QEFiles:
+    """The data set ``prefix`` with another tags file."""
+    found = QEFiles.from_prefix(prefix)
+    found.tags = tags
+    return found
+
+
+@pytest.fixture(scope="module")
+def qe_run(tmp_path_factory) -> Path:
+    """The QE defaults (NEF-F, N = 5, BAD weighted 5), 4 epochs on the word-format sample: seconds."""
+    out = tmp_path_factory.mktemp("qe") / "run"
+    result = run_cli(
+        "train", "--task", "qe", "--train", QE_SAMPLE, "--dev", QE_SAMPLE, "--test", QE_GAPS,
+        "--epochs", 4, "--seed", 1, "--threads", 1, "--output", out,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr.decode()
+    return out
+
+
+def test_training_uses_the_paper_setup_and_selects_on_f1_mult(qe_run):
+    config = json.loads((qe_run / "config.json").read_text())
+    assert config["data"]["task"] == "qe"
+    m = config["model"]
+    assert (m["model"], m["sketch_steps"], m["dropout"], m["affix_dim"], m["source_dim"]) == (
+        "nef-f", 5, 0.1, 0, 64,
+    )  # fmt: skip
+    assert config["loss"]["class_weights"] == {"BAD": 5.0}
+    metrics = json.loads((qe_run / "metrics.json").read_text())
+    scores = [row["dev_f1_mult"] for row in metrics["epochs"]]
+    assert metrics["best_epoch"] == 1 + scores.index(max(scores))
+    dev = metrics["dev"]
+    assert dev["f1_mult"] == pytest.approx(max(scores))
+    assert dev["f1_mult"] == pytest.approx(dev["f1_ok"] * dev["f1_bad"])
+    assert {"accuracy", "f1_ok", "f1_bad"} <= set(metrics["test"])  # the gap sample's word tags
+    log = (qe_run / "train.log").read_text()
+    assert "dev F1-MULT" in log and "F1-BAD" in log
+
+
+@pytest.mark.parametrize("how", ["prefix", "files"])
+def test_the_gap_format_sample_is_tagged_back_in_that_format(qe_run, tmp_path, how):
+    out = tmp_path / "out.tags"
+    given = [str(QE_GAPS)] if how == "prefix" else [*files(QE_GAPS), "--tags", f"{QE_GAPS}.tags"]
+    result = run_cli("tag", *given, "-m", qe_run, "-o", out)
+    assert result.returncode == 0, result.stderr.decode()
+    gold, tagged = read_qe(QE_GAPS), read_qe(with_tags(QE_GAPS, out))
+    lines = out.read_text().splitlines()
+    assert len(lines) == len(gold) == 6
+    for line, sentence, result_sentence in zip(lines, gold, tagged, strict=True):
+        assert len(line.split()) == 2 * len(sentence.words) + 1
+        assert result_sentence.gaps == sentence.gaps  # gap tags are kept as read
+        assert set(result_sentence.tags) <= {"OK", "BAD"}
+
+
+def test_without_a_tags_file_one_tag_per_word_or_gaps_on_request(qe_run, tmp_path):
+    plain = run_cli("tag", *files(QE_GAPS), "-m", qe_run)
+    assert plain.returncode == 0, plain.stderr.decode()
+    gold = read_qe(QE_GAPS)
+    lines = plain.stdout.decode().splitlines()
+    assert [len(line.split()) for line in lines] == [len(s.words) for s in gold]
+    gapped = run_cli("tag", *files(QE_GAPS), "-m", qe_run, "--gaps")
+    assert gapped.returncode == 0, gapped.stderr.decode()
+    for line, words in zip(gapped.stdout.decode().splitlines(), lines, strict=True):
+        tags = line.split()
+        assert tags[1::2] == words.split() and set(tags[0::2]) == {"OK"}
+
+
+def test_tagging_matches_the_training_tagger(qe_run):
+    """`tag` on the dev sample gives the tags whose scores metrics.json reports for dev."""
+    result = run_cli("evaluate", QE_SAMPLE, "-m", qe_run, "--json")
+    assert result.returncode == 0, result.stderr.decode()
+    report = json.loads(result.stdout)
+    metrics = json.loads((qe_run / "metrics.json").read_text())
+    assert report["f1_mult"] == pytest.approx(metrics["dev"]["f1_mult"])
+    assert report["tokens"] == 147 and report["per_tag"]["BAD"]["support"] == 28
+    table = run_cli("evaluate", QE_SAMPLE, "-m", qe_run)
+    assert table.returncode == 0
+    text = table.stdout.decode()
+    for name in ("F1-MULT", "F1-OK", "F1-BAD", "accuracy"):
+        assert name in text
+
+
+def test_bad_qe_input_is_a_one_line_error_and_writes_nothing(qe_run, tmp_path):
+    broken = tmp_path / "broken"
+    for ending in (".src", ".mt", ".src-mt.alignments"):
+        Path(f"{broken}{ending}").write_bytes(Path(f"{QE_SAMPLE}{ending}").read_bytes())
+    alignments = Path(f"{broken}.src-mt.alignments")
+    lines = alignments.read_text(encoding="utf-8").splitlines(keepends=True)
+    alignments.write_text("".join([lines[0], "0-0 9-1\n", *lines[2:]]), encoding="utf-8")  # 8 source words
+    out = tmp_path / "out.tags"
+    result = run_cli("tag", *files(broken), "-m", qe_run, "-o", out)
+    assert result.returncode == 2
+    message = result.stderr.decode().strip()
+    assert (
+        message
+        == f"{alignments}:2: alignment 9-1: source index 9 out of range (the source sentence has 8 words)"
+    )
+    assert not out.exists()
+    alignments.write_text("".join(lines[:-1]), encoding="utf-8")  # one line short
+    short = run_cli("tag", *files(broken), "-m", qe_run, "-o", out)
+    assert short.returncode == 2 and not out.exists()
+    assert short.stderr.decode().startswith(f"{alignments}:20: the file ends after line 19, but ")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--src", f"{QE_SAMPLE}.src", "--mt", f"{QE_SAMPLE}.mt"], "missing --alignments"),
+        (["--text", "Klicken Sie"], "a qe model tags sentence pairs"),
+        ([str(SAMPLE)], "a qe model tags sentence pairs"),
+        ([str(QE_SAMPLE), "--gaps", "--tags", f"{QE_SAMPLE}.tags"], "--tags goes with --src"),
+        ([str(QE_SAMPLE), "--probabilities"], "--probabilities: not for QE input"),
+    ],
+)
+def test_qe_option_mistakes(qe_run, args, message):
+    result = run_cli("tag", *args, "-m", qe_run)
+    assert result.returncode == 2 and message in result.stderr.decode(), result.stderr.decode()
+
+
+def test_a_pos_model_refuses_qe_input():
+    result = run_cli("tag", *files(QE_SAMPLE))
+    assert result.returncode == 2 and "QE input needs a qe model" in result.stderr.decode()
+
+
+def test_qe_train_names_the_data_set_prefix_it_lacks(tmp_path):
+    result = run_cli(
+        "train", "--task", "qe", "--train", tmp_path / "nope", "--dev", QE_SAMPLE, "-o", tmp_path / "r"
+    )
+    assert result.returncode == 2
+    assert "missing" in result.stderr.decode() and str(tmp_path / "nope") in result.stderr.decode()
+
+
+def test_plot_and_analyze_read_a_qe_prefix(qe_run, tmp_path):
+    figure = tmp_path / "qe.png"
+    result = run_cli("plot", "-m", qe_run, "--input", QE_SAMPLE, "--sentence", 2, "-o", figure)
+    assert result.returncode == 0, result.stderr.decode()
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    stats = run_cli("analyze", QE_SAMPLE, "-m", qe_run, "--json")
+    assert stats.returncode == 0, stats.stderr.decode()
+    report = json.loads(stats.stdout)
+    assert report["sentences"] == 20 and len(report["per_step"]) == 5  # N = 5 steps
+    text = run_cli("plot", "-m", qe_run, "--text", "Klicken Sie", "--terminal")
+    assert text.returncode == 2 and "needs the source and alignment" in text.stderr.decode()
