@@ -25,7 +25,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 err = Console(stderr=True)
-TASKS = ("pos",)
+TASKS = ("pos", "ner")  # easyfirst.tasks.TASKS, without importing torch for --help
 
 ModelOption = Annotated[
     Path | None,
@@ -70,7 +70,13 @@ def parse_class_weights(values: list[str] | None) -> dict[str, float] | None:
 
 @app.command()
 def train(
-    task: Annotated[str, typer.Option(help="Task: pos (UD part-of-speech tagging).")] = "pos",
+    task: Annotated[
+        str | None,
+        typer.Option(
+            help="Task: pos (UD part-of-speech tagging, the default) or ner (CoNLL named entities); "
+            "default: the config file's, else pos."
+        ),
+    ] = None,
     config: Annotated[
         Path | None, typer.Option(help="TOML config (see configs/); flags below override it.")
     ] = None,
@@ -114,6 +120,10 @@ def train(
     batch_size: Annotated[int | None, typer.Option(help="Sentences per update.")] = None,
     lr: Annotated[float | None, typer.Option(help="Learning rate.")] = None,
     tag_column: Annotated[str | None, typer.Option(help="CoNLL-U column to learn: upos or xpos.")] = None,
+    encoding: Annotated[
+        str | None,
+        typer.Option(help="Encoding of column files (ner; default utf-8; CoNLL-2002/2003: latin-1)."),
+    ] = None,
     pretrained: Annotated[
         Path | None, typer.Option(help="word2vec/GloVe text file for the word embeddings.")
     ] = None,
@@ -169,7 +179,8 @@ def train(
 
     if resume is not None:
         fixed = {
-            "--task": task != "pos",
+            "--task": task,
+            "--encoding": encoding,
             "--config": config,
             "--train": train_path,
             "--dev": dev_path,
@@ -203,11 +214,12 @@ def train(
                 "given with it (only --epochs, --threads and --device can)"
             )
         return resume_training(resume, epochs, threads, device)
-    if task not in TASKS:
+    if task is not None and task not in TASKS:
         raise InputError(f"--task must be one of {', '.join(TASKS)}, not {task!r}")
-    cfg = Config.load(config) if config else Config()
-    cfg.data.task = task
+    cfg = Config.load(config, task) if config else Config.for_task(task or "pos")
+    task = cfg.data.task
     overrides = [
+        (cfg.data, "encoding", encoding),
         (cfg.data, "train", train_path),
         (cfg.data, "dev", dev_path),
         (cfg.data, "test", test_path),
@@ -344,7 +356,10 @@ def load_tagger(model: Path | None, device: str = "cpu"):
 
 @app.command()
 def tag(
-    input: Annotated[str | None, typer.Argument(help="CoNLL-U file to tag, or - for stdin.")] = None,
+    input: Annotated[
+        str | None,
+        typer.Argument(help="File to tag (CoNLL-U for pos models, CoNLL columns for ner), or - for stdin."),
+    ] = None,
     model: ModelOption = None,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Output file (default: stdout).")
@@ -354,6 +369,16 @@ def tag(
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Sentences tagged at once.")] = 256,
     device: Annotated[str, typer.Option(help="cpu, cuda, ...")] = "cpu",
+    replace: Annotated[
+        bool, typer.Option(help="Column files: put the tags in place of the tag column, not after the last.")
+    ] = False,
+    encoding: Annotated[
+        str | None, typer.Option(help="Column files: encoding to read and write (default: the model's).")
+    ] = None,
+    scheme: Annotated[
+        str | None,
+        typer.Option(help="Column files: write tags in bio, iob1 or bioes (default: the input's, else bio)."),
+    ] = None,
     probabilities: Annotated[
         bool,
         typer.Option(
@@ -363,22 +388,31 @@ def tag(
         ),
     ] = False,
 ) -> None:
-    """Tag a CoNLL-U file: writes it back with the tag column filled in, every other byte unchanged."""
+    """Tag a file, writing it back with the predicted tags and every other byte unchanged.
+
+    CoNLL-U (pos models): the UPOS (or XPOS) column of each word is filled in. CoNLL column files (ner
+    models): the tag is added as a last column (or replaces the tag column with --replace), in the
+    input's tagging scheme; -DOCSTART- and blank lines are kept.
+    """
     if text is not None and input is not None:
         raise InputError("give either an input file or --text, not both")
     if batch_size < 1:
         raise InputError("--batch-size must be >= 1")
+    if scheme is not None and scheme not in ("bio", "iob1", "bioes"):
+        raise InputError(f"--scheme must be bio, iob1 or bioes, not {scheme!r}")
     check_device(device)
     check_output(output)
     stream, name = (None, None) if text is not None else open_input(input)  # fail fast, before the model
     tagger = load_tagger(model, device)
-    if probabilities:
-        from easyfirst.data.conllu import iter_conllu
-
-        column = tagger.config.data.tag_column
-        sentences = (
-            [text.split()] if text is not None else (s.words for s in iter_conllu(stream, column, name))
+    task, data = task_data(tagger, encoding)
+    column_options = {"--replace": replace, "--scheme": scheme, "--encoding": encoding}
+    given = [flag for flag, value in column_options.items() if value not in (None, False)]
+    if given and task.name != "ner":
+        raise InputError(
+            f"{', '.join(given)}: only for column files (ner models); this is a {task.name} model"
         )
+    if probabilities:
+        sentences = [text.split()] if text is not None else (s.words for s in task.read(stream, data))
         try:
             write_output(output, lambda out: write_distributions(out, tagger, sentences, batch_size))
         finally:
@@ -393,19 +427,37 @@ def tag(
             lambda out: out.write("".join(f"{w}\t{t}\n" for w, t in zip(words, tags, strict=True)).encode()),
         )
         return
-    from easyfirst.data.conllu import tag_conllu
-
-    column = tagger.config.data.tag_column
     try:
         write_output(
             output,
-            lambda out: tag_conllu(
-                stream, out, tagger.tag, tag_column=column, batch_size=batch_size, name=name
+            lambda out: task.write(
+                stream,
+                out,
+                tagger.tag,
+                data,
+                batch_size=batch_size,
+                name=name,
+                replace=replace,
+                scheme=scheme,
             ),
         )
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
+
+
+def task_data(tagger, encoding: str | None = None):
+    """The model's task and its [data] settings, with ``--encoding`` applied."""
+    from easyfirst.tasks import get_task
+
+    data = tagger.config.data
+    if encoding is not None:
+        try:
+            "".encode(encoding)
+        except LookupError:
+            raise InputError(f"--encoding: unknown encoding {encoding!r}") from None
+        data.encoding = encoding
+    return get_task(data.task), data
 
 
 def write_distributions(out, tagger, sentences, batch_size: int) -> None:
@@ -427,28 +479,34 @@ def write_distributions(out, tagger, sentences, batch_size: int) -> None:
 
 @app.command()
 def evaluate(
-    gold: Annotated[Path, typer.Argument(help="CoNLL-U file with gold tags.")],
+    gold: Annotated[
+        Path, typer.Argument(help="File with gold tags (CoNLL-U for pos models, CoNLL columns for ner).")
+    ],
     model: ModelOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     batch_size: Annotated[int, typer.Option(help="Sentences tagged at once.")] = 256,
     device: Annotated[str, typer.Option(help="cpu, cuda, ...")] = "cpu",
+    encoding: Annotated[
+        str | None, typer.Option(help="Column files: the file's encoding (default: the model's).")
+    ] = None,
 ) -> None:
-    """Tag a gold CoNLL-U file and report accuracy, per-tag precision, recall and F1, calibration (ECE)
-    and sparsity (mean support size of the output distributions)."""
+    """Tag a gold file and score it: accuracy and per-tag precision, recall and F1 (pos), or entity
+    precision, recall and F1, micro-averaged and per entity type (ner); calibration (ECE) and sparsity
+    (mean support size of the output distributions)."""
     import torch
 
-    from easyfirst.data.conllu import read_conllu
-    from easyfirst.metrics import distribution_report, tag_report
+    from easyfirst.metrics import distribution_report
 
     if not gold.is_file():
         raise InputError("no such file", gold)
     check_device(device)
     tagger = load_tagger(model, device)
-    sentences = read_conllu(gold, tag_column=tagger.config.data.tag_column)
+    task, data = task_data(tagger, encoding)
+    sentences = task.read(gold, data)
     predicted, distributions = tagger.tag(
         [s.words for s in sentences], return_probabilities=True, batch_size=batch_size
     )
-    report = tag_report([s.tags for s in sentences], predicted)
+    report = task.score([s.tags for s in sentences], predicted)
     ids = tagger.vocabs.tags.stoi
 
     def as_ids(tags: list[str]) -> torch.Tensor:
@@ -457,8 +515,11 @@ def evaluate(
     report |= distribution_report(
         distributions, [as_ids(t) for t in predicted], [as_ids(s.tags) for s in sentences]
     )
-    known = set(tagger.tags)
-    unseen = {t: v["support"] for t, v in report["per_tag"].items() if t not in known and v["support"]}
+    if task.breakdown == "per_type":
+        known = {t[2:] for t in tagger.tags if t != "O"}
+    else:
+        known = set(tagger.tags)
+    unseen = {t: v["support"] for t, v in report[task.breakdown].items() if t not in known and v["support"]}
     report["unknown_gold_tags"] = unseen
     if as_json:
         print(json.dumps(report, indent=2))
@@ -466,13 +527,18 @@ def evaluate(
     from rich.table import Table
 
     out = Console()
-    table = Table(
-        title=f"{gold}: accuracy {100 * report['accuracy']:.2f}% over {report['tokens']:,} words",
-        show_edge=False,
-    )
-    for name in ("tag", "precision", "recall", "F1", "support"):
-        table.add_column(name, justify="left" if name == "tag" else "right")
-    for name, row in sorted(report["per_tag"].items(), key=lambda item: -item[1]["support"]):
+    title = f"{gold}: accuracy {100 * report['accuracy']:.2f}% over {report['tokens']:,} words"
+    if task.metric == "f1":
+        title = (
+            f"{gold}: entity F1 {100 * report['f1']:.2f} (precision {100 * report['precision']:.2f}, "
+            f"recall {100 * report['recall']:.2f}) over {report['entities']:,} entities; "
+            f"token accuracy {100 * report['accuracy']:.2f}%"
+        )
+    table = Table(title=title, show_edge=False)
+    label = "type" if task.breakdown == "per_type" else "tag"
+    for name in (label, "precision", "recall", "F1", "support"):
+        table.add_column(name, justify="left" if name == label else "right")
+    for name, row in sorted(report[task.breakdown].items(), key=lambda item: -item[1]["support"]):
         table.add_row(
             name,
             f"{100 * row['precision']:.2f}",
@@ -490,14 +556,13 @@ def evaluate(
         err.print(f"[yellow]note:[/] gold tags the model never saw, counted as errors: {listed}")
 
 
-def read_sentence(path: Path, number: int, tag_column: str):
-    from easyfirst.data.conllu import iter_conllu
-
+def read_sentence(path: Path, number: int, tagger):
     if number < 1:
         raise InputError("--sentence counts from 1")
-    for k, sentence in enumerate(iter_conllu(path, tag_column), 1):
-        if k == number:
-            return sentence
+    task, data = task_data(tagger)
+    sentences = task.read(path, data)
+    if number <= len(sentences):
+        return sentences[number - 1]
     raise InputError(f"has fewer than {number} sentences", path)
 
 
@@ -506,7 +571,7 @@ def plot(
     model: ModelOption = None,
     text: Annotated[str | None, typer.Option(help="Plot this whitespace-tokenized sentence.")] = None,
     input: Annotated[
-        Path | None, typer.Option("--input", "-i", help="CoNLL-U file (gold tags are shown).")
+        Path | None, typer.Option("--input", "-i", help="File of the model's task (gold tags are shown).")
     ] = None,
     sentence: Annotated[int, typer.Option(help="Which sentence of --input (from 1).")] = 1,
     output: Annotated[
@@ -537,7 +602,7 @@ def plot(
             raise InputError("this model has no sketch steps (N = 0): there is no attention to plot", path)
         gold = None
         if input is not None:
-            found = read_sentence(input, sentence, tagger.config.data.tag_column)
+            found = read_sentence(input, sentence, tagger)
             words, gold = found.words, found.tags
         else:
             words = text.split()
@@ -559,7 +624,12 @@ def plot(
 
 @app.command()
 def analyze(
-    data: Annotated[Path, typer.Argument(help="CoNLL-U file to analyse (gold tags are used where present).")],
+    data: Annotated[
+        Path,
+        typer.Argument(
+            help="File to analyse, in the format of the model's task (gold tags are used where present)."
+        ),
+    ],
     model: ModelOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
     markdown: Annotated[
@@ -570,7 +640,6 @@ def analyze(
     from rich.table import Table
 
     from easyfirst.analysis import analyze as run_analysis
-    from easyfirst.data.conllu import read_conllu
 
     if as_json and markdown:
         raise InputError("give --json or --markdown, not both")
@@ -579,7 +648,8 @@ def analyze(
     tagger = load_tagger(model)
     if tagger.model.decoder is None:
         raise InputError("this model has no sketch steps (N = 0): there is no attention to analyse", model)
-    sentences = read_conllu(data, tagger.config.data.tag_column)
+    task, settings = task_data(tagger)
+    sentences = task.read(data, settings)
     stats = run_analysis(tagger, [s.words for s in sentences], [s.tags for s in sentences])
     if as_json:
         print(json.dumps(stats, indent=2))

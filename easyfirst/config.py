@@ -1,8 +1,9 @@
 """Typed configuration, loaded from TOML and overridden from the command line.
 
-A config file has the tables ``[data]``, ``[model]``, ``[loss]`` and ``[train]``, whose keys are the fields
-of :class:`DataConfig`, :class:`ModelConfig`, :class:`LossConfig` and :class:`TrainConfig`; a missing table
-or key keeps its default (so model folders written before a key existed still load, unchanged). Unknown keys are errors, so a typo
+A config file has the tables ``[data]``, ``[model]``, ``[loss]`` and ``[train]``, whose keys are the
+fields of :class:`DataConfig`, :class:`ModelConfig`, :class:`LossConfig` and :class:`TrainConfig`; a
+missing table or key keeps its default (so model folders written before a key existed load as they
+were trained). Unknown keys are errors, so a typo
 in a config file is reported rather than silently ignored. ``configs/pos.toml`` holds the paper's §5.1
 values, which are also the defaults here.
 """
@@ -32,6 +33,10 @@ class DataConfig:
     test: str | None = None
     tag_column: str = "upos"  # CoNLL-U column holding the target tags: upos or xpos
     max_train_length: int = 50  # training drops longer sentences (paper §5.1); evaluation never does
+    # column files (NER, easyfirst.data.conll): 0-based columns, negative from the end; file encoding
+    token_column: int = 0
+    label_column: int = -1
+    encoding: str = "utf-8"
 
 
 @dataclass
@@ -52,6 +57,10 @@ class ModelConfig:
     coverage_penalty: float = 0.0  # λ: scores z − λβ before ρ (§4; learned attentions only)
     concat: bool = True  # p_i from concat(h_i, s_i^N) (Eq. 6); false: from s_i^N alone (Table 4)
     dropout: float = 0.2  # after the embeddings, after the BiLSTM, before the output layer
+    # NER features (easyfirst.data.features), off by default
+    case_dim: int = 0  # capitalization-pattern embedding size (0: none)
+    lowercase: bool = False  # look words up lower-cased
+    word_dropout: float = 0.0  # α: a training word seen c times becomes UNK with probability α/(α+c)
     crf: bool = False  # a linear-chain CRF over the output scores (§5.2) instead of per-word outputs
     bio_constraints: bool | None = None  # CRF: forbid invalid BIO transitions; None: on for BIO tag sets
 
@@ -97,8 +106,30 @@ class Config:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any], source: str = "<config>") -> Config:
+    def for_task(cls, task: str) -> Config:
+        """The built-in defaults of ``task`` (easyfirst.tasks): the POS values with the task's changes."""
+        from easyfirst.tasks import get_task
+
         config = cls()
+        config.data.task = task
+        for section, values in get_task(task).defaults.items():
+            for key, value in values.items():
+                set_field(getattr(config, section), key, value, f"task {task} [{section}]")
+        return config
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any], source: str = "<config>", task: str | None = None) -> Config:
+        """A config from TOML/JSON tables; keys left out take the defaults of its ``[data] task`` (or of
+        ``task``, which must then agree with it; without either, POS)."""
+        from easyfirst.tasks import TASKS
+
+        data = raw.get("data") if isinstance(raw.get("data"), dict) else {}
+        if task is not None and data.get("task", task) != task:
+            raise InputError(f"this config is for task {data['task']!r}, not {task!r}", source)
+        task = data.get("task", task or "pos")
+        if task not in TASKS:
+            raise InputError(f"task must be one of {', '.join(TASKS)}, not {task!r}", source)
+        config = cls.for_task(task)
         for section, value in raw.items():
             if section not in {f.name for f in fields(cls)}:
                 known = ", ".join(f.name for f in fields(cls))
@@ -112,7 +143,7 @@ class Config:
         return config
 
     @classmethod
-    def load(cls, path: str | Path) -> Config:
+    def load(cls, path: str | Path, task: str | None = None) -> Config:
         path = Path(path)
         try:
             with path.open("rb") as handle:
@@ -121,7 +152,7 @@ class Config:
             raise InputError("config file not found", path) from None
         except tomllib.TOMLDecodeError as error:
             raise InputError(f"not valid TOML: {error}", path) from None
-        return cls.from_dict(raw, str(path))
+        return cls.from_dict(raw, str(path), task)
 
     def validate(self, source: str = "<config>") -> None:
         m, t, d = self.model, self.train, self.data
@@ -152,8 +183,20 @@ class Config:
             )
         if not 0.0 <= m.dropout < 1.0:
             raise InputError("dropout must be in [0, 1)", source)
-        if d.tag_column not in ("upos", "xpos"):
+        from easyfirst.tasks import TASKS
+
+        if d.task not in TASKS:
+            raise InputError(f"task must be one of {', '.join(TASKS)}, not {d.task!r}", source)
+        if d.task == "pos" and d.tag_column not in ("upos", "xpos"):
             raise InputError("tag_column must be upos or xpos", source)
+        if m.case_dim < 0:
+            raise InputError("case_dim must be >= 0", source)
+        if m.word_dropout < 0:
+            raise InputError("word_dropout must be >= 0", source)
+        try:
+            "".encode(d.encoding)
+        except LookupError:
+            raise InputError(f"unknown encoding {d.encoding!r}", source) from None
         if t.checkpoint_every < 0:
             raise InputError("checkpoint_every must be >= 0", source)
         for name in ("epochs", "batch_size", "eval_batch_size"):

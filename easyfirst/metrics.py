@@ -1,4 +1,5 @@
-"""Evaluation metrics: token accuracy, per-tag precision/recall/F1, calibration (ECE) and sparsity."""
+"""Evaluation metrics: token accuracy, per-tag precision/recall/F1, entity-level F1 (seqeval), calibration
+(ECE) and sparsity."""
 
 from __future__ import annotations
 
@@ -29,6 +30,45 @@ def tag_report(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
         per_tag[tag] = {"precision": precision, "recall": recall, "f1": f1, "support": gold_count[tag]}
     return {"accuracy": correct / total if total else 0.0, "tokens": total, "per_tag": per_tag}
+
+
+def entity_report(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> dict:
+    """Entity-level precision, recall and F1 (fractions) of BIO tags, micro-averaged and per entity
+    type, with seqeval's default (CoNLL evaluation script) reading of tags; plus token accuracy.
+
+    An entity counts as found only if its type and both boundaries match a gold entity.
+    """
+    from seqeval.metrics.sequence_labeling import get_entities, precision_recall_fscore_support
+
+    gold, predicted = [list(s) for s in gold], [list(s) for s in predicted]
+    report = tag_report(gold, predicted)
+    types = sorted({kind for tags in (*gold, *predicted) for kind, _, _ in get_entities(tags)})
+    entities = sum(len(get_entities(tags)) for tags in gold)
+    if not types:
+        return {
+            "f1": 0.0,
+            "precision": 0.0,
+            "recall": 0.0,
+            "entities": 0,
+            "per_type": {},
+            "accuracy": report["accuracy"],
+            "tokens": report["tokens"],
+        }
+    micro = precision_recall_fscore_support(gold, predicted, average="micro", zero_division=0)
+    per = precision_recall_fscore_support(gold, predicted, average=None, zero_division=0)
+    per_type = {
+        kind: {"precision": float(p), "recall": float(r), "f1": float(f), "support": int(n)}
+        for kind, p, r, f, n in zip(types, *per, strict=True)
+    }
+    return {
+        "f1": float(micro[2]),
+        "precision": float(micro[0]),
+        "recall": float(micro[1]),
+        "entities": entities,
+        "per_type": per_type,
+        "accuracy": report["accuracy"],
+        "tokens": report["tokens"],
+    }
 
 
 def expected_calibration_error(confidence: torch.Tensor, correct: torch.Tensor, bins: int = 10) -> float:

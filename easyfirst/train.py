@@ -1,10 +1,11 @@
-"""The training loop: Adagrad with gradient-norm clipping, best epoch chosen on dev accuracy.
+"""The training loop: Adagrad with gradient-norm clipping, best epoch chosen on the task's dev score
+(accuracy for POS, entity F1 for NER; see easyfirst.tasks).
 
 ``train(config, output)`` writes to the run folder ``output``:
 
 - the model of the best dev epoch (``model.pt``, ``config.json``, ``vocab.json``; see easyfirst.model.io);
 - ``metrics.json``: ``{"dev": {"accuracy": …}, "test": {"accuracy": …}, "best_epoch": …, "epochs": […]}``
-  with accuracies as fractions;
+  with accuracies as fractions (for NER also ``f1``, ``precision``, ``recall`` and ``per_type``);
 - ``train.log``: what was printed, without colours;
 - ``checkpoint.pt``: the training state at the end of the last epoch (and every ``checkpoint_every``
   steps), from which ``easyfirst train --resume`` continues.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +34,13 @@ from rich.table import Table
 from easyfirst import distributed
 from easyfirst.config import Config
 from easyfirst.data.batching import IGNORE, INFERENCE_MAX_TOKENS, Encoded, encode, iterate_batches
-from easyfirst.data.conllu import Sentence, read_conllu
+from easyfirst.data.conllu import Sentence
+from easyfirst.data.features import (
+    active_features,
+    build_feature_vocabs,
+    drop_words,
+    word_dropout_probabilities,
+)
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
 from easyfirst.losses import class_weight_vector
@@ -47,6 +55,7 @@ from easyfirst.model.io import (
     write_json,
 )
 from easyfirst.model.tagger import EasyFirstTagger
+from easyfirst.tasks import get_task
 
 
 @dataclass
@@ -63,12 +72,17 @@ def load_splits(config: Config) -> Splits:
     With no file named at all, the task's default data set is used (see easyfirst.data.datasets). With a
     training file, a dev file is required (it chooses the best epoch) and a test file is optional.
     """
-    from easyfirst.data.datasets import TASK_DEFAULTS, resolve_split
+    from easyfirst.data.datasets import DATASETS, resolve_split
 
     d = config.data
+    task = get_task(d.task)
     paths: dict[str, str | None] = {"train": d.train, "dev": d.dev, "test": d.test}
     if d.train is None and d.dev is None and d.test is None:
-        paths = {split: str(resolve_split(TASK_DEFAULTS[d.task], split)) for split in paths}
+        dataset = DATASETS[task.dataset]
+        paths = {
+            split: str(resolve_split(dataset.name, split)) if split in dataset.splits else None
+            for split in paths
+        }
     elif d.train is None or d.dev is None:
         raise InputError(
             "give both --train and --dev (the dev set chooses the best epoch), or neither to use "
@@ -80,7 +94,7 @@ def load_splits(config: Config) -> Splits:
             continue
         if not Path(path).is_file():
             raise InputError(f"{split} file not found", path)
-        sentences[split] = read_conllu(path, tag_column=d.tag_column)
+        sentences[split] = task.read(path, d)
     if not sentences["train"]:
         raise InputError("the training file has no sentences", paths["train"])
     if not sentences["dev"]:
@@ -101,8 +115,10 @@ def evaluate_sentences(
     gold: list[Sentence],
     batch_size: int,
     device: torch.device,
+    score=tag_report,
 ) -> dict:
-    """Tag encoded sentences and score them against their gold tags (accuracy, per tag, ECE, support)."""
+    """Tag encoded sentences and score them against their gold tags with ``score`` (the task's), plus ECE
+    and support of the output distributions."""
     model.eval()
     itos = vocabs.tags.itos
     predicted: list[list[str]] = [[] for _ in items]
@@ -115,7 +131,7 @@ def evaluate_sentences(
             for row, (index, n) in enumerate(zip(batch.order, batch.lengths.tolist(), strict=True)):
                 predicted[index] = [itos[t] for t in best[row, :n].tolist()]
                 ids[index], distributions[index] = best[row, :n], probabilities[row, :n]
-    report = tag_report([s.tags for s in gold], predicted)
+    report = score([s.tags for s in gold], predicted)
     gold_ids = [
         torch.tensor([vocabs.tags.stoi.get(t, IGNORE) for t in s.tags], dtype=torch.long) for s in gold
     ]
@@ -195,6 +211,8 @@ def _train(
     group: distributed.Group = distributed.Group(),
 ) -> dict:
     t = config.train
+    spec = get_task(config.data.task)  # (`task` names the progress bar below)
+    metric = spec.metric
     if t.threads > 0:
         torch.set_num_threads(t.threads)
     generator = seed_everything(t.seed)
@@ -217,7 +235,9 @@ def _train(
             ((s.words, s.tags) for s in train_sents),
             word_min_freq=config.model.word_min_freq,
             max_affix=config.model.max_affix,
+            lowercase=config.model.lowercase,
         )
+        vocabs.features = build_feature_vocabs(active_features(config.model), train_sents)
         class_weight_vector(config.loss.class_weights, vocabs.tags.itos)  # unknown tag: fail before writing
         if group.main:
             write_json(output / CONFIG_FILE, config.to_dict())  # so that an interrupted run can be resumed
@@ -242,12 +262,16 @@ def _train(
     )
     log(f"[bold]output[/] {model.describe_output()}")
 
-    train_items = [encode(vocabs, s.words, s.tags) for s in train_sents]
-    dev_items = [encode(vocabs, s.words) for s in splits.dev]
+    train_items = [encode(vocabs, s.words, s.tags, s.extra) for s in train_sents]
+    dev_items = [encode(vocabs, s.words, extra=s.extra) for s in splits.dev]
+    drop_probabilities = None
+    if config.model.word_dropout > 0:
+        counts = Counter(w.lower() if vocabs.lowercase else w for s in train_sents for w in s.words)
+        drop_probabilities = word_dropout_probabilities(counts, vocabs.words, config.model.word_dropout)
     optimizer = make_optimizer(config, model)
     tokens_per_epoch = sum(len(e) for e in train_items)
     history: list[dict] = []
-    best = {"accuracy": -1.0, "epoch": 0}
+    best = {metric: -1.0, "epoch": 0}
     first_epoch, first_step, total_loss, seen, elapsed = 1, 0, 0.0, 0, 0.0
     if checkpoint is not None:
         model.load_state_dict(checkpoint["model"])
@@ -303,6 +327,8 @@ def _train(
             task = progress.add_task("train", total=len(batches), completed=first_step, loss=0.0, speed=0.0)
             for step in range(first_step + 1, len(batches) + 1):
                 batch = batches[step - 1].to(device)
+                if drop_probabilities is not None:
+                    batch.words = drop_words(batch.words, drop_probabilities)
                 scores, _ = trainer(batch)
                 loss = model.loss(scores, batch.tags, batch.mask)
                 optimizer.zero_grad(set_to_none=True)
@@ -331,17 +357,20 @@ def _train(
         total_loss, seen = distributed.sum_over([total_loss, seen], group, device)
         dev = None
         if group.main:  # dev on process 0 only; all processes then agree on the result
-            dev = evaluate_sentences(model, vocabs, dev_items, splits.dev, t.eval_batch_size, device)
+            dev = evaluate_sentences(
+                model, vocabs, dev_items, splits.dev, t.eval_batch_size, device, spec.score
+            )
         dev = distributed.broadcast(dev, group)
-        improved = dev["accuracy"] > best["accuracy"]
+        improved = dev[metric] > best[metric]
         if improved:
-            best = {"accuracy": dev["accuracy"], "epoch": epoch}
+            best = {metric: dev[metric], "epoch": epoch}
             if group.main:
                 save_model(output, model, config, vocabs)
         row = {
             "epoch": epoch,
             "loss": total_loss / seen,
             "dev_accuracy": dev["accuracy"],
+            f"dev_{metric}": dev[metric],
             "seconds": seconds,
             "tokens_per_second": tokens_per_epoch / seconds,
         }
@@ -349,7 +378,7 @@ def _train(
         first_step, total_loss, seen, elapsed = 0, 0.0, 0, 0.0
         checkpoint_now(epoch + 1, 0, generator.get_state(), 0.0)
         log(
-            f"epoch {epoch:>3}  loss {row['loss']:.4f}  dev acc {100 * dev['accuracy']:6.2f}  "
+            f"epoch {epoch:>3}  loss {row['loss']:.4f}  dev {spec.metric_label} {100 * dev[metric]:6.2f}  "
             f"{seconds:6.1f} s  {row['tokens_per_second']:>8,.0f} tok/s"
             + ("  [green]best[/]" if improved else "")
         )
@@ -359,12 +388,12 @@ def _train(
     # evaluate the best epoch's model, as saved
     model, _, _ = load_model(output, device)
     metrics: dict = {
-        "dev": evaluate_sentences(model, vocabs, dev_items, splits.dev, t.eval_batch_size, device)
+        "dev": evaluate_sentences(model, vocabs, dev_items, splits.dev, t.eval_batch_size, device, spec.score)
     }
     if splits.test:
-        test_items = [encode(vocabs, s.words) for s in splits.test]
+        test_items = [encode(vocabs, s.words, extra=s.extra) for s in splits.test]
         metrics["test"] = evaluate_sentences(
-            model, vocabs, test_items, splits.test, t.eval_batch_size, device
+            model, vocabs, test_items, splits.test, t.eval_batch_size, device, spec.score
         )
     metrics.update(
         best_epoch=best["epoch"],
@@ -381,7 +410,7 @@ def _train(
         if split in metrics:
             metrics[split].pop("per_tag", None)
     write_json(output / "metrics.json", metrics)
-    log(summary_table(metrics))
+    log(summary_table(metrics, metric, spec.metric_label))
     log(f"model and metrics written to {output}")
     return metrics
 
@@ -395,21 +424,21 @@ def make_optimizer(config: Config, model: torch.nn.Module) -> torch.optim.Optimi
     return torch.optim.SGD(model.parameters(), lr=t.lr)
 
 
-def summary_table(metrics: dict) -> Table:
-    table = Table(title="dev accuracy per epoch", show_edge=False)
-    for name in ("epoch", "loss", "dev acc", "s/epoch", "tok/s"):
+def summary_table(metrics: dict, metric: str = "accuracy", label: str = "acc") -> Table:
+    table = Table(title=f"dev {'accuracy' if metric == 'accuracy' else label} per epoch", show_edge=False)
+    for name in ("epoch", "loss", f"dev {label}", "s/epoch", "tok/s"):
         table.add_column(name, justify="right")
     for row in metrics["epochs"]:
         mark = " *" if row["epoch"] == metrics["best_epoch"] else ""
         table.add_row(
             f"{row['epoch']}{mark}",
             f"{row['loss']:.4f}",
-            f"{100 * row['dev_accuracy']:.2f}",
+            f"{100 * row[f'dev_{metric}']:.2f}",
             f"{row['seconds']:.1f}",
             f"{row['tokens_per_second']:,.0f}",
         )
-    caption = f"best epoch {metrics['best_epoch']} (*): dev {100 * metrics['dev']['accuracy']:.2f}"
+    caption = f"best epoch {metrics['best_epoch']} (*): dev {100 * metrics['dev'][metric]:.2f}"
     if "test" in metrics:
-        caption += f", test {100 * metrics['test']['accuracy']:.2f}"
+        caption += f", test {100 * metrics['test'][metric]:.2f}"
     table.caption = caption
     return table

@@ -15,6 +15,28 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "samples" / "en-sample.conllu"
+NER_SAMPLE = ROOT / "data" / "samples" / "en-ner-sample.conll"
+
+# IOB1 as in the original CoNLL-2003 release: entities start with I-, B- only between two adjacent
+# entities of one type. Latin-1 words, a document line, trailing spaces, several blank lines, CRLF.
+IOB1_LATIN1 = (
+    "-DOCSTART- -X- -X- O\n"
+    "\n"
+    "José NNP I-NP I-PER\n"
+    "Müller NNP I-NP I-PER\n"
+    "met VBD I-VP O  \n"
+    "Zoë NNP I-NP I-PER\n"
+    "Ström NNP I-NP B-PER\n"
+    "in IN I-PP O\n"
+    "Zürich NNP I-NP I-LOC\r\n"
+    "Köln NNP I-NP I-ORG\n"
+    ". . O O\n"
+    "\n"
+    "   \n"
+    "\n"
+    "Größe NN I-NP O\n"
+    "zählt VBZ I-VP O\n"
+).encode("latin-1")
 
 
 def real_data_root() -> Path:
@@ -43,15 +65,22 @@ def ewt(data_root) -> dict[str, Path]:
     return paths
 
 
-def run_cli(*args: str, input: bytes | None = None, cwd: Path | None = None, timeout: float = 600):
-    """Run ``python -m easyfirst ARGS`` as a user would; returns the CompletedProcess (bytes)."""
+def run_cli(
+    *args: str,
+    input: bytes | None = None,
+    cwd: Path | None = None,
+    timeout: float = 600,
+    env: dict | None = None,
+):
+    """Run ``python -m easyfirst ARGS`` as a user would (``env``: extra variables); returns the
+    CompletedProcess (bytes)."""
     return subprocess.run(
         [sys.executable, "-m", "easyfirst", *map(str, args)],
         input=input,
         capture_output=True,
         cwd=cwd,
         timeout=timeout,
-        env={**os.environ, "COLUMNS": "120"},
+        env={**os.environ, "COLUMNS": "120", **(env or {})},
     )
 
 

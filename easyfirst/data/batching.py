@@ -6,16 +6,18 @@ A :class:`Batch` holds, for ``B`` sentences padded to the longest length ``L`` o
 - ``prefixes``, ``suffixes``: ``(B, L, max_affix)`` affix n-gram ids (0 = padding or n-gram absent);
 - ``mask``: ``(B, L)`` bool, true on real words;
 - ``tags``: ``(B, L)`` gold tag ids, ``IGNORE`` on padding and on tags the vocabulary lacks (or None);
-- ``order``: the positions of these sentences in the input list, to restore the input order.
+- ``order``: the positions of these sentences in the input list, to restore the input order;
+- ``features``: name → ``(B, L, k)`` ids of each extra per-word input (easyfirst.data.features; 0 = padding).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import torch
 
+from easyfirst.data.features import encode_features
 from easyfirst.data.vocab import Vocabularies, prefixes, suffixes
 
 IGNORE = -100  # target id ignored by the loss
@@ -32,6 +34,7 @@ class Batch:
     mask: torch.Tensor
     tags: torch.Tensor | None
     order: list[int]
+    features: dict[str, torch.Tensor] = field(default_factory=dict)
 
     @property
     def lengths(self) -> torch.Tensor:
@@ -48,24 +51,32 @@ class Batch:
             move(self.mask),
             move(self.tags),
             self.order,
+            {name: move(ids) for name, ids in self.features.items()},
         )
 
 
 @dataclass
 class Encoded:
-    """One sentence as ids: ``words`` ``(n,)``, ``prefixes``/``suffixes`` ``(n, max_affix)``, ``tags`` ``(n,)``."""
+    """One sentence as ids: ``words`` ``(n,)``, ``prefixes``/``suffixes`` ``(n, max_affix)``, ``tags`` ``(n,)``,
+    ``features`` name → ``(n, k)``."""
 
     words: torch.Tensor
     prefixes: torch.Tensor
     suffixes: torch.Tensor
     tags: torch.Tensor | None
+    features: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.words)
 
 
-def encode(vocabs: Vocabularies, words: Sequence[str], tags: Sequence[str] | None = None) -> Encoded:
-    """Index one sentence; tags the vocabulary lacks become ``IGNORE``."""
+def encode(
+    vocabs: Vocabularies,
+    words: Sequence[str],
+    tags: Sequence[str] | None = None,
+    extra: Mapping | None = None,
+) -> Encoded:
+    """Index one sentence (``extra``: its task's inputs beside the words); unknown tags become ``IGNORE``."""
     k = vocabs.max_affix
 
     def affix_ids(grams: list[str], vocab) -> list[int]:
@@ -73,7 +84,7 @@ def encode(vocabs: Vocabularies, words: Sequence[str], tags: Sequence[str] | Non
         return ids + [0] * (k - len(ids))
 
     return Encoded(
-        torch.tensor([vocabs.words.index(w) for w in words], dtype=torch.long),
+        torch.tensor([vocabs.word_index(w) for w in words], dtype=torch.long),
         torch.tensor([affix_ids(prefixes(w, k), vocabs.prefixes) for w in words], dtype=torch.long).view(
             -1, k
         ),
@@ -83,6 +94,7 @@ def encode(vocabs: Vocabularies, words: Sequence[str], tags: Sequence[str] | Non
         None
         if tags is None
         else torch.tensor([vocabs.tags.stoi.get(t, IGNORE) for t in tags], dtype=torch.long),
+        encode_features(vocabs.features, words, extra),
     )
 
 
@@ -101,7 +113,13 @@ def collate(items: Sequence[Encoded], order: list[int]) -> Batch:
         words[b, :n], pre[b, :n], suf[b, :n], mask[b, :n] = item.words, item.prefixes, item.suffixes, True
         if gold is not None:
             gold[b, :n] = item.tags
-    return Batch(words, pre, suf, mask, gold, order)
+    features = {}
+    for name in items[0].features if items else ():
+        width = max(item.features[name].shape[1] for item in items)
+        ids = features[name] = torch.zeros(size, length, width, dtype=torch.long)
+        for b, item in enumerate(items):
+            ids[b, : len(item), : item.features[name].shape[1]] = item.features[name]
+    return Batch(words, pre, suf, mask, gold, order, features)
 
 
 def bucket_indices(

@@ -26,11 +26,15 @@ BOM = "\ufeff"
 
 @dataclass
 class Sentence:
-    """The words of one sentence with the tags of the chosen column; ``line`` is where it starts."""
+    """The words of one sentence with the tags of the chosen column; ``line`` is where it starts.
+
+    ``extra`` holds what a task's reader provides beside the words (see easyfirst.data.features).
+    """
 
     words: list[str]
     tags: list[str]
     line: int
+    extra: dict = field(default_factory=dict)
 
 
 @dataclass

@@ -81,7 +81,6 @@ DATASETS = {
         ),
     )
 }
-TASK_DEFAULTS = {d.task: d.name for d in DATASETS.values()}
 
 
 def cache_root() -> Path:

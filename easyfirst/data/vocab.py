@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 PAD = "<pad>"
 UNK = "<unk>"
@@ -69,6 +69,11 @@ class Vocabularies:
     suffixes: Vocab
     tags: Vocab
     max_affix: int
+    features: dict[str, Vocab] = field(default_factory=dict)  # see easyfirst.data.features
+    lowercase: bool = False  # words are looked up lower-cased (affixes keep their case)
+
+    def word_index(self, word: str) -> int:
+        return self.words.index(word.lower() if self.lowercase else word)
 
     @classmethod
     def build(
@@ -77,11 +82,12 @@ class Vocabularies:
         *,
         word_min_freq: int = 2,
         max_affix: int = 4,
+        lowercase: bool = False,
     ) -> Vocabularies:
         """Count words, affixes and tags over ``(words, tags)`` pairs of the training set."""
         words, pre, suf, tags = Counter(), Counter(), Counter(), Counter()
         for sentence_words, sentence_tags in sentences:
-            words.update(sentence_words)
+            words.update([w.lower() for w in sentence_words] if lowercase else sentence_words)
             tags.update(sentence_tags)
             for word in sentence_words:
                 pre.update(prefixes(word, max_affix))
@@ -92,6 +98,7 @@ class Vocabularies:
             suffixes=Vocab.build(suf),
             tags=Vocab.build(tags, specials=False),
             max_affix=max_affix,
+            lowercase=lowercase,
         )
 
     def to_json(self) -> dict:
@@ -101,6 +108,8 @@ class Vocabularies:
             "suffixes": self.suffixes.to_json(),
             "tags": self.tags.to_json(),
             "max_affix": self.max_affix,
+            "features": {name: vocab.to_json() for name, vocab in self.features.items()},
+            "lowercase": self.lowercase,
         }
 
     @classmethod
@@ -111,4 +120,6 @@ class Vocabularies:
             suffixes=Vocab.from_json(raw["suffixes"]),
             tags=Vocab.from_json(raw["tags"]),
             max_affix=raw["max_affix"],
+            features={name: Vocab.from_json(v) for name, v in raw.get("features", {}).items()},
+            lowercase=raw.get("lowercase", False),
         )

@@ -1,5 +1,6 @@
 """Word representations (paper §5.1): word embedding ⊕ sum of prefix n-gram embeddings ⊕ sum of
-suffix n-gram embeddings (n ≤ 4), i.e. 64 + 50 + 50 = 164 dimensions with the paper's sizes."""
+suffix n-gram embeddings (n ≤ 4), i.e. 64 + 50 + 50 = 164 dimensions with the paper's sizes, ⊕ the
+embedding of each active extra feature (easyfirst.data.features; averaged over a word's symbols)."""
 
 from __future__ import annotations
 
@@ -13,18 +14,37 @@ from easyfirst.errors import InputError
 
 
 class Embedder(nn.Module):
-    def __init__(self, vocabs: Vocabularies, word_dim: int, affix_dim: int):
+    def __init__(
+        self, vocabs: Vocabularies, word_dim: int, affix_dim: int, feature_dims: dict[str, int] | None = None
+    ):
         super().__init__()
         self.words = nn.Embedding(len(vocabs.words), word_dim, padding_idx=0)
         self.prefixes = nn.Embedding(len(vocabs.prefixes), affix_dim, padding_idx=0)
         self.suffixes = nn.Embedding(len(vocabs.suffixes), affix_dim, padding_idx=0)
-        self.output_dim = word_dim + 2 * affix_dim
-
-    def forward(self, words: torch.Tensor, prefixes: torch.Tensor, suffixes: torch.Tensor) -> torch.Tensor:
-        """``words`` ``(B, L)``, ``prefixes``/``suffixes`` ``(B, L, n)`` → ``(B, L, output_dim)``."""
-        return torch.cat(
-            [self.words(words), self.prefixes(prefixes).sum(2), self.suffixes(suffixes).sum(2)], dim=-1
+        feature_dims = feature_dims or {}
+        self.features = nn.ModuleDict(
+            {
+                name: nn.Embedding(len(vocabs.features[name]), dim, padding_idx=0)
+                for name, dim in feature_dims.items()
+            }
         )
+        self.output_dim = word_dim + 2 * affix_dim + sum(feature_dims.values())
+
+    def forward(
+        self,
+        words: torch.Tensor,
+        prefixes: torch.Tensor,
+        suffixes: torch.Tensor,
+        features: dict[str, torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        """``words`` ``(B, L)``, ``prefixes``/``suffixes`` ``(B, L, n)``, ``features`` name → ``(B, L, k)``
+        → ``(B, L, output_dim)``."""
+        parts = [self.words(words), self.prefixes(prefixes).sum(2), self.suffixes(suffixes).sum(2)]
+        for name, table in self.features.items():
+            ids = features[name]
+            count = (ids != 0).sum(2, keepdim=True).clamp(min=1)
+            parts.append(table(ids).sum(2) / count)
+        return torch.cat(parts, dim=-1)
 
     @torch.no_grad()
     def load_pretrained(self, path: str | Path, vocabs: Vocabularies) -> int:

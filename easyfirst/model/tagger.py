@@ -14,6 +14,7 @@ from torch import nn
 
 from easyfirst.config import Config
 from easyfirst.data.batching import IGNORE, Batch
+from easyfirst.data.features import active_features
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.losses import class_weight_vector, fenchel_young_loss, output_distribution
 from easyfirst.model.crf import CRF, is_bio
@@ -28,7 +29,7 @@ class EasyFirstTagger(nn.Module):
         m = config.model
         self.steps = m.sketch_steps
         self.concat = m.concat
-        self.embedder = Embedder(vocabs, m.word_dim, m.affix_dim)
+        self.embedder = Embedder(vocabs, m.word_dim, m.affix_dim, active_features(m))
         self.encoder = BiLSTMEncoder(self.embedder.output_dim, m.hidden_dim)
         self.dropout = nn.Dropout(m.dropout)
         self.decoder = None
@@ -69,7 +70,13 @@ class EasyFirstTagger(nn.Module):
                 nn.init.xavier_uniform_(parameter)
             elif "bias" in name:
                 nn.init.zeros_(parameter)
-        for table in (self.embedder.words, self.embedder.prefixes, self.embedder.suffixes):
+        tables = (
+            self.embedder.words,
+            self.embedder.prefixes,
+            self.embedder.suffixes,
+            *self.embedder.features.values(),
+        )
+        for table in tables:
             with torch.no_grad():
                 table.weight[table.padding_idx].zero_()
         if self.crf is not None:
@@ -77,7 +84,7 @@ class EasyFirstTagger(nn.Module):
 
     def forward(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Tag scores ``(B, L, K)`` and the attention history ``(B, N, L)`` (None without a decoder)."""
-        x = self.dropout(self.embedder(batch.words, batch.prefixes, batch.suffixes))
+        x = self.dropout(self.embedder(batch.words, batch.prefixes, batch.suffixes, batch.features))
         states = self.dropout(self.encoder(x, batch.mask))
         attention = None
         features = states

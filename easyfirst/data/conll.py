@@ -1,0 +1,220 @@
+"""CoNLL column files (CoNLL-2002/2003 NER and the like): reading sentences and tagging files.
+
+One token per line in whitespace-separated columns (the token and tag columns are configurable: by
+default the first and the last), a blank line between sentences (lines of spaces count as blank, and
+several in a row are one break), ``-DOCSTART-`` document lines (skipped for training, kept when
+writing). Files are read in a given encoding (UTF-8 by default; the original CoNLL-2002/2003 files are
+Latin-1) and written back in the same one.
+
+Tags are read in the file's scheme (IOB1, BIO or BIOES; see easyfirst.data.schemes), detected over the
+whole file, and converted to BIO; tagging writes predictions back in the input's scheme. Every token
+line must have as many columns as the first one. Mistakes are reported as ``path:line: message``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from easyfirst.data import schemes
+from easyfirst.data.conllu import Sentence
+from easyfirst.data.files import open_binary
+from easyfirst.errors import InputError
+
+DOCSTART = "-DOCSTART-"
+BOM = "\ufeff"  # a byte-order mark on the first line is kept, not read as part of the first token
+FIELD = re.compile(r"\S+")
+
+
+@dataclass
+class _Block:
+    """One sentence: its raw lines (without line endings) and the line number of each."""
+
+    line: int
+    lines: list[str] = field(default_factory=list)
+    endings: list[str] = field(default_factory=list)
+    numbers: list[int] = field(default_factory=list)
+    words: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+
+
+def _lines(source: str | Path | BinaryIO, encoding: str, name: str | None) -> Iterator[tuple[int, str, str]]:
+    """``(number, text, ending)`` for each line, decoded."""
+    if isinstance(source, str | Path):
+        stream, name, close = open_binary(source), name or str(source), True
+    else:
+        stream, name, close = source, name or getattr(source, "name", "<stream>"), False
+    try:
+        for number, raw in enumerate(stream, 1):
+            if b"\x00" in raw:
+                raise InputError("binary data (NUL byte): not a CoNLL column file", name, number)
+            try:
+                text = raw.decode(encoding)
+            except UnicodeDecodeError as error:
+                hint = " (the original CoNLL-2002/2003 files are Latin-1: try --encoding latin-1)"
+                raise InputError(
+                    f"not valid {encoding} (byte {error.start + 1} of the line)"
+                    + (hint if encoding.replace("-", "").lower() == "utf8" else ""),
+                    name,
+                    number,
+                ) from None
+            content = text.rstrip("\r\n")
+            yield number, content, text[len(content) :]
+    finally:
+        if close:
+            stream.close()
+
+
+def _column(index: int, width: int, what: str, name: str, number: int) -> int:
+    resolved = index if index >= 0 else width + index
+    if not 0 <= resolved < width:
+        raise InputError(
+            f"the {what} column {index} does not exist: the line has {width} columns", name, number
+        )
+    return resolved
+
+
+def _blocks(
+    source, token_column: int, tag_column: int | None, encoding: str, name: str | None
+) -> Iterator[_Block | tuple[str, str]]:
+    """Sentences, and ``(text, ending)`` for blank and ``-DOCSTART-`` lines. ``tag_column`` None: no tags."""
+    name = name or (str(source) if isinstance(source, str | Path) else getattr(source, "name", "<stream>"))
+    width: tuple[int, int] | None = None  # (columns, line where first seen)
+    block: _Block | None = None
+    for number, content, ending in _lines(source, encoding, name):
+        fields = (content[1:] if number == 1 and content.startswith(BOM) else content).split()
+        if not fields or fields[0] == DOCSTART:
+            if block is not None:
+                yield block
+                block = None
+            yield content, ending
+            continue
+        if width is None:
+            width = (len(fields), number)
+            token = _column(token_column, width[0], "token", name, number)
+            tag = None if tag_column is None else _column(tag_column, width[0], "tag", name, number)
+            if tag is not None and tag == token:
+                raise InputError(
+                    "the tag column is the token column: this file has only one column (no tags)",
+                    name,
+                    number,
+                )
+        elif len(fields) != width[0]:
+            raise InputError(
+                f"expected {width[0]} columns (as on line {width[1]}), found {len(fields)}", name, number
+            )
+        if block is None:
+            block = _Block(number)
+        block.lines.append(content)
+        block.endings.append(ending)
+        block.numbers.append(number)
+        block.words.append(fields[token])
+        if tag is not None:
+            block.tags.append(fields[tag])
+    if block is not None:
+        yield block
+
+
+def _to_bio(blocks: Sequence[_Block], scheme: str, name: str) -> list[list[str]]:
+    """Each block's tags converted from ``scheme`` to BIO; a malformed tag is an error at its line."""
+    converted = []
+    for block in blocks:
+        try:
+            converted.append(schemes.convert(block.tags, scheme, "bio"))
+        except schemes.SchemeError as error:
+            raise InputError(str(error), name, block.numbers[error.index]) from None
+    return converted
+
+
+def read_conll(
+    path: str | Path | BinaryIO,
+    token_column: int = 0,
+    tag_column: int = -1,
+    encoding: str = "utf-8",
+    scheme: str | None = None,
+) -> list[Sentence]:
+    """The sentences of a column file with BIO tags (converted from ``scheme``; None: detected).
+
+    ``Sentence.extra["scheme"]`` holds the file's scheme. ``path`` may also be a binary stream.
+    """
+    name = str(path) if isinstance(path, str | Path) else getattr(path, "name", "<stream>")
+    blocks = [b for b in _blocks(path, token_column, tag_column, encoding, name) if isinstance(b, _Block)]
+    found = scheme or schemes.detect([b.tags for b in blocks])
+    return [
+        Sentence(b.words, tags, b.line, {"scheme": found})
+        for b, tags in zip(blocks, _to_bio(blocks, found, name), strict=True)
+    ]
+
+
+def tag_conll(
+    source: str | Path | BinaryIO,
+    out: BinaryIO,
+    predict: Callable[[list[list[str]]], Sequence[Sequence[str]]],
+    *,
+    token_column: int = 0,
+    tag_column: int = -1,
+    encoding: str = "utf-8",
+    replace: bool = False,
+    scheme: str | None = None,
+    batch_size: int = 256,
+    name: str | None = None,
+) -> int:
+    """Write ``source`` to ``out`` with ``predict``'s BIO tags, converted to the output scheme, as a new
+    last column (``replace``: in place of the tag column). Every other column, the whitespace between
+    columns, blank and ``-DOCSTART-`` lines and line endings are copied unchanged.
+
+    The output scheme is ``scheme``, or else the one detected in the file's tag column when it holds
+    entity tags, or else BIO. The file is read whole before anything is written (detection needs it),
+    so a malformed line is reported before any output. Returns the number of sentences.
+    """
+    name = name or (str(source) if isinstance(source, str | Path) else getattr(source, "name", "<stream>"))
+    items = list(_blocks(source, token_column, tag_column if replace else None, encoding, name))
+    blocks = [item for item in items if isinstance(item, _Block)]
+    if scheme is None:
+        gold = _existing_tags(blocks, tag_column)
+        scheme = schemes.detect(gold) if gold is not None else "bio"
+    predicted: list[Sequence[str]] = []
+    for start in range(0, len(blocks), batch_size):
+        predicted.extend(predict([b.words for b in blocks[start : start + batch_size]]))
+    chunks = []
+    tags_of = {id(b): schemes.convert(t, "bio", scheme) for b, t in zip(blocks, predicted, strict=True)}
+    for item in items:
+        if not isinstance(item, _Block):
+            chunks.append(item[0] + item[1])
+            continue
+        for content, ending, tag in zip(item.lines, item.endings, tags_of[id(item)], strict=True):
+            chunks.append(_with_tag(content, tag, tag_column if replace else None) + ending)
+    try:
+        out.write("".join(chunks).encode(encoding))
+    except UnicodeEncodeError as error:
+        raise InputError(f"a predicted tag cannot be written in {encoding}: {error.reason}", name) from None
+    return len(blocks)
+
+
+def _existing_tags(blocks: Sequence[_Block], tag_column: int) -> list[list[str]] | None:
+    """The file's tag column if every line has one and all of it are entity tags, else None."""
+    tags = []
+    for block in blocks:
+        row = []
+        for content in block.lines:
+            fields = content.split()
+            index = tag_column if tag_column >= 0 else len(fields) + tag_column
+            if len(fields) < 2 or not 0 <= index < len(fields) or not schemes.is_entity_tag(fields[index]):
+                return None
+            row.append(fields[index])
+        tags.append(row)
+    return tags
+
+
+def _with_tag(content: str, tag: str, replace_column: int | None) -> str:
+    """``content`` with ``tag`` appended as a column (separated as its columns are), or in place of
+    column ``replace_column``."""
+    if replace_column is None:
+        separator = "\t" if "\t" in content else " "
+        return content.rstrip() + separator + tag
+    spans = [m.span() for m in FIELD.finditer(content)]
+    start, end = spans[replace_column]
+    return content[:start] + tag + content[end:]

@@ -1,0 +1,117 @@
+"""Extra per-word inputs beside the word and its affixes, and word dropout.
+
+A :class:`Feature` maps a sentence to a list of symbols per word (usually one; several are averaged).
+Each active feature has its own vocabulary (``Vocabularies.features[name]``, index 0 = padding, 1 = UNK)
+and embedding table, concatenated to the word representation (see easyfirst.model.embedder). A feature
+is active when its dimension in ``[model]`` (``dim_key``) is positive; tasks switch theirs on in their
+default config (easyfirst.tasks), so POS models, whose config lacks these keys, are unchanged.
+
+Features read a sentence's words and its ``extra`` inputs (``Sentence.extra``: whatever a task's
+reader provides beside the words, e.g. aligned source words for quality estimation).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from easyfirst.data.vocab import Vocab
+
+CASES = ("lower", "upper", "title", "mixed", "numeric", "has_digit", "other")
+
+
+def case_pattern(word: str) -> str:
+    """The capitalization pattern of a word (NER feature).
+
+    ``lower`` (no upper-case letter), ``upper`` (all letters upper-case, at least two), ``title``
+    (first character upper-case, no other: "Paris", "I"), ``mixed`` (other upper-case letters:
+    "iPhone", "McDonald"), and for words without letters ``numeric`` (digits only), ``has_digit``
+    ("1:2", "3.5") or ``other`` (punctuation).
+    """
+    if not any(c.isalpha() for c in word):
+        if word.isdigit():
+            return "numeric"
+        return "has_digit" if any(c.isdigit() for c in word) else "other"
+    if not any(c.isupper() for c in word):
+        return "lower"
+    if word.isupper() and sum(c.isalpha() for c in word) > 1:
+        return "upper"
+    if word[0].isupper() and not any(c.isupper() for c in word[1:]):
+        return "title"
+    return "mixed"
+
+
+@dataclass(frozen=True)
+class Feature:
+    """An extra per-word input: ``symbols(words, extra)`` gives each word's list of symbols."""
+
+    name: str
+    dim_key: str  # the [model] key holding its embedding size (0: off)
+    symbols: Callable[[Sequence[str], Mapping], list[list[str]]]
+    closed: tuple[str, ...] | None = None  # a fixed symbol set (no counting over the training data)
+
+
+FEATURES: dict[str, Feature] = {
+    f.name: f
+    for f in (Feature("case", "case_dim", lambda words, extra: [[case_pattern(w)] for w in words], CASES),)
+}
+
+
+def active_features(model_config) -> dict[str, int]:
+    """Name → embedding size of the features the model configuration switches on."""
+    return {
+        name: getattr(model_config, f.dim_key)
+        for name, f in FEATURES.items()
+        if getattr(model_config, f.dim_key, 0) > 0
+    }
+
+
+def build_feature_vocabs(names: Iterable[str], sentences: Iterable) -> dict[str, Vocab]:
+    """One vocabulary per feature, from the training sentences (``.words`` and ``.extra``)."""
+    features = [FEATURES[name] for name in names]
+    counts = {f.name: Counter() for f in features if f.closed is None}
+    if counts:
+        for sentence in sentences:
+            for f in features:
+                if f.closed is None:
+                    for symbols in f.symbols(sentence.words, sentence.extra):
+                        counts[f.name].update(symbols)
+    return {
+        f.name: Vocab(f.closed) if f.closed is not None else Vocab.build(counts[f.name]) for f in features
+    }
+
+
+def encode_features(
+    vocabs: Mapping[str, Vocab], words: Sequence[str], extra: Mapping | None
+) -> dict[str, torch.Tensor]:
+    """Each feature's symbol ids for one sentence: ``(n, k)``, k the most symbols of a word (0-padded)."""
+    encoded = {}
+    for name, vocab in vocabs.items():
+        per_word = FEATURES[name].symbols(words, extra or {})
+        width = max((len(s) for s in per_word), default=1) or 1
+        ids = [[vocab.index(s) for s in symbols] + [0] * (width - len(symbols)) for symbols in per_word]
+        encoded[name] = torch.tensor(ids, dtype=torch.long).view(len(words), width)
+    return encoded
+
+
+def word_dropout_probabilities(counts: Counter, vocab: Vocab, alpha: float) -> torch.Tensor:
+    """``(V,)``: the chance that word id v is replaced by UNK in training, α / (α + count(v)).
+
+    Rare words are dropped most (α = 0.25: a word seen once 20% of the time, ten times 2.4%), so the
+    UNK embedding is trained on words like those that will be unknown at test time (Kiperwasser and
+    Goldberg 2016). Padding and UNK are never replaced.
+    """
+    probabilities = torch.zeros(len(vocab))
+    for word, index in vocab.stoi.items():
+        if index > 1:
+            probabilities[index] = alpha / (alpha + counts.get(word, 0)) if alpha > 0 else 0.0
+    return probabilities
+
+
+def drop_words(words: torch.Tensor, probabilities: torch.Tensor) -> torch.Tensor:
+    """``words`` ``(B, L)`` with each id v replaced by UNK (1) with probability ``probabilities[v]``."""
+    drop = torch.rand(words.shape, device=words.device) < probabilities.to(words.device)[words]
+    return words.masked_fill(drop, 1)
