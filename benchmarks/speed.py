@@ -40,9 +40,10 @@ from easyfirst.api import Tagger
 from easyfirst.config import Config
 from easyfirst.data.batching import Batch, collate, encode, iterate_batches
 from easyfirst.data.conllu import read_conllu
-from easyfirst.data.datasets import TASK_DEFAULTS, resolve_split
+from easyfirst.data.datasets import resolve_split
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.model.tagger import EasyFirstTagger
+from easyfirst.tasks import get_task
 from easyfirst.train import make_optimizer
 
 MODELS = {  # name → (model, sketch steps)
@@ -72,9 +73,9 @@ def since(start: tuple[float, float]) -> tuple[float, float]:
 
 def load_ewt(limit: int) -> tuple[list, list]:
     train = [
-        s for s in read_conllu(resolve_split(TASK_DEFAULTS["pos"], "train")) if 0 < len(s.words) <= limit
+        s for s in read_conllu(resolve_split(get_task("pos").dataset, "train")) if 0 < len(s.words) <= limit
     ]
-    test = read_conllu(resolve_split(TASK_DEFAULTS["pos"], "test"))
+    test = read_conllu(resolve_split(get_task("pos").dataset, "test"))
     return train, test
 
 
