@@ -6,6 +6,8 @@ For each run folder, the model (in training mode, dropout on, as during training
 --batch-size sentences from the first --sentences sentences of --data, and the script prints the mean
 loss and the median and largest global gradient norm over the batches, before any clipping (training
 clips at `train.clip`, 5 by default: a norm far above it means the updates are scaled far down).
+With --fresh, each run's configuration and vocabularies are used with freshly initialised weights
+(seeded with --seed), to compare with the norms at the start of training.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 from easyfirst.data.batching import encode, iterate_batches
 from easyfirst.data.conllu import read_conllu
 from easyfirst.model.io import load_model
+from easyfirst.model.tagger import EasyFirstTagger
 
 
 def main() -> None:
@@ -30,14 +33,17 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=320)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--fresh", action="store_true", help="freshly initialised weights instead")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print("| run | attention | mean loss | median grad norm | max grad norm |")
     print("|---|---|---:|---:|---:|")
     for run in args.runs:
         model, config, vocabs = load_model(run)
-        model.train()
         torch.manual_seed(args.seed)
+        if args.fresh:
+            model = EasyFirstTagger(config, vocabs)
+        model.train()
         sentences = read_conllu(args.data, tag_column=config.data.tag_column)[: args.sentences]
         items = [encode(vocabs, s.words, s.tags) for s in sentences]
         losses, norms = [], []
