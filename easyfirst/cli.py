@@ -180,7 +180,10 @@ def train(
         ),
     ] = None,
 ) -> None:
-    """Train a tagger; writes the best-epoch model, metrics.json and train.log to the run folder."""
+    """Train a tagger; writes the best-epoch model, metrics.json and train.log to the run folder.
+
+    Under `torchrun --nproc_per_node K -m easyfirst train ...` it trains data-parallel on K processes.
+    """
     from easyfirst.config import Config
 
     if resume is not None:

@@ -31,8 +31,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from easyfirst import distributed
 from easyfirst.config import Config
-from easyfirst.data.batching import IGNORE, Encoded, encode, iterate_batches
+from easyfirst.data.batching import IGNORE, INFERENCE_MAX_TOKENS, Encoded, encode, iterate_batches
 from easyfirst.data.conllu import Sentence
 from easyfirst.data.features import (
     active_features,
@@ -124,7 +125,7 @@ def evaluate_sentences(
     ids: list[torch.Tensor] = [torch.zeros(0, dtype=torch.long) for _ in items]
     distributions: list[torch.Tensor] = [torch.zeros(0, len(itos)) for _ in items]
     with torch.inference_mode():
-        for batch in iterate_batches(items, batch_size):
+        for batch in iterate_batches(items, batch_size, max_tokens=INFERENCE_MAX_TOKENS):
             batch = batch.to(device)
             best, probabilities = (t.cpu() for t in model.predict(model(batch)[0], batch.mask))
             for row, (index, n) in enumerate(zip(batch.order, batch.lengths.tolist(), strict=True)):
@@ -173,12 +174,15 @@ def train(
     """
     console = console or Console(stderr=True)
     output = Path(output)
-    output.mkdir(parents=True, exist_ok=True)
-    log = RunLog(console, output / "train.log", append=resume)
+    group, device = distributed.start(device)  # one process, or one of torchrun's (see distributed.py)
+    if group.main:
+        output.mkdir(parents=True, exist_ok=True)
+    log = RunLog(console, output / "train.log", append=resume) if group.main else distributed.SilentLog()
     try:
-        return _train(config, output, torch.device(device), log, resume)
+        return _train(config, output, torch.device(device), log, resume, group)
     finally:
         log.close()
+        distributed.stop(group)
 
 
 def save_checkpoint(path: Path, **state) -> None:
@@ -198,7 +202,14 @@ def load_checkpoint(path: Path) -> dict:
         raise InputError(f"not a readable checkpoint: {first}", path) from None
 
 
-def _train(config: Config, output: Path, device: torch.device, log: RunLog, resume: bool) -> dict:
+def _train(
+    config: Config,
+    output: Path,
+    device: torch.device,
+    log: RunLog,
+    resume: bool,
+    group: distributed.Group = distributed.Group(),
+) -> dict:
     t = config.train
     spec = get_task(config.data.task)  # (`task` names the progress bar below)
     metric = spec.metric
@@ -228,13 +239,20 @@ def _train(config: Config, output: Path, device: torch.device, log: RunLog, resu
         )
         vocabs.features = build_feature_vocabs(active_features(config.model), train_sents)
         class_weight_vector(config.loss.class_weights, vocabs.tags.itos)  # unknown tag: fail before writing
-        write_json(output / CONFIG_FILE, config.to_dict())  # so that an interrupted run can be resumed
-        write_json(output / VOCAB_FILE, vocabs.to_json())
+        if group.main:
+            write_json(output / CONFIG_FILE, config.to_dict())  # so that an interrupted run can be resumed
+            write_json(output / VOCAB_FILE, vocabs.to_json())
     model = EasyFirstTagger(config, vocabs)
     if config.model.pretrained and not resume:
         covered = model.embedder.load_pretrained(config.model.pretrained, vocabs)
         log(f"pretrained vectors cover {covered} of {len(vocabs.words) - 2} words")
     model.to(device)
+    trainer = distributed.wrap(model, group, device)  # the model, or DDP around it (averages gradients)
+    if group.parallel:
+        log(
+            f"[bold]data-parallel[/] {group.size} processes ({distributed.backend()}), each a shard of every "
+            f"epoch's batches: {group.size} × {config.train.batch_size} sentences per update"
+        )
     steps = "N = L" if config.model.sketch_steps is None else f"N = {config.model.sketch_steps}"
     kind = config.model.model if config.decodes else "bilstm (N = 0)"
     log(
@@ -263,10 +281,19 @@ def _train(config: Config, output: Path, device: torch.device, log: RunLog, resu
         history, best = checkpoint["history"], checkpoint["best"]
         first_epoch, first_step = checkpoint["epoch"], checkpoint["step"]
         total_loss, seen, elapsed = checkpoint["loss_sum"], checkpoint["seen"], checkpoint["elapsed"]
+        if not group.main:  # the checkpoint holds process 0's partial sums; the others start afresh
+            total_loss, seen = 0.0, 0
+        if checkpoint.get("processes", 1) != group.size:
+            raise InputError(
+                f"the run was trained by {checkpoint.get('processes', 1)} process(es); resume it with as many",
+                output / CHECKPOINT_FILE,
+            )
         log(f"resuming from {output / CHECKPOINT_FILE}: epoch {first_epoch}, after step {first_step}")
     console = log.console
 
     def checkpoint_now(epoch: int, step: int, epoch_generator: torch.Tensor, seconds: float) -> None:
+        if not group.main:
+            return
         save_checkpoint(
             output / CHECKPOINT_FILE,
             model=model.state_dict(),
@@ -280,13 +307,14 @@ def _train(config: Config, output: Path, device: torch.device, log: RunLog, resu
             loss_sum=total_loss,
             seen=seen,
             elapsed=seconds,
+            processes=group.size,
         )
 
     for epoch in range(first_epoch, t.epochs + 1):
         model.train()
         started = time.perf_counter() - elapsed
         epoch_generator = generator.get_state()  # the data order below is drawn from this state
-        batches = list(iterate_batches(train_items, t.batch_size, generator))
+        batches = distributed.shard(list(iterate_batches(train_items, t.batch_size, generator)), group)
         columns = (
             TextColumn(f"epoch {epoch}/{t.epochs}"),
             BarColumn(),
@@ -301,7 +329,7 @@ def _train(config: Config, output: Path, device: torch.device, log: RunLog, resu
                 batch = batches[step - 1].to(device)
                 if drop_probabilities is not None:
                     batch.words = drop_words(batch.words, drop_probabilities)
-                scores, _ = model(batch)
+                scores, _ = trainer(batch)
                 loss = model.loss(scores, batch.tags, batch.mask)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
@@ -326,11 +354,18 @@ def _train(config: Config, output: Path, device: torch.device, log: RunLog, resu
                 if t.checkpoint_every and step % t.checkpoint_every == 0 and step < len(batches):
                     checkpoint_now(epoch, step, epoch_generator, time.perf_counter() - started)
         seconds = time.perf_counter() - started
-        dev = evaluate_sentences(model, vocabs, dev_items, splits.dev, t.eval_batch_size, device, spec.score)
+        total_loss, seen = distributed.sum_over([total_loss, seen], group, device)
+        dev = None
+        if group.main:  # dev on process 0 only; all processes then agree on the result
+            dev = evaluate_sentences(
+                model, vocabs, dev_items, splits.dev, t.eval_batch_size, device, spec.score
+            )
+        dev = distributed.broadcast(dev, group)
         improved = dev[metric] > best[metric]
         if improved:
             best = {metric: dev[metric], "epoch": epoch}
-            save_model(output, model, config, vocabs)
+            if group.main:
+                save_model(output, model, config, vocabs)
         row = {
             "epoch": epoch,
             "loss": total_loss / seen,
@@ -350,6 +385,8 @@ def _train(config: Config, output: Path, device: torch.device, log: RunLog, resu
             + ("  [green]best[/]" if improved else "")
         )
 
+    if not group.main:
+        return {}
     # evaluate the best epoch's model, as saved
     model, _, _ = load_model(output, device)
     metrics: dict = {
@@ -369,6 +406,7 @@ def _train(config: Config, output: Path, device: torch.device, log: RunLog, resu
         dropped_long_sentences=dropped,
         device=str(device),
         threads=torch.get_num_threads(),
+        processes=group.size,
     )
     for split in ("dev", "test"):
         if split in metrics:

@@ -86,21 +86,12 @@ def run_cli(
     )
 
 
+def sample_training(output: Path, *extra: str, epochs: int = 3, seed: int = 3) -> list[str]:
+    """The arguments of ``easyfirst train`` on the sample (train = dev = test)."""
+    args = ["train", "--train", SAMPLE, "--dev", SAMPLE, "--test", SAMPLE, "--epochs", epochs, "--seed", seed]
+    return [*map(str, args), "--output", str(output), *map(str, extra)]
+
+
 def train_on_sample(output: Path, *extra: str, epochs: int = 3, seed: int = 3):
     """``easyfirst train`` on the sample (train = dev = test): a few seconds."""
-    return run_cli(
-        "train",
-        "--train",
-        SAMPLE,
-        "--dev",
-        SAMPLE,
-        "--test",
-        SAMPLE,
-        "--epochs",
-        epochs,
-        "--seed",
-        seed,
-        "--output",
-        output,
-        *extra,
-    )
+    return run_cli(*sample_training(output, *extra, epochs=epochs, seed=seed))

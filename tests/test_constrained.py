@@ -162,3 +162,22 @@ def test_property_matches_slow_solver(pairs):
     assert max(abs(a - e) for a, e in zip(alpha.tolist(), expected, strict=True)) < 1e-10
     if u.sum() >= 1:
         assert math.isclose(alpha.sum().item(), 1.0, abs_tol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_exp_space_suffix_sums_equal_the_log_space_scan(dtype):
+    """The CPU fast path (float64 exp-space suffix sums) against torch.logcumsumexp, the path it replaces."""
+    from easyfirst.ops.constrained import _log_suffix_sums
+
+    g = torch.Generator().manual_seed(3)
+    z = (torch.rand(200, 13, generator=g, dtype=torch.float64) * -500).to(dtype)  # within 600 nats
+    positive = torch.rand(200, 13, generator=g) < 0.8
+    fast = _log_suffix_sums(z, z, positive)
+    scan = torch.logcumsumexp(z.flip(-1), dim=-1).flip(-1)
+    torch.testing.assert_close(fast, scan, atol=1e-5 if dtype == torch.float32 else 1e-12, rtol=0)
+    wide = z.clone()
+    wide[0, 0] = -700.0  # out of the exp-space range: the log-space scan is used, no underflow
+    assert torch.equal(
+        _log_suffix_sums(wide, wide, torch.ones_like(positive)),
+        torch.logcumsumexp(wide.flip(-1), -1).flip(-1),
+    )

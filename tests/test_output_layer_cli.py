@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -75,12 +76,17 @@ def test_evaluate_reports_calibration_and_support(sparse_run):
     assert b"ECE" in table.stdout and b"p > 0" in table.stdout
 
 
-def test_bundled_model_without_loss_keys_loads_as_softmax():
-    config = json.loads(
-        (Path(__file__).parent.parent / "easyfirst/resources/en_ewt_upos/config.json").read_text()
-    )
-    assert "loss" not in config and "crf" not in config["model"]
-    result = run_cli("evaluate", SAMPLE, "--json")
+def test_model_folder_without_loss_keys_loads_as_softmax(tmp_path):
+    """A config.json written before the [loss] table and the CRF existed (as older run folders hold)."""
+    bundled = Path(__file__).parent.parent / "easyfirst/resources/en_ewt_upos"
+    old = tmp_path / "old"
+    shutil.copytree(bundled, old)
+    config = json.loads((old / "config.json").read_text())
+    config.pop("loss")
+    for key in ("crf", "bio_constraints"):
+        config["model"].pop(key)
+    (old / "config.json").write_text(json.dumps(config))
+    result = run_cli("evaluate", SAMPLE, "-m", old, "--json")
     assert result.returncode == 0, result.stderr.decode()
     report = json.loads(result.stdout)
     assert report["accuracy"] > 0.8 and report["mean_support"] > 10  # softmax: (almost) full support

@@ -159,6 +159,7 @@ def test_drop_words_replaces_ids_by_unk_at_their_rate():
 
 def test_pos_vocabularies_written_before_the_task_layer_still_load():
     raw = json.loads((ROOT / "easyfirst" / "resources" / "en_ewt_upos" / "vocab.json").read_text())
-    assert "features" not in raw and "lowercase" not in raw
+    raw.pop("features", None)  # as vocab.json files written before the task layer are
+    raw.pop("lowercase", None)
     vocabs = Vocabularies.from_json(raw)
     assert vocabs.features == {} and not vocabs.lowercase

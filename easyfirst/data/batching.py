@@ -21,6 +21,9 @@ from easyfirst.data.features import encode_features
 from easyfirst.data.vocab import Vocabularies, prefixes, suffixes
 
 IGNORE = -100  # target id ignored by the loss
+# Padded tokens (sentences × longest length) per batch when tagging or evaluating: with N = L a batch
+# costs ~B·L_max², and on one CPU thread EWT test tagged fastest with about this cap (benchmarks/speed.py).
+INFERENCE_MAX_TOKENS = 1024
 
 
 @dataclass
@@ -120,7 +123,10 @@ def collate(items: Sequence[Encoded], order: list[int]) -> Batch:
 
 
 def bucket_indices(
-    lengths: Sequence[int], batch_size: int, generator: torch.Generator | None = None
+    lengths: Sequence[int],
+    batch_size: int,
+    generator: torch.Generator | None = None,
+    max_tokens: int | None = None,
 ) -> list[list[int]]:
     """Group sentence indices into batches of similar length.
 
@@ -128,13 +134,30 @@ def bucket_indices(
     training sees different groupings each epoch) and cut into batches of ``batch_size``; with a
     generator the batch order is shuffled too. Without one, the grouping is deterministic and in
     increasing length, which is what evaluation and tagging want.
+
+    ``max_tokens`` also closes a batch before its padded size (sentences × longest length) would
+    exceed it (a longer sentence still gets a batch of its own). For inference: with N = L sketch
+    steps a batch costs ~B·L_max², so 256 sentences padded to the longest of a mixed group waste
+    much of the work; capping padded tokens keeps long sentences in small batches.
     """
     if generator is not None:
         noise = torch.rand(len(lengths), generator=generator).tolist()
         order = sorted(range(len(lengths)), key=lambda i: (lengths[i], noise[i]))
     else:
         order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    if max_tokens is None:
+        batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    else:
+        batches = []
+        for i in order:  # increasing length: the sentence joining a batch is its longest
+            if (
+                batches
+                and len(batches[-1]) < batch_size
+                and (len(batches[-1]) + 1) * lengths[i] <= max_tokens
+            ):
+                batches[-1].append(i)
+            else:
+                batches.append([i])
     if generator is not None:
         permutation = torch.randperm(len(batches), generator=generator).tolist()
         batches = [batches[i] for i in permutation]
@@ -142,8 +165,11 @@ def bucket_indices(
 
 
 def iterate_batches(
-    items: Sequence[Encoded], batch_size: int, generator: torch.Generator | None = None
+    items: Sequence[Encoded],
+    batch_size: int,
+    generator: torch.Generator | None = None,
+    max_tokens: int | None = None,
 ) -> Iterator[Batch]:
     """Batches over encoded sentences (see :func:`bucket_indices`), each with its ``order``."""
-    for indices in bucket_indices([len(e) for e in items], batch_size, generator):
+    for indices in bucket_indices([len(e) for e in items], batch_size, generator, max_tokens):
         yield collate([items[i] for i in indices], indices)

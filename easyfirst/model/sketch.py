@@ -37,6 +37,7 @@ import torch
 from torch import nn
 
 from easyfirst.ops.attention import ATTENTIONS
+from easyfirst.ops.window import WindowConv1d
 
 
 class SketchDecoder(nn.Module):
@@ -59,10 +60,8 @@ class SketchDecoder(nn.Module):
         self.attention = ATTENTIONS[attention]
         self.temperature, self.coverage_penalty = temperature, coverage_penalty
         # affine(c_i) for [scores | sketch update], split into the input and the sketch halves of Eq. 1
-        self.input_half = nn.Conv1d(input_dim, attention_dim + sketch_dim, width, padding=window)
-        self.sketch_half = nn.Conv1d(
-            sketch_dim, attention_dim + sketch_dim, width, padding=window, bias=False
-        )
+        self.input_half = WindowConv1d(input_dim, attention_dim + sketch_dim, width)  # nn.Conv1d, faster here
+        self.sketch_half = WindowConv1d(sketch_dim, attention_dim + sketch_dim, width, bias=False)
         self.v = nn.Linear(attention_dim, 1, bias=False)
 
     def forward(
@@ -89,6 +88,9 @@ class SketchDecoder(nn.Module):
         lengths = mask.sum(1)
         n_steps = lengths if steps is None else torch.full_like(lengths, steps)
         total = int(n_steps.max()) if size else 0
+        # up to step `common` every sentence is active and has budget round 1 (n ≤ L_b): the masks below
+        # would be all ones there, so they are skipped (one host read per batch, none per step)
+        common = int(torch.minimum(n_steps, lengths).min()) if size else 0
         maskf = mask.to(states.dtype)
         fixed = self.input_half(states.transpose(1, 2))  # (B, Dz + Ds, L), the part of Eq. 1 from H
         sketch = states.new_zeros(size, self.sketch_dim, length)
@@ -97,13 +99,16 @@ class SketchDecoder(nn.Module):
         for n in range(1, total + 1):
             affine = fixed if n == 1 else fixed + self.sketch_half(sketch)  # S⁰ = 0
             scores = self.scores(affine, sketch, beta, score_words)
-            active = (n <= n_steps).to(states.dtype).unsqueeze(1)  # (B, 1)
             if self.attention.budgeted:
-                rounds = torch.ceil(n / lengths.clamp_min(1).to(states.dtype)).unsqueeze(1)
+                rounds = (
+                    1 if n <= common else torch.ceil(n / lengths.clamp_min(1).to(states.dtype)).unsqueeze(1)
+                )
                 budget = (rounds - beta).clamp_min(0) * maskf
             else:
                 budget = maskf
-            alpha = self.attention.apply(scores, mask, budget, n) * active  # Eq. 3
+            alpha = self.attention.apply(scores, mask, budget, n)  # Eq. 3
+            if n > common:  # sentences past their own N_b stop changing
+                alpha = alpha * (n <= n_steps).to(states.dtype).unsqueeze(1)  # (B, 1)
             update = affine[:, self.attention_dim :]
             if self.full_state:  # Eq. 7
                 sketch = sketch + alpha.unsqueeze(1) * torch.tanh(update)

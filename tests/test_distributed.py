@@ -1,0 +1,74 @@
+"""Data-parallel training: two CPU processes under torchrun (gloo on 127.0.0.1) train on the sample."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import run_cli, sample_training
+from easyfirst import distributed
+
+DRIVER = Path(__file__).with_name("distributed_driver.py")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun(output: Path, epochs: int) -> subprocess.CompletedProcess:
+    """``torchrun --nproc_per_node 2 -m easyfirst train`` on the sample, through the recording driver."""
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2"]
+    launcher += ["--master_addr", "127.0.0.1", "--master_port", str(free_port()), str(DRIVER)]
+    extra = ("--batch-size", "4", "--threads", "1")
+    command = launcher + sample_training(output, *extra, epochs=epochs)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "120"}
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+
+
+def writes_by_rank(stdout: str) -> dict[int, list[str]]:
+    found = {}
+    for line in stdout.splitlines():
+        if line.startswith("WRITES "):
+            _, rank, paths = line.split(" ", 2)
+            found[int(rank)] = json.loads(paths)
+    return found
+
+
+def test_two_processes_train_and_only_rank_0_writes(tmp_path):
+    output = tmp_path / "run"
+    result = torchrun(output, epochs=4)
+    assert result.returncode == 0, result.stderr[-3000:]
+    written = writes_by_rank(result.stdout)
+    assert set(written) == {0, 1}, result.stdout[-2000:]
+    # rank 1 wrote nothing of the run (it may create the folder, as the CLI checks that it can; torch's
+    # own temporary folders outside it do not count)
+    files_by_1 = [p for p in written[1] if Path(p).is_relative_to(tmp_path) and Path(p) != output]
+    assert files_by_1 == [], f"rank 1 wrote {files_by_1}"
+    names = {Path(p).name for p in written[0] if Path(p).parent == output}
+    assert {"model.pt", "metrics.json", "train.log", "checkpoint.pt", "config.json", "vocab.json"} <= names
+    metrics = json.loads((output / "metrics.json").read_text())
+    assert metrics["processes"] == 2
+    losses = [row["loss"] for row in metrics["epochs"]]
+    assert len(losses) == 4 and losses[-1] < losses[0], losses  # it trains
+    assert 0.3 < metrics["dev"]["accuracy"] <= 1.0
+    # the log is process 0's alone: one line per epoch, not one per process
+    log = (output / "train.log").read_text()
+    assert sum(line.startswith("epoch") for line in log.splitlines()) == 4, log
+    assert "2 processes" in log
+    # its checkpoint is for 2 processes: resuming it alone would change the data order, so it is refused
+    result = run_cli("train", "--resume", output, "--epochs", "5")
+    assert result.returncode == 2
+    assert b"2 process(es); resume it with as many" in result.stderr
+
+
+def test_shards_are_disjoint_equal_and_cover_all_but_the_remainder():
+    batches = list(range(11))
+    shards = [distributed.shard(batches, distributed.Group(rank, 3)) for rank in range(3)]
+    assert shards == [[0, 3, 6], [1, 4, 7], [2, 5, 8]]
+    assert distributed.shard(batches, distributed.Group()) == batches
