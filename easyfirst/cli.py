@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -269,11 +270,18 @@ def train(
         output = Path("runs") / f"{task}-{cfg.model.model}-{datetime.now():%Y%m%d-%H%M%S}"
     if (output / "model.pt").exists() and not overwrite:
         raise InputError("already holds a model; choose another --output or pass --overwrite", output)
+    created = not output.exists()
     try:
         output.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise InputError(f"cannot create the run folder: {error.strerror}", output) from None
-    run_training(cfg, output, device)
+    try:
+        run_training(cfg, output, device)
+    except InputError:
+        # a data error found before training began: leave no run folder holding only its train.log
+        if created and {p.name for p in output.iterdir()} <= {"train.log"}:
+            shutil.rmtree(output, ignore_errors=True)
+        raise
 
 
 def run_training(cfg, output: Path, device: str, resume: bool = False) -> None:

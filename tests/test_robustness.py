@@ -183,3 +183,12 @@ def test_same_seed_gives_identical_tags(tmp_path):
         assert result.returncode == 0, result.stderr.decode()
         outputs.append(run_cli("tag", str(SAMPLE), "-m", str(run)).stdout)
     assert outputs[0] == outputs[1] and outputs[0]
+
+
+def test_a_data_error_leaves_no_run_folder_behind(tmp_path):
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("1\tdog\n")
+    out = tmp_path / "run"
+    result = run_cli("train", "--train", bad, "--dev", bad, "--epochs", "1", "--output", out)
+    assert result.returncode == 2 and b"bad.conllu:1:" in result.stderr
+    assert not out.exists()
