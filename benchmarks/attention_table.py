@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-from pos_table import folder, train_command
+from pos_table import folder, run_trainings, train_command
 
 # name: (flags, the paper's number: Table 1 English UPOS accuracy / Table 4 NER F1; None if not there)
 ROWS: dict[str, tuple[list[str], float | None]] = {
@@ -77,28 +74,7 @@ def train_rows(names: list[str], epochs: int, seed: int, out: Path, jobs: int) -
     """Run the rows' trainings, at most ``jobs`` at a time, the slowest (N = L, NEF-F) first."""
     todo = [n for n in names if not finished(out, ROWS[n][0], epochs, seed)]
     todo.sort(key=lambda n: ("--sketch-steps" in ROWS[n][0] or "bilstm" in ROWS[n][0], names.index(n)))
-    running: dict[str, subprocess.Popen] = {}
-    failed = []
-    while todo or running:
-        while todo and len(running) < jobs:
-            name = todo.pop(0)
-            command = train_command(ROWS[name][0], epochs, seed, out)
-            print(
-                f"{time.strftime('%H:%M:%S')} start {name}: {' '.join(command[1:])}",
-                file=sys.stderr,
-                flush=True,
-            )
-            running[name] = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(2)
-        for name, job in list(running.items()):
-            if job.poll() is not None:
-                del running[name]
-                status = "done" if job.returncode == 0 else f"FAILED (exit {job.returncode})"
-                print(f"{time.strftime('%H:%M:%S')} {status} {name}", file=sys.stderr, flush=True)
-                if job.returncode:
-                    failed.append(name)
-    if failed:
-        sys.exit(f"failed: {', '.join(failed)}; see train.log in their run folders")
+    run_trainings({name: train_command(ROWS[name][0], epochs, seed, out) for name in todo}, jobs)
 
 
 def table(names: list[str], out: Path, paper: dict[str, float | None], paper_header: str) -> list[str]:

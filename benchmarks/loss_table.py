@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
-import time
 from pathlib import Path
+
+from pos_table import folder, run_trainings, train_command
 
 LOSSES = [("softmax", "1"), ("entmax15", "1.5"), ("sparsemax", "2")]
 ROWS = [
@@ -28,10 +27,6 @@ ROWS = [
 ] + [("1", "0", "2", ["--loss", "softmax", "--label-smoothing", "0", "--temperature", "2"])]
 # training order: the ε = 0 row of each α first, so that a table cut short still compares the losses
 RUN_ORDER = [0, 1, 6, 3, 2, 8, 5, 9, 7, 4]
-
-
-def folder(out: Path, flags: list[str]) -> Path:
-    return out / "-".join(flag.lstrip("-") for flag in flags)
 
 
 def main() -> None:
@@ -48,41 +43,16 @@ def main() -> None:
         # a row whose metrics.json exists is done: rerunning the command continues an interrupted table
         waiting = [ROWS[i][-1] for i in RUN_ORDER]
         waiting = [flags for flags in waiting if not (folder(args.out, flags) / "metrics.json").is_file()]
-        running: list[subprocess.Popen] = []
-        failed = False
-        while waiting or running:
-            while waiting and len(running) < args.jobs:
-                flags = waiting.pop(0)
-                command = [
-                    sys.executable,
-                    "-m",
-                    "easyfirst",
-                    "train",
-                    "--task",
-                    "pos",
-                    "--model",
-                    "nef-f",
-                    "--attention",
-                    "csoftmax",
-                    *flags,
-                    "--epochs",
-                    str(args.epochs),
-                    "--seed",
-                    str(args.seed),
-                    "--threads",
-                    "1",
-                    "--overwrite",
-                    "--output",
-                    str(folder(args.out, flags)),
-                ]
-                print(" ".join(command[1:]), file=sys.stderr)
-                running.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
-            time.sleep(5)
-            for job in [j for j in running if j.poll() is not None]:
-                running.remove(job)
-                failed |= job.returncode != 0
-        if failed:
-            sys.exit("a training run failed; see its train.log")
+        nef_f = ["--model", "nef-f", "--attention", "csoftmax"]
+        run_trainings(
+            {
+                " ".join(flags): train_command(
+                    [*nef_f, *flags], args.epochs, args.seed, args.out, output=folder(args.out, flags)
+                )
+                for flags in waiting
+            },
+            args.jobs,
+        )
     print("| α | ε | T | dev acc. | test acc. | test ECE | test mean support | s/epoch |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for alpha, epsilon, temperature, flags in ROWS:

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
+
+from pos_table import run_trainings, train_command
 
 ROWS = [
     ("bilstm", "BiLSTM", ["--model", "bilstm", "--no-crf"]),
@@ -29,14 +30,6 @@ ROWS = [
     ("nef-crf-f-5", "NEF-CRF-F, N = 5", ["--model", "nef-f", "--sketch-steps", "5", "--crf"]),
     ("nef-crf-f-L", "NEF-CRF-F, N = L", ["--model", "nef-f", "--sketch-steps", "L", "--crf"]),
 ]
-
-
-def command(out: Path, key: str, flags: list[str], epochs: int, seed: int) -> list[str]:
-    return [
-        sys.executable, "-m", "easyfirst", "train", "--task", "ner", *flags,
-        "--epochs", str(epochs), "--seed", str(seed), "--threads", "1", "--overwrite",
-        "--output", str(out / key),
-    ]  # fmt: skip
 
 
 def main() -> None:
@@ -58,18 +51,13 @@ def main() -> None:
     if args.rows and len(chosen) != len(args.rows.split(",")):
         sys.exit(f"unknown row in --rows; known: {', '.join(k for k, _, _ in ROWS)}")
     if not args.report_only:
-        pending, running, failed = list(chosen), [], []
-        while pending or running:
-            while pending and len(running) < args.jobs:
-                key, _, flags = pending.pop(0)
-                line = command(args.out, key, flags, args.epochs, args.seed)
-                print(" ".join(line[1:]), file=sys.stderr)
-                running.append((key, subprocess.Popen(line, stdout=subprocess.DEVNULL)))
-            key, job = running.pop(0)
-            if job.wait():
-                failed.append(key)
-        if failed:
-            sys.exit(f"training failed for {', '.join(failed)}; see their train.log")
+        run_trainings(
+            {
+                key: train_command(flags, args.epochs, args.seed, args.out, "ner", output=args.out / key)
+                for key, _, flags in chosen
+            },
+            args.jobs,
+        )
     print("| model | dev F1 (eng.testa) | test F1 (eng.testb) | test P / R | best epoch | s/epoch |")
     print("|---|---:|---:|---:|---:|---:|")
     for key, name, _ in ROWS:

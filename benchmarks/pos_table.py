@@ -14,6 +14,7 @@ import argparse
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROWS = [
@@ -27,8 +28,11 @@ def folder(out: Path, flags: list[str]) -> Path:
     return out / "-".join(flag.lstrip("-") for flag in flags)
 
 
-def train_command(flags: list[str], epochs: int, seed: int, out: Path, task: str = "pos") -> list[str]:
-    """``python -m easyfirst train --task TASK FLAGS`` on one thread, into ``folder(out, flags)``."""
+def train_command(
+    flags: list[str], epochs: int, seed: int, out: Path, task: str = "pos", output: Path | None = None
+) -> list[str]:
+    """``python -m easyfirst train --task TASK FLAGS`` on one thread, into ``output`` (default
+    ``folder(out, flags)``)."""
     return [
         sys.executable,
         "-m",
@@ -45,8 +49,33 @@ def train_command(flags: list[str], epochs: int, seed: int, out: Path, task: str
         "1",
         "--overwrite",
         "--output",
-        str(folder(out, flags)),
+        str(folder(out, flags) if output is None else output),
     ]
+
+
+def run_trainings(commands: dict[str, list[str]], jobs: int) -> None:
+    """Run the named training commands, at most ``jobs`` at a time, in the given order; exits with the
+    names of the runs that failed (their train.log, and the stderr passed through, say why)."""
+    waiting = list(commands)
+    running: dict[str, subprocess.Popen] = {}
+    failed = []
+    while waiting or running:
+        while waiting and len(running) < jobs:
+            name = waiting.pop(0)
+            print(
+                f"{time.strftime('%H:%M:%S')} start {name}: {' '.join(commands[name][1:])}", file=sys.stderr
+            )
+            running[name] = subprocess.Popen(commands[name], stdout=subprocess.DEVNULL)
+        time.sleep(2)
+        for name, job in list(running.items()):
+            if job.poll() is not None:
+                del running[name]
+                status = "done" if job.returncode == 0 else f"FAILED (exit {job.returncode})"
+                print(f"{time.strftime('%H:%M:%S')} {status} {name}", file=sys.stderr, flush=True)
+                if job.returncode:
+                    failed.append(name)
+    if failed:
+        sys.exit(f"training failed for {', '.join(failed)}; see their train.log")
 
 
 def main() -> None:
@@ -58,14 +87,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/pos-table"))
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
-    if not args.report_only:
-        jobs = []
-        for _, flags in ROWS:
-            command = train_command(flags, args.epochs, args.seed, args.out)
-            print(" ".join(command[1:]), file=sys.stderr)
-            jobs.append(subprocess.Popen(command, stdout=subprocess.DEVNULL))
-        if any(job.wait() for job in jobs):
-            sys.exit("a training run failed; see its train.log")
+    if not args.report_only:  # the three rows side by side
+        run_trainings(
+            {name: train_command(flags, args.epochs, args.seed, args.out) for name, flags in ROWS}, len(ROWS)
+        )
     print("| model | dev UPOS acc. | test UPOS acc. | best epoch | s/epoch |")
     print("|---|---:|---:|---:|---:|")
     for name, flags in ROWS:

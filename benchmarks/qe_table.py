@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-from pos_table import folder, train_command
+from pos_table import folder, run_trainings, train_command
 
 # name, flags, the paper's F1-MULT (Table 3, WMT16 test, with pretrained embeddings)
 ROWS = {
@@ -41,22 +38,10 @@ ROWS = {
 def train(keys: list[str], args: argparse.Namespace) -> None:
     """Run the rows' trainings, ``args.parallel`` at a time."""
     waiting = [k for k in keys if not (folder(args.out, ROWS[k][1]) / "metrics.json").is_file()]
-    running: list[tuple[str, subprocess.Popen]] = []
-    failed = []
-    while waiting or running:
-        while waiting and len(running) < args.parallel:
-            key = waiting.pop(0)
-            command = train_command(ROWS[key][1], args.epochs, args.seed, args.out, task="qe")
-            print(f"{time.strftime('%H:%M:%S')} {' '.join(command[1:])}", file=sys.stderr, flush=True)
-            running.append((key, subprocess.Popen(command, stdout=subprocess.DEVNULL)))
-        time.sleep(2)
-        for key, job in list(running):
-            if job.poll() is not None:
-                running.remove((key, job))
-                if job.returncode:
-                    failed.append(key)
-    if failed:
-        sys.exit(f"training failed for {', '.join(failed)}; see their train.log under {args.out}")
+    run_trainings(
+        {key: train_command(ROWS[key][1], args.epochs, args.seed, args.out, task="qe") for key in waiting},
+        args.parallel,
+    )
 
 
 def main() -> None:
