@@ -10,8 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from easyfirst.ops import csoftmax
-from reference import random_rows, slow_csoftmax
+from easyfirst.ops import csoftmax, csparsemax
+from reference import random_rows, slow_csoftmax, slow_csparsemax
 
 
 @pytest.mark.parametrize("spread", [1.0, 10.0, 100.0, 300.0])
@@ -87,7 +87,10 @@ def test_degenerate_rows_give_u_and_pass_gradients_to_u():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_no_nan_or_inf_at_extreme_inputs(dtype):
+@pytest.mark.parametrize("transform,slow", [(csoftmax, slow_csoftmax), (csparsemax, slow_csparsemax)])
+def test_no_nan_or_inf_at_extreme_inputs(dtype, transform, slow):
+    """Both budgeted transforms (csparsemax shares csoftmax's conventions) at logits of ±1000, tiny and
+    zero budgets: finite values and gradients, on the simplex, within the bounds, and exact."""
     z = torch.tensor(
         [
             [1000.0, -1000.0, 0.0, 1000.0],
@@ -95,6 +98,7 @@ def test_no_nan_or_inf_at_extreme_inputs(dtype):
             [1000.0, 0.0, 0.0, -1000.0],
             [0.0, 0.0, 0.0, 0.0],
             [88.0, -88.0, 500.0, -500.0],
+            [1000.0, 999.5, -1000.0, 999.9],
             [3.0, 2.0, 1.0, 0.0],
         ],
         dtype=dtype,
@@ -106,24 +110,26 @@ def test_no_nan_or_inf_at_extreme_inputs(dtype):
             [1e-30, 1.0, 1e-30, 1.0],
             [0.0, 0.0, 0.0, 0.0],
             [1.0, 1.0, 0.0, 0.5],
+            [0.2, 1.0, 0.0, 0.5],
             [1e-30, 1e-30, 1e-30, 2.0],
         ],
         dtype=dtype,
     )
     z.requires_grad_()
     u.requires_grad_()
-    alpha = csoftmax(z, u)
+    alpha = transform(z, u)
     assert torch.isfinite(alpha).all()
     feasible = u.sum(-1) >= 1
     torch.testing.assert_close(
         alpha.sum(-1)[feasible], torch.ones(int(feasible.sum()), dtype=dtype), atol=1e-6, rtol=0
     )
-    assert torch.all(alpha <= u)
+    assert torch.all(alpha <= u) and torch.all(alpha >= 0)
     dz, du = torch.autograd.grad(alpha, (z, u), torch.randn_like(alpha))
     assert torch.isfinite(dz).all() and torch.isfinite(du).all()
+    tolerance = 1e-6 if dtype == torch.float32 else 1e-10
     for row in range(z.shape[0]):  # and the values are the exact ones
-        expected = slow_csoftmax(z[row].double().tolist(), u[row].double().tolist())
-        assert max(abs(a - e) for a, e in zip(alpha[row].tolist(), expected, strict=True)) < 1e-6
+        expected = slow(z[row].double().tolist(), u[row].double().tolist())
+        assert max(abs(a - e) for a, e in zip(alpha[row].tolist(), expected, strict=True)) < tolerance
 
 
 def test_spread_logits_do_not_lose_the_tail():
