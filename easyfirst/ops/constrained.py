@@ -87,6 +87,17 @@ def _csoftmax_forward(z: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, t
     return torch.where(tight, u, alpha), ~(clamped | tight)
 
 
+def _csoftmax_backward(
+    alpha: torch.Tensor, free: torch.Tensor, grad: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Prop. 1's Jacobian-vector product: ``(dz, du)`` from α, the free set A and dα (same shapes)."""
+    weighted = torch.where(free, alpha, 0)
+    mass = weighted.sum(-1, keepdim=True)
+    m = (weighted * grad).sum(-1, keepdim=True) / torch.where(mass > 0, mass, 1)
+    centred = grad - m
+    return weighted * centred, torch.where(free, 0, centred)
+
+
 class CSoftmaxFunction(torch.autograd.Function):
     """Constrained softmax over the last dimension with the exact backward of Prop. 1."""
 
@@ -106,11 +117,7 @@ class CSoftmaxFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         alpha, free = ctx.saved_tensors
-        weighted = torch.where(free, alpha, 0)
-        mass = weighted.sum(-1, keepdim=True)
-        m = (weighted * grad).sum(-1, keepdim=True) / torch.where(mass > 0, mass, 1)
-        centred = grad - m
-        return weighted * centred, torch.where(free, 0, centred)
+        return _csoftmax_backward(alpha, free, grad)
 
 
 def csoftmax(z: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
