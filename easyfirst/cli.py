@@ -267,6 +267,10 @@ def train(
     cfg.validate("command line")
     check_device(device)
     if output is None:
+        from easyfirst.distributed import launched
+
+        if launched():  # the processes would each name a folder by their own clock
+            raise InputError("under torchrun, give the run folder with --output (all processes share it)")
         output = Path("runs") / f"{task}-{cfg.model.model}-{datetime.now():%Y%m%d-%H%M%S}"
     if (output / "model.pt").exists() and not overwrite:
         raise InputError("already holds a model; choose another --output or pass --overwrite", output)
@@ -829,7 +833,8 @@ def main() -> None:
     try:
         app()
     except InputError as error:
-        err.print(str(error), markup=False, highlight=False, soft_wrap=True)
+        if os.environ.get("RANK", "0") == "0":  # under torchrun every process finds it: process 0 says it
+            err.print(str(error), markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err.print("interrupted")

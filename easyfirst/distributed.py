@@ -8,7 +8,7 @@ NCCL with ``--device cuda``, one GPU per process: ``cuda:LOCAL_RANK``). Without 
 ``WORLD_SIZE`` > 1) everything here is a no-op and training runs as one process.
 
 Every process reads the same data, builds the same vocabularies and draws the same batch order from
-the seed; each then trains on its own shard of every epoch's batches (batch k goes to process
+the seed (processes other than 0 then reseed their dropout, see :func:`seed_dropout`); each then trains on its own shard of every epoch's batches (batch k goes to process
 k mod K; the last ``len % K`` batches of the shuffled order are left out so that all processes take
 the same number of steps). DDP averages the gradients, so all processes apply the same update and
 keep identical weights. An update therefore sees K batches: the effective batch is K × ``batch_size``.
@@ -104,6 +104,19 @@ def shard(batches: Sequence[T], group: Group) -> list[T]:
             "fewer processes or a smaller --batch-size"
         )
     return list(batches[group.rank : usable : group.size])
+
+
+def seed_dropout(seed: int, group: Group, epoch: int = 0, step: int = 0) -> None:
+    """Give processes other than 0 their own random stream for dropout and word dropout.
+
+    All processes start from the same seed (the same initial weights and batch order); after the model
+    is built, processes 1..K−1 reseed torch's global generator from (seed, rank), so that the K shards of
+    an update do not draw correlated dropout masks. Process 0 keeps the stream of a one-process run.
+    Resuming restores process 0's stream exactly; the others start a fresh one from (seed, rank, epoch,
+    step), as their states are not in the checkpoint.
+    """
+    if group.rank > 0:
+        torch.manual_seed(hash((seed, group.rank, epoch, step)) % 2**63)
 
 
 def broadcast(value: Any, group: Group) -> Any:

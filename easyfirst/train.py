@@ -269,6 +269,7 @@ def _train(
         counts = Counter(w.lower() if vocabs.lowercase else w for s in train_sents for w in s.words)
         drop_probabilities = word_dropout_probabilities(counts, vocabs.words, config.model.word_dropout)
     optimizer = make_optimizer(config, model)
+    distributed.seed_dropout(t.seed, group)
     tokens_per_epoch = sum(len(e) for e in train_items)
     history: list[dict] = []
     best = {metric: -1.0, "epoch": 0}
@@ -278,6 +279,7 @@ def _train(
         optimizer.load_state_dict(checkpoint["optimizer"])
         generator.set_state(checkpoint["epoch_generator"])
         torch.set_rng_state(checkpoint["torch_rng"])
+        distributed.seed_dropout(t.seed, group, checkpoint["epoch"], checkpoint["step"])
         history, best = checkpoint["history"], checkpoint["best"]
         first_epoch, first_step = checkpoint["epoch"], checkpoint["step"]
         total_loss, seen, elapsed = checkpoint["loss_sum"], checkpoint["seen"], checkpoint["elapsed"]

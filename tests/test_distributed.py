@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
 from conftest import run_cli, sample_training
 from easyfirst import distributed
 
@@ -72,3 +74,29 @@ def test_shards_are_disjoint_equal_and_cover_all_but_the_remainder():
     shards = [distributed.shard(batches, distributed.Group(rank, 3)) for rank in range(3)]
     assert shards == [[0, 3, 6], [1, 4, 7], [2, 5, 8]]
     assert distributed.shard(batches, distributed.Group()) == batches
+
+
+def test_processes_other_than_0_draw_their_own_dropout_masks():
+    def masks(group, epoch=0, step=0):
+        torch.manual_seed(7)
+        distributed.seed_dropout(7, group, epoch, step)
+        return torch.rand(1000) < 0.5
+
+    alone = masks(distributed.Group())
+    assert torch.equal(masks(distributed.Group(0, 2)), alone)  # process 0 keeps a one-process run's stream
+    first, second = masks(distributed.Group(1, 2)), masks(distributed.Group(2, 3))
+    assert (first != alone).float().mean() > 0.3 and (second != first).float().mean() > 0.3
+    assert torch.equal(masks(distributed.Group(1, 2)), first)  # reproducible from the seed
+    assert not torch.equal(masks(distributed.Group(1, 2), epoch=3, step=10), first)  # resumed: fresh stream
+
+
+def test_under_torchrun_the_run_folder_is_required_and_errors_are_said_once(tmp_path):
+    args = sample_training(tmp_path / "unused")[:-2]  # without --output
+    said = {}
+    for rank in ("0", "1"):
+        result = run_cli(*args, cwd=tmp_path, env={"WORLD_SIZE": "2", "RANK": rank})
+        assert result.returncode == 2
+        said[rank] = result.stderr.decode()
+    assert "give the run folder with --output" in said["0"] and "Traceback" not in said["0"]
+    assert said["1"] == ""
+    assert not (tmp_path / "runs").exists()
