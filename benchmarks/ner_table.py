@@ -4,6 +4,8 @@ the README's results table (Markdown) from their metrics.json files.
     python benchmarks/ner_table.py --epochs 10 --seed 1 --out runs/ner-table          # all 8 rows
     python benchmarks/ner_table.py --rows nef-crf-f-5,bilstm-crf --epochs 10 ...       # some rows
     python benchmarks/ner_table.py --out runs/ner-table --report-only                  # table only
+    python benchmarks/ner_table.py --rows nef-crf-f-5,bilstm-crf --epochs 20 --seeds 1,2,3 \
+        --out 'runs/ner20-s{seed}'               # several seeds: a table per seed, then mean ± sd
 
 Each row is one `easyfirst train --task ner` run (configs/ner.toml's settings: dropout 0.3, the NER
 word features, no pretrained vectors), selected on eng.testa (dev F1), reported on eng.testb. At most
@@ -32,12 +34,72 @@ ROWS = [
 ]
 
 
+def seed_folder(out: Path, seed: int, several: bool) -> Path:
+    """The runs of one seed: ``out`` with ``{seed}`` filled in, else ``out`` (one seed) or ``out/seed-S``."""
+    if "{seed}" in str(out):
+        return Path(str(out).format(seed=seed))
+    return out / f"seed-{seed}" if several else out
+
+
+def read_metrics(folder: Path) -> dict | None:
+    path = folder / "metrics.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def print_table(out: Path) -> None:
+    print("| model | dev F1 (eng.testa) | test F1 (eng.testb) | test P / R | best epoch | s/epoch |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for key, name, _ in ROWS:
+        m = read_metrics(out / key)
+        if m is None:
+            print(f"| {name} | not run | | | | |")
+            continue
+        dev, test = m["dev"], m["test"]
+        print(
+            f"| {name} | {100 * dev['f1']:.2f} | {100 * test['f1']:.2f} | "
+            f"{100 * test['precision']:.2f} / {100 * test['recall']:.2f} | "
+            f"{m['best_epoch']}/{len(m['epochs'])} | {m['seconds_per_epoch']:.0f} |"
+        )
+
+
+def mean_sd(values: list[float]) -> str:
+    """``mean ± sample sd`` (the mean alone for one value)."""
+    mean = sum(values) / len(values)
+    if len(values) == 1:
+        return f"{mean:.2f}"
+    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    return f"{mean:.2f} ± {sd:.2f}"
+
+
+def print_summary(folders: dict[int, Path]) -> None:
+    """Mean ± sample standard deviation of dev and test F1 over the seeds each row was run with."""
+    print(
+        f"| model | seeds | dev F1 mean ± sd | test F1 mean ± sd | test F1 per seed ({', '.join(map(str, folders))}) |"
+    )
+    print("|---|---:|---:|---:|---|")
+    for key, name, _ in ROWS:
+        runs = {seed: read_metrics(folder / key) for seed, folder in folders.items()}
+        done = {seed: m for seed, m in runs.items() if m is not None}
+        if not done:
+            continue
+
+        per_seed = ", ".join(f"{100 * m['test']['f1']:.2f}" if m else "–" for m in runs.values())
+        dev, test = ([100 * m[split]["f1"] for m in done.values()] for split in ("dev", "test"))
+        print(f"| {name} | {len(done)} | {mean_sd(dev)} | {mean_sd(test)} | {per_seed} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--seeds",
+        default="",
+        help="comma-separated seeds (instead of --seed); the runs of seed S go to --out with {seed} "
+        "replaced by S, or to OUT/seed-S",
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/ner-table"))
     parser.add_argument(
         "--rows",
@@ -50,28 +112,29 @@ def main() -> None:
     chosen = [row for row in ROWS if not args.rows or row[0] in args.rows.split(",")]
     if args.rows and len(chosen) != len(args.rows.split(",")):
         sys.exit(f"unknown row in --rows; known: {', '.join(k for k, _, _ in ROWS)}")
+    try:
+        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else [args.seed]
+    except ValueError:
+        sys.exit(f"--seeds: comma-separated integers, not {args.seeds!r}")
+    folders = {seed: seed_folder(args.out, seed, len(seeds) > 1) for seed in seeds}
     if not args.report_only:
         run_trainings(
             {
-                key: train_command(flags, args.epochs, args.seed, args.out, "ner", output=args.out / key)
+                f"{key} (seed {seed})": train_command(
+                    flags, args.epochs, seed, args.out, "ner", output=folders[seed] / key
+                )
+                for seed in seeds
                 for key, _, flags in chosen
             },
             args.jobs,
         )
-    print("| model | dev F1 (eng.testa) | test F1 (eng.testb) | test P / R | best epoch | s/epoch |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for key, name, _ in ROWS:
-        path = args.out / key / "metrics.json"
-        if not path.is_file():
-            print(f"| {name} | not run | | | | |")
-            continue
-        m = json.loads(path.read_text())
-        dev, test = m["dev"], m["test"]
-        print(
-            f"| {name} | {100 * dev['f1']:.2f} | {100 * test['f1']:.2f} | "
-            f"{100 * test['precision']:.2f} / {100 * test['recall']:.2f} | "
-            f"{m['best_epoch']}/{len(m['epochs'])} | {m['seconds_per_epoch']:.0f} |"
-        )
+    for seed, folder in folders.items():
+        if len(seeds) > 1:
+            print(f"\nseed {seed} ({folder}):\n")
+        print_table(folder)
+    if len(seeds) > 1:
+        print(f"\nover seeds {', '.join(map(str, seeds))}:\n")
+        print_summary(folders)
 
 
 if __name__ == "__main__":
