@@ -161,10 +161,10 @@ def _csparsemax_forward(z: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor,
 
     The solution is α_i = clip(z_i − τ, 0, u_i) with τ the root of g(τ) = Σ_i clip(z_i − τ, 0, u_i) = 1.
     g is continuous, piecewise linear and non-increasing, with breakpoints at z_i (word i leaves 0) and
-    z_i − u_i (word i reaches u_i), and g(τ) = F(τ; z) − F(τ; z − u) with F(τ; a) = Σ_i max(a_i − τ, 0).
-    F at every breakpoint is a sort, a cumulative sum and a ``searchsorted``; the first breakpoint
-    (from the top) with g ≥ 1 brackets τ between it and the one before, which fixes A and C; τ is then
-    solved exactly from them, τ = (Σ_A z + Σ_C u − 1) / |A|, rather than interpolated.
+    z_i − u_i (word i reaches u_i), where its slope changes by one. g at every breakpoint is one sort of
+    the 2L breakpoints and two cumulative sums; the first breakpoint (from the top) with g ≥ 1 brackets
+    τ between it and the one before, which fixes A and C; τ is then solved exactly from them,
+    τ = (Σ_A z + Σ_C u − 1) / |A|, rather than interpolated.
     """
     length = z.shape[-1]
     positive = u > 0
@@ -175,16 +175,12 @@ def _csparsemax_forward(z: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor,
     top = torch.where(positive, z, low)  # breakpoints where a word leaves 0
     bottom = torch.where(positive, z - u, low)  # breakpoints where a word reaches its bound
 
-    def excess(a: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-        """F(t; a) = Σ_i max(a_i − t, 0) for every t in the row; a ``(R, L)``, t ``(R, M)``."""
-        ascending = a.sort(-1).values
-        # sums of the c largest, accumulated from the top (no "total minus prefix")
-        largest = torch.cat([torch.zeros_like(a[:, :1]), ascending.flip(-1).cumsum(-1)], -1)
-        count = length - torch.searchsorted(ascending, t.contiguous(), right=True)
-        return largest.gather(-1, count) - count.to(a.dtype) * t
-
-    points = torch.cat([top, bottom], -1).sort(-1, descending=True).values  # (R, 2L)
-    g = excess(top, points) - excess(bottom, points)  # non-decreasing along the row
+    # every breakpoint in one sort, with the change of slope there: a word leaves 0 at its top (s = +1)
+    # and reaches its bound at its bottom (s = −1)
+    points, order = torch.cat([top, bottom], -1).sort(-1, descending=True)  # (R, 2L)
+    entering = order < length
+    # g(p_k) = Σ_{j≤k} s_j (p_j − p_k), summed from the top (points tied with p_k add 0 in any order)
+    g = torch.where(entering, points, -points).cumsum(-1) - torch.where(entering, 1, -1).cumsum(-1) * points
     reached = g >= 1
     k = torch.where(reached.any(-1), reached.to(torch.int8).argmax(-1), 2 * length - 1).clamp_min(1)
     upper = points.gather(-1, k.unsqueeze(-1) - 1)  # τ lies in [points_k, points_{k−1})
