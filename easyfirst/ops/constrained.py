@@ -168,28 +168,25 @@ def _csparsemax_forward(z: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor,
     """
     length = z.shape[-1]
     positive = u > 0
-    inf = torch.tensor(float("inf"), dtype=z.dtype, device=z.device)
-    z = z - torch.where(positive, z, -inf).amax(-1, keepdim=True).clamp_min(torch.finfo(z.dtype).min)
+    z = z - torch.where(positive, z, -torch.inf).amax(-1, keepdim=True).clamp_min(torch.finfo(z.dtype).min)
+    bottom = z - u  # breakpoints where a word reaches its bound
     # words with no budget play no part: park them below every breakpoint that can bracket τ
-    low = torch.where(positive, z - u, inf).amin(-1, keepdim=True).clamp_max(0) - 1
+    low = torch.where(positive, bottom, torch.inf).amin(-1, keepdim=True).clamp_max(0) - 1
     top = torch.where(positive, z, low)  # breakpoints where a word leaves 0
-    bottom = torch.where(positive, z - u, low)  # breakpoints where a word reaches its bound
-
-    # every breakpoint in one sort, with the change of slope there: a word leaves 0 at its top (s = +1)
-    # and reaches its bound at its bottom (s = −1)
+    bottom = torch.where(positive, bottom, low)
+    # every breakpoint in one sort, with the change of slope there: s = +1 at a top (a word leaves 0),
+    # s = −1 at a bottom (a word reaches its bound)
     points, order = torch.cat([top, bottom], -1).sort(-1, descending=True)  # (R, 2L)
-    entering = order < length
-    # g(p_k) = Σ_{j≤k} s_j (p_j − p_k), summed from the top (points tied with p_k add 0 in any order)
-    g = torch.where(entering, points, -points).cumsum(-1) - torch.where(entering, 1, -1).cumsum(-1) * points
-    reached = g >= 1
-    k = torch.where(reached.any(-1), reached.to(torch.int8).argmax(-1), 2 * length - 1).clamp_min(1)
-    upper = points.gather(-1, k.unsqueeze(-1) - 1)  # τ lies in [points_k, points_{k−1})
+    slope = (order < length).to(z.dtype).mul_(2).sub_(1)
+    # g(p_k) = Σ_{j≤k} s_j (p_j − p_k), summed from the top (points tied with p_k add 0 in any order);
+    # non-decreasing along the row, so the first k with g ≥ 1 is the count of g < 1 (2L − 1 if none: Σu < 1)
+    g = (slope * points).cumsum(-1) - slope.cumsum(-1) * points
+    k = (g < 1).sum(-1, keepdim=True).clamp_(1, 2 * length - 1)
+    upper = points.gather(-1, k - 1)  # τ lies in [points_k, points_{k−1})
     clamped = positive & (bottom >= upper)
     free = positive & (top >= upper) & ~clamped
-    size = free.sum(-1, keepdim=True)
-    tau = (
-        torch.where(free, z, 0).sum(-1, keepdim=True) + torch.where(clamped, u, 0).sum(-1, keepdim=True) - 1
-    ) / (size.clamp_min(1).to(z.dtype))
+    size = free.sum(-1, keepdim=True).clamp_min(1).to(z.dtype)
+    tau = (torch.where(clamped, u, torch.where(free, z, 0)).sum(-1, keepdim=True) - 1) / size  # A, C disjoint
     alpha = torch.where(clamped, u, torch.where(free, torch.minimum((z - tau).clamp_min(0), u), 0))
     tight = u.sum(-1, keepdim=True) <= 1  # no slack anywhere: α = u
     alpha = torch.where(tight, u, alpha)
