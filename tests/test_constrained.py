@@ -179,7 +179,7 @@ def path(request, monkeypatch):
     """Both ways to the tail masses: the default (float64 exp space on the CPU within 600 nats), and the
     log-space scan that GPUs and wider rows take, forced here on every row."""
     if request.param == "log-space":
-        monkeypatch.setattr(constrained, "_exp_space_is_safe", lambda z, positive: False)
+        monkeypatch.setattr(constrained, "_exp_space_is_safe", lambda z, u: False)
     return request.param
 
 
@@ -191,7 +191,7 @@ def test_both_paths_agree_with_slow_solver(spread, path):
 
 
 def test_log_space_path_gradcheck_in_float64(monkeypatch):
-    monkeypatch.setattr(constrained, "_exp_space_is_safe", lambda z, positive: False)
+    monkeypatch.setattr(constrained, "_exp_space_is_safe", lambda z, u: False)
     test_gradcheck_in_float64((4, 5))
     test_backward_is_prop1_and_matches_autograd_of_the_closed_form()
 
@@ -201,12 +201,13 @@ def test_exp_space_only_within_its_range():
     underflow (no shift is made there); the unbudgeted words, whatever their score, do not count."""
     from easyfirst.ops.constrained import _exp_space_is_safe
 
-    positive = torch.tensor([[True, True, False, False]])
-    assert _exp_space_is_safe(torch.tensor([[0.0, -599.0, 800.0, -torch.inf]]), positive)
-    assert not _exp_space_is_safe(torch.tensor([[0.0, -601.0, 0.0, 0.0]]), positive)
-    assert not _exp_space_is_safe(torch.tensor([[650.0, 640.0, 0.0, 0.0]]), positive)
-    assert not _exp_space_is_safe(torch.tensor([[0.0, -torch.inf, 0.0, 0.0]]), positive)
-    assert not _exp_space_is_safe(torch.tensor([[0.0, torch.nan, 0.0, 0.0]]), positive)
+    u = torch.tensor([[0.5, 1.0, 0.0, 0.0]])
+    assert _exp_space_is_safe(torch.tensor([[0.0, -599.0, 0.0, 0.0]]), u)
+    assert _exp_space_is_safe(torch.tensor([[0.0, -599.0, 800.0, -torch.inf]]), u)
+    assert not _exp_space_is_safe(torch.tensor([[0.0, -601.0, 0.0, 0.0]]), u)
+    assert not _exp_space_is_safe(torch.tensor([[650.0, 640.0, 0.0, 0.0]]), u)
+    assert not _exp_space_is_safe(torch.tensor([[0.0, -torch.inf, 0.0, 0.0]]), u)
+    assert not _exp_space_is_safe(torch.tensor([[0.0, torch.nan, 0.0, 0.0]]), u)
 
 
 def exact_with_finite_gradients(

@@ -41,9 +41,10 @@ import torch
 _EXP_RANGE = 600.0
 
 
-def _exp_space_is_safe(z: torch.Tensor, positive: torch.Tensor) -> bool:
+def _exp_space_is_safe(z: torch.Tensor, u: torch.Tensor) -> bool:
     """Whether rows ``(R, L)`` can take the float64 exp-space path: on the CPU, with every budgeted
-    score within ``_EXP_RANGE`` nats of 0 (the unbudgeted words, whatever their score, do not count).
+    score (u > 0) within ``_EXP_RANGE`` nats of 0 (the unbudgeted words, whatever their score, do not
+    count).
 
     There exp(z) neither overflows nor comes near underflow, so the scores need no shift, the tail
     masses T_k are cumulative sums in float64 (as precise as the log-space scan, relative error
@@ -51,11 +52,11 @@ def _exp_space_is_safe(z: torch.Tensor, positive: torch.Tensor) -> bool:
     several times faster than ``torch.logcumsumexp``, a scalar loop on the CPU (~28 ns per element on
     one thread). Elsewhere (no host synchronisation on a GPU), or for wider scores, the log-space path.
     """
-    return (
-        z.device.type == "cpu"
-        and z.numel() > 0
-        and torch.where(positive, z, 0).abs().max().item() <= _EXP_RANGE
-    )
+    if z.device.type != "cpu" or z.numel() == 0:
+        return False
+    # every score in range (the common case) settles it without looking at the budgets
+    limit = _EXP_RANGE
+    return z.abs().max().item() <= limit or torch.where(u > 0, z, 0).abs().max().item() <= limit
 
 
 def _budget_left(us: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -75,8 +76,7 @@ def _csoftmax_forward(z: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, t
     fixed cost dominates). Taking 1/Z rather than Z, an over-spent prefix (r_k ≤ 0) is never the maximum;
     a tight row (Σu ≤ 1) gets w = inf, which clamps every word.
     """
-    positive = u > 0
-    if _exp_space_is_safe(z, positive):
+    if _exp_space_is_safe(z, u):
         u_wide = u.to(torch.float64)
         e = torch.exp(z.to(torch.float64))
         # decreasing q = log(exp(z)/u); u ≤ 0 gives +inf (NaN where z = −inf, which torch.sort puts first
@@ -89,6 +89,7 @@ def _csoftmax_forward(z: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, t
         return torch.where(free, share, u_wide).to(z.dtype), free
     # log space, in z's dtype: shift by the budgeted maximum (α is shift-invariant), so that float32
     # keeps its precision at |z| ~ 1000
+    positive = u > 0
     z = z - torch.where(positive, z, -torch.inf).amax(-1, keepdim=True)
     log_u = torch.log(u)
     order = torch.sort(z - log_u, dim=-1, descending=True).indices  # q = z − log u, u = 0 first as above
