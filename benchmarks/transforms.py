@@ -1,11 +1,14 @@
 """Forward+backward time of the constrained transforms (csoftmax, and csparsemax where this version has
 it) against torch.softmax and entmax's sparsemax, as ratios measured in one run.
 
-    python benchmarks/transforms.py [--repeats 100] [--rounds 7] [--threads 1] [--json out.json]
+    python benchmarks/transforms.py [--repeats 100] [--rounds 7] [--distinct 1] [--threads 1] [--json out.json]
 
 Time is the CPU time of the benchmarking thread (``time.thread_time``), so that other jobs on a shared
 machine do not inflate it; the transforms take turns in each round and the best round counts. The
 budgets u are the ones the decoder produces: 1 − β after a random number of csoftmax steps.
+With ``--distinct 1`` (the default) every call sees the same scores, which lets the CPU (most likely
+its branch predictor) learn each row's sort, and every transform here but softmax sorts: sorting looks
+cheaper than in a decoder. ``--distinct N`` takes N different score tensors in turn, as a decoder does.
 Target (issue 8): csoftmax ≤ 1.5 × sparsemax at (64, 50).
 """
 
@@ -44,17 +47,19 @@ def transforms(u: torch.Tensor) -> dict:
     return found
 
 
-def cpu_seconds(functions: dict, z: torch.Tensor, repeats: int, rounds: int) -> dict[str, float]:
-    """Best-of-``rounds`` CPU seconds per forward+backward call, the functions interleaved per round."""
-    grad = torch.randn_like(z)
+def cpu_seconds(functions: dict, zs: list[torch.Tensor], repeats: int, rounds: int) -> dict[str, float]:
+    """Best-of-``rounds`` CPU seconds per forward+backward call, the functions interleaved per round,
+    each call on the next of the score tensors ``zs`` (all of one shape)."""
+    grad = torch.randn_like(zs[0])
     best = dict.fromkeys(functions, float("inf"))
     for fn in functions.values():  # warm up
-        for _ in range(5):
-            fn(z).backward(grad)
+        for i in range(5):
+            fn(zs[i % len(zs)]).backward(grad)
     for _ in range(rounds):
         for name, fn in functions.items():
             start = time.thread_time()
-            for _ in range(repeats):
+            for i in range(repeats):
+                z = zs[i % len(zs)]
                 z.grad = None
                 fn(z).backward(grad)
             best[name] = min(best[name], (time.thread_time() - start) / repeats)
@@ -67,6 +72,9 @@ def main() -> None:
     )
     parser.add_argument("--repeats", type=int, default=100, help="calls per timed block")
     parser.add_argument("--rounds", type=int, default=7, help="timed blocks per transform (best counts)")
+    parser.add_argument(
+        "--distinct", type=int, default=1, help="different score tensors per shape, taken in turn"
+    )
     parser.add_argument("--json", default=None, help="also write the rows here")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     args = parser.parse_args()
@@ -76,8 +84,8 @@ def main() -> None:
     constrained_names = [n for n in names if n.startswith("c")]
     rows = []
     print(
-        f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); forward+backward, µs of CPU time "
-        "per call (best of rounds)"
+        f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {args.distinct} distinct score "
+        "tensor(s) per shape; forward+backward, µs of CPU time per call (best of rounds)"
     )
     header = ["(batch, length)", *names] + [
         f"{c} / {b}" for c in constrained_names for b in ("softmax", "sparsemax")
@@ -85,9 +93,9 @@ def main() -> None:
     print("| " + " | ".join(header) + " |")
     print("|---|" + "---:|" * (len(header) - 1))
     for batch, length in SHAPES:
-        z = torch.randn(batch, length, generator=generator).requires_grad_()
+        zs = [torch.randn(batch, length, generator=generator).requires_grad_() for _ in range(args.distinct)]
         u = budget_like_the_decoder(batch, length, generator)
-        times = cpu_seconds(transforms(u), z, args.repeats, args.rounds)
+        times = cpu_seconds(transforms(u), zs, args.repeats, args.rounds)
         row = {"batch": batch, "length": length, "microseconds": {k: v * 1e6 for k, v in times.items()}}
         for c in constrained_names:
             for b in ("softmax", "sparsemax"):
@@ -103,7 +111,14 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as out:
             json.dump(
-                {"threads": torch.get_num_threads(), "torch": torch.__version__, "rows": rows}, out, indent=2
+                {
+                    "threads": torch.get_num_threads(),
+                    "torch": torch.__version__,
+                    "distinct": args.distinct,
+                    "rows": rows,
+                },
+                out,
+                indent=2,
             )
 
 

@@ -10,21 +10,25 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from easyfirst.ops import csoftmax, csparsemax
+from easyfirst.ops import constrained, csoftmax, csparsemax
 from reference import random_rows, slow_csoftmax, slow_csparsemax
+
+
+def assert_agrees_with_slow_solver(alpha: torch.Tensor, z: torch.Tensor, u: torch.Tensor, tolerance: float):
+    """Every row of α ``(R, L)`` within ``tolerance`` of the slow solver's on (z, u) in float64."""
+    for row in range(z.shape[0]):
+        expected = slow_csoftmax(z[row].double().tolist(), u[row].double().tolist())
+        assert max(abs(a - e) for a, e in zip(alpha[row].tolist(), expected, strict=True)) < tolerance, (
+            z[row],
+            u[row],
+        )
 
 
 @pytest.mark.parametrize("spread", [1.0, 10.0, 100.0, 300.0])
 def test_agrees_with_slow_solver_on_thousands_of_rows(spread):
     for length in (1, 2, 5, 13):
         z, u = random_rows(1000, length, spread, seed=length + int(spread))
-        alpha = csoftmax(z, u)
-        for row in range(z.shape[0]):
-            expected = slow_csoftmax(z[row].tolist(), u[row].tolist())
-            assert max(abs(a - e) for a, e in zip(alpha[row].tolist(), expected, strict=True)) < 1e-10, (
-                z[row],
-                u[row],
-            )
+        assert_agrees_with_slow_solver(csoftmax(z, u), z, u, 1e-10)
 
 
 def test_invariants():
@@ -170,20 +174,107 @@ def test_property_matches_slow_solver(pairs):
         assert math.isclose(alpha.sum().item(), 1.0, abs_tol=1e-12)
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_exp_space_suffix_sums_equal_the_log_space_scan(dtype):
-    """The CPU fast path (float64 exp-space suffix sums) against torch.logcumsumexp, the path it replaces."""
-    from easyfirst.ops.constrained import _log_suffix_sums
+@pytest.fixture(params=["default", "log-space"])
+def path(request, monkeypatch):
+    """Both ways to the tail masses: the default (float64 exp space on the CPU within 600 nats), and the
+    log-space scan that GPUs and wider rows take, forced here on every row."""
+    if request.param == "log-space":
+        monkeypatch.setattr(constrained, "_exp_space_is_safe", lambda z, u: False)
+    return request.param
 
-    g = torch.Generator().manual_seed(3)
-    z = (torch.rand(200, 13, generator=g, dtype=torch.float64) * -500).to(dtype)  # within 600 nats
-    positive = torch.rand(200, 13, generator=g) < 0.8
-    fast = _log_suffix_sums(z, z, positive)
-    scan = torch.logcumsumexp(z.flip(-1), dim=-1).flip(-1)
-    torch.testing.assert_close(fast, scan, atol=1e-5 if dtype == torch.float32 else 1e-12, rtol=0)
-    wide = z.clone()
-    wide[0, 0] = -700.0  # out of the exp-space range: the log-space scan is used, no underflow
-    assert torch.equal(
-        _log_suffix_sums(wide, wide, torch.ones_like(positive)),
-        torch.logcumsumexp(wide.flip(-1), -1).flip(-1),
+
+@pytest.mark.parametrize("spread", [1.0, 30.0, 300.0, 1500.0])
+def test_both_paths_agree_with_slow_solver(spread, path):
+    for length in (1, 2, 5, 13):
+        z, u = random_rows(300, length, spread, seed=100 + length + int(spread))
+        assert_agrees_with_slow_solver(csoftmax(z, u), z, u, 1e-10)
+
+
+def test_log_space_path_gradcheck_in_float64(monkeypatch):
+    monkeypatch.setattr(constrained, "_exp_space_is_safe", lambda z, u: False)
+    test_gradcheck_in_float64((4, 5))
+    test_backward_is_prop1_and_matches_autograd_of_the_closed_form()
+
+
+def test_exp_space_only_within_its_range():
+    """The float64 exp-space path only where exp() of every budgeted score stays far from overflow and
+    underflow (no shift is made there); the unbudgeted words, whatever their score, do not count."""
+    from easyfirst.ops.constrained import _exp_space_is_safe
+
+    u = torch.tensor([[0.5, 1.0, 0.0, 0.0]])
+    assert _exp_space_is_safe(torch.tensor([[0.0, -599.0, 0.0, 0.0]]), u)
+    assert _exp_space_is_safe(torch.tensor([[0.0, -599.0, 800.0, -torch.inf]]), u)
+    assert not _exp_space_is_safe(torch.tensor([[0.0, -601.0, 0.0, 0.0]]), u)
+    assert not _exp_space_is_safe(torch.tensor([[650.0, 640.0, 0.0, 0.0]]), u)
+    assert not _exp_space_is_safe(torch.tensor([[0.0, -torch.inf, 0.0, 0.0]]), u)
+    assert not _exp_space_is_safe(torch.tensor([[0.0, torch.nan, 0.0, 0.0]]), u)
+
+
+def exact_with_finite_gradients(
+    z_rows: list[list[float]], u_rows: list[list[float]], dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """csoftmax of the rows, checked against the slow solver (1e-6 in float32, 1e-12 in float64) and for
+    finite gradients; returns α, u and dz for a random dα."""
+    z = torch.tensor(z_rows, dtype=dtype, requires_grad=True)
+    u = torch.tensor(u_rows, dtype=dtype, requires_grad=True)
+    alpha = csoftmax(z, u)
+    assert_agrees_with_slow_solver(alpha, z, u, 1e-6 if dtype == torch.float32 else 1e-12)
+    dz, du = torch.autograd.grad(alpha, (z, u), torch.randn_like(alpha))
+    assert torch.isfinite(dz).all() and torch.isfinite(du).all()
+    return alpha.detach(), u.detach(), dz
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_ties_at_the_clamp_boundary(dtype, path):
+    """Words whose softmax share is exactly their bound (tied keys q, on the boundary), tied words all
+    clamped, and all tied free: α is exact whichever side rounding puts them, and the gradients sum to
+    zero over z (α stays on the simplex) and are finite."""
+    alpha, u, dz = exact_with_finite_gradients(
+        [[0.0] * 5, [1.0, 1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, -1.0], [2.0, 2.0, 2.0, 2.0, 2.0]],
+        [[0.2, 0.2, 0.2, 0.2, 5.0], [0.25, 0.25, 1.0, 1.0, 1.0], [0.5] * 5, [0.2, 0.2, 0.2, 0.2, 0.2001]],
+        dtype,
     )
+    tolerance = 1e-6 if dtype == torch.float32 else 1e-12
+    assert torch.all(alpha <= u)
+    torch.testing.assert_close(alpha.sum(-1), torch.ones(4, dtype=dtype), atol=tolerance, rtol=0)
+    torch.testing.assert_close(dz.sum(-1), torch.zeros(4, dtype=dtype), atol=tolerance, rtol=0)
+
+
+def test_rows_of_width_one(path):
+    """One word: α = u when u ≤ 1 (no slack; du = dα, dz = 0), else α = 1 with no gradient at all."""
+    z = torch.tensor([[3.0], [-2.0], [0.0], [7.0]], dtype=torch.float64, requires_grad=True)
+    u = torch.tensor([[0.0], [0.4], [1.0], [2.5]], dtype=torch.float64, requires_grad=True)
+    alpha = csoftmax(z, u)
+    assert alpha.flatten().tolist() == [0.0, 0.4, 1.0, 1.0]
+    grad = torch.tensor([[1.5], [-2.0], [0.5], [3.0]], dtype=torch.float64)
+    dz, du = torch.autograd.grad(alpha, (z, u), grad)
+    assert dz.flatten().tolist() == [0.0, 0.0, 0.0, 0.0]
+    assert du.flatten().tolist() == [1.5, -2.0, 0.5, 0.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_infinite_and_huge_scores(dtype, path):
+    """Masked scores of −inf (with or without a budget) and unbudgeted words scored far above the
+    others: exact values, finite gradients."""
+    inf = float("inf")
+    exact_with_finite_gradients(
+        [[-inf, 0.0, 1.0], [-inf, 0.0, 1.0], [1000.0, 0.0, 1.0], [inf, 0.0, 1.0], [-inf, 0.5, 0.0]],
+        [[0.0, 1.0, 1.0], [0.5, 0.3, 1.0], [0.0, 1.0, 0.6], [0.0, 1.0, 1.0], [1.0, 0.6, 1.0]],
+        dtype,
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_budgets_summing_to_exactly_one_are_tight(dtype, path):
+    """Σu = 1 exactly (dyadic budgets, so every partial sum is exact): the only feasible point is u, and
+    rounding in exp(z)/Z must not free a word there: α = u and du = dα, dz = 0, exactly."""
+    g = torch.Generator().manual_seed(13)
+    counts = torch.rand(500, 9, generator=g).mul(64).floor() + 1  # positive integers
+    counts[:, -1] += 1024 - counts.sum(-1)  # ... summing to 2^10 (every row sums to ≤ 9 · 64 before)
+    u = (counts / 1024).to(dtype).requires_grad_()
+    z = (torch.randn(500, 9, generator=g, dtype=dtype) * 5).requires_grad_()
+    alpha = csoftmax(z, u)
+    assert torch.equal(alpha, u.detach())
+    grad = torch.randn_like(alpha)
+    dz, du = torch.autograd.grad(alpha, (z, u), grad)
+    assert torch.equal(dz, torch.zeros_like(dz)) and torch.equal(du, grad)

@@ -112,6 +112,22 @@ def test_zero_budget_above_the_threshold_has_the_right_sided_derivative():
     assert du[0] != 0
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_threshold_on_a_flat_stretch_of_g(dtype):
+    """Σα = 1 already with the words at their bounds, over a whole interval of τ (g is flat at exactly 1
+    there, in dyadic numbers): any τ in it gives the same α, exactly the slow solver's, and finite
+    gradients that keep α on the simplex."""
+    z = torch.tensor([[3.0, 3.0, 0.0, 0.0], [1.0, 0.5, 0.5, -2.0], [4.0, 1.0, 1.0, 1.0]], dtype=dtype)
+    u = torch.tensor([[0.5, 0.5, 1.0, 1.0], [0.5, 0.25, 0.25, 1.0], [1.0, 0.5, 0.5, 0.5]], dtype=dtype)
+    z.requires_grad_()
+    u.requires_grad_()
+    alpha = csparsemax(z, u)
+    assert_matches_slow_solver(alpha, z, u, 1e-6 if dtype == torch.float32 else 1e-12)
+    dz, du = torch.autograd.grad(alpha, (z, u), torch.randn_like(alpha))
+    assert torch.isfinite(dz).all() and torch.isfinite(du).all()
+    torch.testing.assert_close(dz.sum(-1), torch.zeros(3, dtype=dtype), atol=1e-6, rtol=0)
+
+
 def test_degenerate_rows_give_u_and_pass_gradients_to_u():
     z = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
     u = torch.tensor([[0.0] * 4, [0.1, 0.2, 0.3, 0.1], [0.25] * 4], dtype=torch.float64, requires_grad=True)
