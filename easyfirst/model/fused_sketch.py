@@ -52,14 +52,21 @@ class LoopPlan:
 
 
 class _Saved:
-    """The forward's per-step records (preallocated ``(N, …)`` buffers; one slot when not ``store``)."""
+    """The forward's per-step records, in preallocated ``(N, …)`` buffers (one slot when not ``store``).
+
+    Sⁿ itself is updated in place: the backward reads it only through the windows, which step n + 1
+    copies anyway (into ``cols``, kept for the weight gradient).
+    """
 
     def __init__(self, fixed: torch.Tensor, sketch_dim: int, width: int, plan: LoopPlan, store: bool):
         size, length, out = fixed.shape
         slots = plan.steps if store else 1
         pad = width // 2
-        # S⁰..Sᴺ with w zero words on each side, so that the windows of Eq. 1 are a view
-        self.sketches = fixed.new_zeros(slots + 1, size, length + 2 * pad, sketch_dim)
+        # Sⁿ with w zero words on each side, so that the windows of Eq. 1 are a view
+        self.sketch = fixed.new_zeros(size, length + 2 * pad, sketch_dim)
+        self.cols = fixed.new_empty(
+            max(slots - 1, 1), size, length, width, sketch_dim
+        )  # windows(Sⁿ⁻¹), n ≥ 2
         self.betas = fixed.new_zeros(slots + 1, size, length)  # β⁰..βᴺ
         self.tanhs = fixed.new_empty(slots, size, length, out)  # tanh(aⁿ)
         self.affines = None if plan.full_state else fixed.new_empty(slots, size, length, out)  # aⁿ
@@ -69,7 +76,8 @@ class _Saved:
         self.store = store
 
     def slot(self, n: int) -> int:
-        """Index of step n's records (n from 1); the sketch and β before step n are at ``slot(n)``."""
+        """Index of step n's records (n from 1); β before step n is at ``slot(n)``, its windows at
+        ``slot(n) - 1``."""
         return n - 1 if self.store else 0
 
 
@@ -107,24 +115,23 @@ def _run(
     saved = _Saved(fixed, sketch_dim, width, plan, store)
     maskf = mask.to(fixed.dtype)
     lengths = mask.sum(1).clamp_min(1).to(fixed.dtype).unsqueeze(1)  # (B, 1)
-    flat_weight = _flat_weight(weight).t()  # (K·D_s, O), the column order of `cols`
-    cols = fixed.new_empty(size, length, width, sketch_dim)
+    flat_weight = _flat_weight(weight).t().contiguous()  # (K·D_s, O), the column order of `cols`
     scratch = fixed.new_empty(size, length, out)
+    sketch = saved.sketch[:, pad : pad + length]  # Sⁿ, a view
     shown_history = []
     for n in range(1, plan.steps + 1):
         k = saved.slot(n)
-        sketch = saved.sketches[k]  # Sⁿ⁻¹, padded
         beta = saved.betas[k]
         if n == 1:  # S⁰ = 0
             affine = fixed
+            if not plan.full_state:
+                saved.affines[k].copy_(affine)  # NEF-S's backward reads a_s of every step
         else:
-            cols.copy_(_windows(sketch, width))  # the sketch windows of Eq. 1
+            cols = saved.cols[max(k - 1, 0)].copy_(_windows(saved.sketch, width))  # the windows of Eq. 1
             target = scratch if plan.full_state else saved.affines[k]
             affine = torch.addmm(
-                fixed.view(-1, out), cols.view(-1, sketch_dim * width), flat_weight, out=target.view(-1, out)
+                fixed.view(-1, out), cols.view(-1, width * sketch_dim), flat_weight, out=target.view(-1, out)
             ).view(size, length, out)
-        if n == 1 and not plan.full_state:
-            saved.affines[k].copy_(affine)  # NEF-S's backward reads a_s of every step
         tanh = _tanh(affine, out=saved.tanhs[k])
         z = tanh[..., :score_dim] @ v[0]  # Eq. 2, (B, L)
         if plan.temperature != 1.0:
@@ -139,19 +146,16 @@ def _run(
             saved.free.append(free)
         shown = alpha if n <= plan.common else alpha * (n <= n_steps).to(alpha.dtype).unsqueeze(1)
         shown_history.append(shown)
-        middle = saved.sketches[k + 1 if store else 0][:, pad : pad + length]
         if plan.full_state:  # Eq. 7
             update = tanh[..., score_dim:]
         else:  # Eq. 4: affine(Σ_j α_j c_j) = Σ_j α_j affine(c_j)
             update = _tanh(torch.bmm(shown.unsqueeze(1), affine[..., score_dim:]), out=saved.pooled[k])
+        sketch.addcmul_(shown.unsqueeze(-1), update)
         if store:
-            torch.addcmul(sketch[:, pad : pad + length], shown.unsqueeze(-1), update, out=middle)
             torch.add(beta, shown, out=saved.betas[k + 1])
         else:
-            middle.addcmul_(shown.unsqueeze(-1), update)
             beta.add_(shown)
-    final = saved.sketches[-1][:, pad : pad + length]
-    return final, torch.stack(shown_history, 1), saved
+    return sketch, torch.stack(shown_history, 1), saved
 
 
 class FusedSketchFunction(torch.autograd.Function):
@@ -171,7 +175,7 @@ class FusedSketchFunction(torch.autograd.Function):
         saved, plan = ctx.saved, ctx.plan
         del ctx.saved  # the records are freed once the backward is done
         steps = plan.steps
-        _, size, padded, sketch_dim = saved.sketches.shape
+        size, padded, sketch_dim = saved.sketch.shape
         out, _, width = weight.shape
         pad, length = width // 2, padded - 2 * (width // 2)
         score_dim = out - sketch_dim
@@ -234,7 +238,7 @@ class FusedSketchFunction(torch.autograd.Function):
         d_weight = d_v = None
         if ctx.needs_input_grad[1]:
             if steps > 1:
-                cols = _windows(saved.sketches[1:steps], width).reshape(-1, width * sketch_dim)
+                cols = saved.cols.view(-1, width * sketch_dim)
                 d_weight = (
                     (d_middle[1:].reshape(-1, out).t() @ cols).view(out, width, sketch_dim).transpose(1, 2)
                 )
