@@ -190,62 +190,68 @@ class FusedSketchFunction(torch.autograd.Function):
         )
         g_beta = history.new_zeros(size, length)
         d_affine = history.new_zeros(steps, size, padded, out)  # daⁿ, w zero words on each side
-        d_scores = history.new_empty(steps, size, length)  # dzⁿ of Eq. 2, before T
         upstream = history.new_empty(size, length, out)  # d tanh(aⁿ)
         d_cols = history.new_empty(size, length, width, out)
+        # per-step views, made once (each indexing is a call with its own fixed cost)
+        tanhs, shown_words = saved.tanhs.unbind(0), history.unsqueeze(-1).unbind(1)
+        t_scores, t_sketch = saved.tanhs[..., :score_dim].unbind(0), saved.tanhs[..., score_dim:].unbind(0)
+        d_words = d_affine[:, :, pad : pad + length]  # (N, B, L, O)
+        d_steps, d_windows = d_words.unbind(0), _windows(d_affine, width).unbind(0)
+        grads = grad_history.unbind(1) if grad_history is not None else None
+        betas, v_row = saved.betas.unbind(0), v[0]
+        up_scores, up_sketch = upstream[..., :score_dim], upstream[..., score_dim:]
+        flat_sketch, flat_cols = g_sketch.view(-1, sketch_dim), d_cols.view(-1, width * out)
+        d_scores = []  # dzⁿ of Eq. 2 before T, from step N down
         for n in range(steps, 0, -1):
             k = n - 1
-            tanh, alpha, free = saved.tanhs[k], saved.alphas[k], saved.free[k]
-            shown = history[:, k]
-            d_shown = g_beta if grad_history is None else grad_history[:, k] + g_beta
+            d_shown = g_beta if grads is None else grads[k] + g_beta
             if plan.full_state:  # Sⁿ = Sⁿ⁻¹ + α ⊙ t_s
-                d_shown = d_shown + torch.linalg.vecdot(g_sketch, tanh[..., score_dim:])
-                torch.mul(shown.unsqueeze(-1), g_sketch, out=upstream[..., score_dim:])
+                d_shown = d_shown + torch.linalg.vecdot(g_sketch, t_sketch[k])
+                torch.mul(shown_words[k], g_sketch, out=up_sketch)
             else:  # Sⁿ = Sⁿ⁻¹ + α pᵀ, p = tanh(αᵀ a_s)
                 pooled, a_sketch = saved.pooled[k], saved.affines[k][..., score_dim:]
-                d_pooled = torch.ops.aten.tanh_backward(torch.bmm(shown.unsqueeze(1), g_sketch), pooled)
+                shown = shown_words[k].transpose(1, 2)  # (B, 1, L)
+                d_pooled = torch.ops.aten.tanh_backward(torch.bmm(shown, g_sketch), pooled)
                 d_shown = d_shown + torch.baddbmm(
                     torch.bmm(g_sketch, pooled.transpose(1, 2)), a_sketch, d_pooled.transpose(1, 2)
                 ).squeeze(-1)
-                # a_s enters through the pooled sum only: its gradient goes in directly (no tanh' there)
-                torch.mul(shown.unsqueeze(-1), d_pooled, out=upstream[..., score_dim:])
+                torch.mul(shown_words[k], d_pooled, out=up_sketch)
             if n > plan.common:  # sentences past their own N_b were zeroed
                 d_shown = d_shown * (n <= n_steps).to(dtype).unsqueeze(1)
-            d_z, d_budget = _csoftmax_backward(alpha, free, d_shown)  # Prop. 1
-            beta = saved.betas[k]
+            d_z, d_budget = _csoftmax_backward(saved.alphas[k], saved.free[k], d_shown)  # Prop. 1
             rounds = 1 if n <= plan.common else torch.ceil(n / lengths)
             # u = (rounds − β)₊ · mask; clamp_min passes the gradient where rounds − β ≥ 0, as autograd does
-            g_beta = g_beta - torch.where((rounds - beta >= 0) & mask, d_budget, 0)  # βⁿ⁻¹ → βⁿ: identity
+            g_beta = g_beta - torch.where((betas[k] <= rounds) & mask, d_budget, 0)  # βⁿ⁻¹ → βⁿ: identity
             if plan.coverage_penalty:
                 g_beta = g_beta - plan.coverage_penalty * d_z
             if plan.temperature != 1.0:
                 d_z = d_z / plan.temperature
-            d_scores[k] = d_z
-            torch.mul(d_z.unsqueeze(-1), v[0], out=upstream[..., :score_dim])
-            d_a = d_affine[k, :, pad : pad + length]
+            d_scores.append(d_z)
+            torch.mul(d_z.unsqueeze(-1), v_row, out=up_scores)
             if plan.full_state:
-                torch.ops.aten.tanh_backward.grad_input(upstream, tanh, grad_input=d_a)
-            else:
+                torch.ops.aten.tanh_backward.grad_input(upstream, tanhs[k], grad_input=d_steps[k])
+            else:  # a_s enters through the pooled sum only: its gradient goes in directly (no tanh')
+                d_a = d_steps[k]
                 torch.ops.aten.tanh_backward.grad_input(
-                    upstream[..., :score_dim], tanh[..., :score_dim], grad_input=d_a[..., :score_dim]
+                    up_scores, t_scores[k], grad_input=d_a[..., :score_dim]
                 )
-                d_a[..., score_dim:] = upstream[..., score_dim:]
+                d_a[..., score_dim:] = up_sketch
             if n > 1:  # the sketch half read Sⁿ⁻¹'s windows (S⁰ = 0 was skipped)
-                d_cols.copy_(_windows(d_affine[k], width))
-                g_sketch.view(-1, sketch_dim).addmm_(d_cols.view(-1, width * out), back)
-        d_middle = d_affine[:, :, pad : pad + length]  # (N, B, L, O)
-        d_fixed = d_middle.sum(0) if ctx.needs_input_grad[0] else None
+                d_cols.copy_(d_windows[k])
+                flat_sketch.addmm_(flat_cols, back)
+        d_fixed = d_words.sum(0) if ctx.needs_input_grad[0] else None
         d_weight = d_v = None
         if ctx.needs_input_grad[1]:
             if steps > 1:
                 cols = saved.cols.view(-1, width * sketch_dim)
                 d_weight = (
-                    (d_middle[1:].reshape(-1, out).t() @ cols).view(out, width, sketch_dim).transpose(1, 2)
+                    (d_words[1:].reshape(-1, out).t() @ cols).view(out, width, sketch_dim).transpose(1, 2)
                 )
             else:
                 d_weight = torch.zeros_like(weight)
         if ctx.needs_input_grad[2]:
-            d_v = (d_scores.reshape(1, -1) @ saved.tanhs[..., :score_dim].reshape(-1, score_dim)).view_as(v)
+            d_scores = torch.stack(d_scores[::-1]).view(1, -1)
+            d_v = (d_scores @ saved.tanhs[..., :score_dim].reshape(-1, score_dim)).view_as(v)
         return d_fixed, d_weight, d_v, None, None, None
 
 
