@@ -64,9 +64,7 @@ class _Saved:
         pad = width // 2
         # Sⁿ with w zero words on each side, so that the windows of Eq. 1 are a view
         self.sketch = fixed.new_zeros(size, length + 2 * pad, sketch_dim)
-        self.cols = fixed.new_empty(
-            max(slots - 1, 1), size, length, width, sketch_dim
-        )  # windows(Sⁿ⁻¹), n ≥ 2
+        self.cols: list[torch.Tensor] = []  # windows(Sⁿ⁻¹) of steps n ≥ 2, (B, L, K, D_s) each
         self.betas = fixed.new_zeros(slots + 1, size, length)  # β⁰..βᴺ
         self.tanhs = fixed.new_empty(slots, size, length, out)  # tanh(aⁿ)
         self.affines = None if plan.full_state else fixed.new_empty(slots, size, length, out)  # aⁿ
@@ -127,7 +125,9 @@ def _run(
             if not plan.full_state:
                 saved.affines[k].copy_(affine)  # NEF-S's backward reads a_s of every step
         else:
-            cols = saved.cols[max(k - 1, 0)].copy_(_windows(saved.sketch, width))  # the windows of Eq. 1
+            cols = _windows(saved.sketch, width).contiguous()  # the windows of Eq. 1
+            if store:
+                saved.cols.append(cols)
             target = scratch if plan.full_state else saved.affines[k]
             affine = torch.addmm(
                 fixed.view(-1, out), cols.view(-1, width * sketch_dim), flat_weight, out=target.view(-1, out)
@@ -183,24 +183,31 @@ class FusedSketchFunction(torch.autograd.Function):
         lengths = mask.sum(1).clamp_min(1).to(dtype).unsqueeze(1)
         # the transposed window map: dS_j = Σ_k' W_{K−1−k'}ᵀ da_{j+k'−w}, rows (k', o) as in `d_cols`
         back = weight.flip(-1).permute(2, 0, 1).reshape(width * out, sketch_dim)
-        g_sketch = (
-            grad_sketch.clone(memory_format=torch.contiguous_format)
-            if grad_sketch is not None
-            else history.new_zeros(size, length, sketch_dim)
-        )
+        # dSⁿ, stored (D_s, B, L): MKL accumulates the fold's product faster into this orientation
+        # (153 against 177 µs at B·L = 272 here)
+        g_store = history.new_zeros(sketch_dim, size, length)
+        g_sketch = g_store.permute(1, 2, 0)  # (B, L, D_s) view
+        if grad_sketch is not None:
+            g_sketch.copy_(grad_sketch)
         g_beta = history.new_zeros(size, length)
-        d_affine = history.new_zeros(steps, size, padded, out)  # daⁿ, w zero words on each side
+        d_words = history.new_empty(steps, size, length, out)  # daⁿ
+        d_padded = history.new_zeros(size, padded, out)  # daⁿ with w zero words on each side
+        d_flat = _flat_weight(weight).new_zeros(out, width * sketch_dim) if ctx.needs_input_grad[1] else None
         upstream = history.new_empty(size, length, out)  # d tanh(aⁿ)
         d_cols = history.new_empty(size, length, width, out)
         # per-step views, made once (each indexing is a call with its own fixed cost)
         tanhs, shown_words = saved.tanhs.unbind(0), history.unsqueeze(-1).unbind(1)
         t_scores, t_sketch = saved.tanhs[..., :score_dim].unbind(0), saved.tanhs[..., score_dim:].unbind(0)
-        d_words = d_affine[:, :, pad : pad + length]  # (N, B, L, O)
-        d_steps, d_windows = d_words.unbind(0), _windows(d_affine, width).unbind(0)
+        d_steps, d_windows, d_middle = (
+            d_words.unbind(0),
+            _windows(d_padded, width),
+            d_padded[:, pad : pad + length],
+        )
         grads = grad_history.unbind(1) if grad_history is not None else None
         betas, v_row = saved.betas.unbind(0), v[0]
         up_scores, up_sketch = upstream[..., :score_dim], upstream[..., score_dim:]
-        flat_sketch, flat_cols = g_sketch.view(-1, sketch_dim), d_cols.view(-1, width * out)
+        flat_sketch, flat_cols = g_store.view(sketch_dim, -1), d_cols.view(-1, width * out).t()
+        back = back.t()
         d_scores = []  # dzⁿ of Eq. 2 before T, from step N down
         for n in range(steps, 0, -1):
             k = n - 1
@@ -237,18 +244,17 @@ class FusedSketchFunction(torch.autograd.Function):
                 )
                 d_a[..., score_dim:] = up_sketch
             if n > 1:  # the sketch half read Sⁿ⁻¹'s windows (S⁰ = 0 was skipped)
-                d_cols.copy_(d_windows[k])
-                flat_sketch.addmm_(flat_cols, back)
+                d_middle.copy_(d_steps[k])
+                d_cols.copy_(d_windows)
+                flat_sketch.addmm_(back, flat_cols)
+                if d_flat is not None:
+                    d_flat.addmm_(
+                        d_steps[k].view(-1, out).t(), saved.cols[k - 1].view(-1, width * sketch_dim)
+                    )
         d_fixed = d_words.sum(0) if ctx.needs_input_grad[0] else None
         d_weight = d_v = None
         if ctx.needs_input_grad[1]:
-            if steps > 1:
-                cols = saved.cols.view(-1, width * sketch_dim)
-                d_weight = (
-                    (d_words[1:].reshape(-1, out).t() @ cols).view(out, width, sketch_dim).transpose(1, 2)
-                )
-            else:
-                d_weight = torch.zeros_like(weight)
+            d_weight = d_flat.view(out, width, sketch_dim).transpose(1, 2)
         if ctx.needs_input_grad[2]:
             d_scores = torch.stack(d_scores[::-1]).view(1, -1)
             d_v = (d_scores @ saved.tanhs[..., :score_dim].reshape(-1, score_dim)).view_as(v)
