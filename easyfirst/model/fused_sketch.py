@@ -116,24 +116,29 @@ def _run(
     flat_weight = _flat_weight(weight).t().contiguous()  # (K·D_s, O), the column order of `cols`
     scratch = fixed.new_empty(size, length, out)
     sketch = saved.sketch[:, pad : pad + length]  # Sⁿ, a view
+    # views made once (each indexing is a call with its own fixed cost)
+    windows, fixed_rows, v_row = _windows(saved.sketch, width), fixed.view(-1, out), v[0]
+    tanhs, betas = saved.tanhs.unbind(0), saved.betas.unbind(0)
+    t_scores = saved.tanhs[..., :score_dim].flatten(1, 2).unbind(0)  # (B·L, D_z) each
+    t_sketch = saved.tanhs[..., score_dim:].unbind(0)
     shown_history = []
     for n in range(1, plan.steps + 1):
         k = saved.slot(n)
-        beta = saved.betas[k]
+        beta = betas[k]
         if n == 1:  # S⁰ = 0
             affine = fixed
             if not plan.full_state:
                 saved.affines[k].copy_(affine)  # NEF-S's backward reads a_s of every step
         else:
-            cols = _windows(saved.sketch, width).contiguous()  # the windows of Eq. 1
+            cols = windows.contiguous()  # the windows of Eq. 1 on Sⁿ⁻¹
             if store:
                 saved.cols.append(cols)
             target = scratch if plan.full_state else saved.affines[k]
             affine = torch.addmm(
-                fixed.view(-1, out), cols.view(-1, width * sketch_dim), flat_weight, out=target.view(-1, out)
+                fixed_rows, cols.view(-1, width * sketch_dim), flat_weight, out=target.view(-1, out)
             ).view(size, length, out)
-        tanh = _tanh(affine, out=saved.tanhs[k])
-        z = tanh[..., :score_dim] @ v[0]  # Eq. 2, (B, L)
+        _tanh(affine, out=tanhs[k])
+        z = torch.mv(t_scores[k], v_row).view(size, length)  # Eq. 2
         if plan.temperature != 1.0:
             z = z / plan.temperature
         if plan.coverage_penalty:
@@ -147,12 +152,12 @@ def _run(
         shown = alpha if n <= plan.common else alpha * (n <= n_steps).to(alpha.dtype).unsqueeze(1)
         shown_history.append(shown)
         if plan.full_state:  # Eq. 7
-            update = tanh[..., score_dim:]
+            update = t_sketch[k]
         else:  # Eq. 4: affine(Σ_j α_j c_j) = Σ_j α_j affine(c_j)
             update = _tanh(torch.bmm(shown.unsqueeze(1), affine[..., score_dim:]), out=saved.pooled[k])
         sketch.addcmul_(shown.unsqueeze(-1), update)
         if store:
-            torch.add(beta, shown, out=saved.betas[k + 1])
+            torch.add(beta, shown, out=betas[k + 1])
         else:
             beta.add_(shown)
     return sketch, torch.stack(shown_history, 1), saved
