@@ -178,7 +178,6 @@ class FusedSketchFunction(torch.autograd.Function):
     def backward(ctx, grad_sketch, grad_history):
         weight, v, mask, n_steps, history = ctx.saved_tensors
         saved, plan = ctx.saved, ctx.plan
-        del ctx.saved  # the records are freed once the backward is done
         steps = plan.steps
         size, padded, sketch_dim = saved.sketch.shape
         out, _, width = weight.shape
