@@ -194,7 +194,8 @@ class FusedSketchFunction(torch.autograd.Function):
         if grad_sketch is not None:
             g_sketch.copy_(grad_sketch)
         g_beta = history.new_zeros(size, length)
-        d_words = history.new_empty(steps, size, length, out)  # daⁿ
+        d_a = history.new_empty(size, length, out)  # daⁿ
+        d_fixed = history.new_zeros(size, length, out)  # Σ_n daⁿ: the encoder half is the same at every step
         d_padded = history.new_zeros(size, padded, out)  # daⁿ with w zero words on each side
         d_flat = _flat_weight(weight).new_zeros(out, width * sketch_dim) if ctx.needs_input_grad[1] else None
         upstream = history.new_empty(size, length, out)  # d tanh(aⁿ)
@@ -202,11 +203,7 @@ class FusedSketchFunction(torch.autograd.Function):
         # per-step views, made once (each indexing is a call with its own fixed cost)
         tanhs, shown_words = saved.tanhs.unbind(0), history.unsqueeze(-1).unbind(1)
         t_scores, t_sketch = saved.tanhs[..., :score_dim].unbind(0), saved.tanhs[..., score_dim:].unbind(0)
-        d_steps, d_windows, d_middle = (
-            d_words.unbind(0),
-            _windows(d_padded, width),
-            d_padded[:, pad : pad + length],
-        )
+        d_windows, d_middle = _windows(d_padded, width), d_padded[:, pad : pad + length]
         grads = grad_history.unbind(1) if grad_history is not None else None
         betas, v_row = saved.betas.unbind(0), v[0]
         up_scores, up_sketch = upstream[..., :score_dim], upstream[..., score_dim:]
@@ -240,29 +237,26 @@ class FusedSketchFunction(torch.autograd.Function):
             d_scores.append(d_z)
             torch.mul(d_z.unsqueeze(-1), v_row, out=up_scores)
             if plan.full_state:
-                torch.ops.aten.tanh_backward.grad_input(upstream, tanhs[k], grad_input=d_steps[k])
+                torch.ops.aten.tanh_backward.grad_input(upstream, tanhs[k], grad_input=d_a)
             else:  # a_s enters through the pooled sum only: its gradient goes in directly (no tanh')
-                d_a = d_steps[k]
                 torch.ops.aten.tanh_backward.grad_input(
                     up_scores, t_scores[k], grad_input=d_a[..., :score_dim]
                 )
                 d_a[..., score_dim:] = up_sketch
+            d_fixed.add_(d_a)
             if n > 1:  # the sketch half read Sⁿ⁻¹'s windows (S⁰ = 0 was skipped)
-                d_middle.copy_(d_steps[k])
+                d_middle.copy_(d_a)
                 d_cols.copy_(d_windows)
                 flat_sketch.addmm_(back, flat_cols)
                 if d_flat is not None:
-                    d_flat.addmm_(
-                        d_steps[k].view(-1, out).t(), saved.cols[k - 1].view(-1, width * sketch_dim)
-                    )
-        d_fixed = d_words.sum(0) if ctx.needs_input_grad[0] else None
+                    d_flat.addmm_(d_a.view(-1, out).t(), saved.cols[k - 1].view(-1, width * sketch_dim))
         d_weight = d_v = None
         if ctx.needs_input_grad[1]:
             d_weight = d_flat.view(out, width, sketch_dim).transpose(1, 2)
         if ctx.needs_input_grad[2]:
             d_scores = torch.stack(d_scores[::-1]).view(1, -1)
             d_v = (d_scores @ saved.tanhs[..., :score_dim].reshape(-1, score_dim)).view_as(v)
-        return d_fixed, d_weight, d_v, None, None, None
+        return d_fixed if ctx.needs_input_grad[0] else None, d_weight, d_v, None, None, None
 
 
 def sketch_steps(
