@@ -193,10 +193,10 @@ class FusedSketchFunction(torch.autograd.Function):
         lengths = mask.sum(1).clamp_min(1).to(dtype).unsqueeze(1)
         # the transposed window map: dS_j = Σ_k' W_{K−1−k'}ᵀ da_{j+k'−w}, rows (k', o) as in `d_cols`
         back = weight.flip(-1).permute(2, 0, 1).reshape(width * out, sketch_dim)
-        # dSⁿ, stored (D_s, B, L): MKL accumulates the fold's product faster into this orientation
-        # (153 against 177 µs at B·L = 272 here)
-        g_store = history.new_zeros(sketch_dim, size, length)
-        g_sketch = g_store.permute(1, 2, 0)  # (B, L, D_s) view
+        g_sketch = history.new_zeros(size, length, sketch_dim)  # dSⁿ
+        # the fold's product, (D_s, B, L): MKL writes this orientation faster (152 against 180 µs at
+        # B·L = 272 here), and the strided reads of dS stay out of the step's element-wise operations
+        g_store = history.new_empty(sketch_dim, size, length)
         if grad_sketch is not None:
             g_sketch.copy_(grad_sketch)
         g_beta = history.new_zeros(size, length)
@@ -253,7 +253,8 @@ class FusedSketchFunction(torch.autograd.Function):
             if n > 1:  # the sketch half read Sⁿ⁻¹'s windows (S⁰ = 0 was skipped)
                 d_middle.copy_(d_a)
                 d_cols.copy_(d_windows)
-                flat_sketch.addmm_(back, flat_cols)
+                torch.mm(back, flat_cols, out=flat_sketch)
+                g_sketch.add_(g_store.permute(1, 2, 0))
                 if d_flat is not None:
                     d_flat.addmm_(d_a.view(-1, out).t(), saved.cols[k - 1].view(-1, width * sketch_dim))
         d_weight = d_v = None
