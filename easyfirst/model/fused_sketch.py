@@ -6,24 +6,24 @@ default, NEF-F and NEF-S, N fixed or N = L, N > L with a fresh unit of budget ev
 temperature and coverage penalty.
 
 Why: at the sizes the decoder runs at (16 sentences × ~20 words), a sketch step of the generic loop is
-~100 small tensor operations, each with an autograd node, around three matrix products; that fixed cost
-was about two thirds of the decoder's time. Here the forward keeps only what the backward needs and
-writes it into preallocated buffers, the backward runs by hand through the steps, and the weight
-gradients are one matrix product over all steps at the end:
+about a hundred small tensor operations, each with an autograd node, around three matrix products, and
+their fixed cost dominated the decoder's time. Here the forward keeps only what the backward needs, in
+preallocated buffers, and the backward runs by hand through the steps:
 
-- forward, step n: cols = windows(Sⁿ⁻¹) (one copy), a = fixed + cols·Wᵀ (one GEMM), t = tanh(a),
-  zⁿ = t_z·v (/T, −λβ), u = (⌈n/L⌉ − βⁿ⁻¹)₊ on words, (αⁿ, A) = csoftmax(zⁿ; u) by
-  :func:`_csoftmax_forward`, Sⁿ = Sⁿ⁻¹ + αⁿ ⊙ t_s (NEF-F) or αⁿ tanh(Σ_j α_jⁿ a_s,j) (NEF-S),
-  βⁿ = βⁿ⁻¹ + αⁿ. Stored per step: Sⁿ (zero-padded by w words on both sides), t, βⁿ, αⁿ and A (and,
-  for NEF-S, a and the pooled tanh);
+- forward, step n: cols = windows(Sⁿ⁻¹) (one copy), a = fixed + cols·Wᵀ (one GEMM, computed as 2a, see
+  :func:`_tanh_of_half`), t = tanh(a), zⁿ = t_z·v (/T, −λβ), u = (⌈n/L⌉ − βⁿ⁻¹)₊ on words,
+  (αⁿ, A) = csoftmax(zⁿ; u) by :func:`_csoftmax_forward`, Sⁿ = Sⁿ⁻¹ + αⁿ ⊙ t_s (NEF-F) or
+  αⁿ tanh(Σ_j α_jⁿ a_s,j) (NEF-S), βⁿ = βⁿ⁻¹ + αⁿ. Stored per step: cols, t, βⁿ⁻¹, αⁿ and A (and, for
+  NEF-S, 2a and the pooled tanh); S itself is updated in place;
 - backward, step n (from N down to 1): dα from the outputs and from Sⁿ, βⁿ; Prop. 1's Jacobian
   :func:`_csoftmax_backward` gives dz and du; da = tanh'(t) ⊙ [dz v, dt_s]; dSⁿ⁻¹ += the transposed window
-  map of da, one GEMM against the flipped weight: dS_j = Σ_k W_{K−1−k}ᵀ da_{j+k−w};
-- at the end: d fixed = Σ_n daⁿ, dW = Σ_n daⁿᵀ colsⁿ and dv = Σ_n dzⁿ t_zⁿ, each one operation.
+  map of da, one GEMM against the flipped weight: dS_j = Σ_k W_{K−1−k}ᵀ da_{j+k−w}; d fixed += da and
+  dW += daᵀ cols (one GEMM);
+- at the end: dv = Σ_n dzⁿ t_zⁿ, one matrix-vector product over all steps.
 
 Layout ``(B, L, C)`` throughout (the input half's output is that, transposed). Under ``no_grad`` or
-``inference_mode`` nothing is stored (:func:`sketch_steps` runs the loop in two reused buffers). No host
-synchronisation inside the step loop (csoftmax's CPU-only range check aside).
+``inference_mode`` nothing is stored (:func:`sketch_steps` runs the loop in one slot of each buffer). No
+host synchronisation inside the step loop (csoftmax's CPU-only range check aside).
 """
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ class FusedSketchFunction(torch.autograd.Function):
                 d_shown = d_shown + torch.linalg.vecdot(g_sketch, t_sketch[k])
                 torch.mul(shown_words[k], g_sketch, out=up_sketch)
             else:  # Sⁿ = Sⁿ⁻¹ + α pᵀ, p = tanh(αᵀ a_s)
-                pooled, a_sketch = saved.pooled[k], saved.affines[k][..., score_dim:]
+                pooled, a_sketch = saved.pooled[k], saved.affines[k][..., score_dim:]  # p and 2a_s
                 shown = shown_words[k].transpose(1, 2)  # (B, 1, L)
                 d_pooled = torch.ops.aten.tanh_backward(torch.bmm(shown, g_sketch), pooled)
                 d_shown = d_shown + torch.baddbmm(
