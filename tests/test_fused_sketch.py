@@ -11,6 +11,8 @@ from easyfirst.model.fused_sketch import FusedSketchFunction, LoopPlan, _run, sk
 from easyfirst.model.sketch import SketchDecoder
 
 LENGTHS = [5, 1, 3, 7, 0, 6]  # padding, a one-word and an empty sentence
+# no empty sentence: the first 4 steps run in the loop's common region (every sentence active, round 1)
+LONGER = [6, 4, 5, 6]
 
 
 def padded_batch(lengths: list[int], dim: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -20,9 +22,11 @@ def padded_batch(lengths: list[int], dim: int, seed: int) -> tuple[torch.Tensor,
     return (states * 2 * mask[..., None]).requires_grad_(), mask
 
 
-def run_both(decoder: SketchDecoder, steps: int | None, seed: int = 0) -> list[dict[str, torch.Tensor]]:
+def run_both(
+    decoder: SketchDecoder, steps: int | None, lengths: list[int], seed: int = 0
+) -> list[dict[str, torch.Tensor]]:
     """Outputs and gradients (of a random linear function of both outputs) of the fused and generic loops."""
-    states, mask = padded_batch(LENGTHS, decoder.input_half.in_channels, seed)
+    states, mask = padded_batch(lengths, decoder.input_half.in_channels, seed)
     generator = torch.Generator().manual_seed(seed + 1)
     results = []
     for fused in (True, False):
@@ -45,17 +49,18 @@ def run_both(decoder: SketchDecoder, steps: int | None, seed: int = 0) -> list[d
 @pytest.mark.parametrize(
     "options", [{}, {"temperature": 0.4, "coverage_penalty": 1.5}], ids=["plain", "temperature+coverage"]
 )
-def test_fused_loop_matches_the_generic_loop(full_state, steps, options):
+@pytest.mark.parametrize("lengths", [LENGTHS, LONGER], ids=["with-empty", "no-empty"])
+def test_fused_loop_matches_the_generic_loop(full_state, steps, options, lengths):
     torch.manual_seed(0)
     decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5, full_state=full_state, **options).double()
-    fused, generic = run_both(decoder, steps)
+    fused, generic = run_both(decoder, steps, lengths)
     assert fused.keys() == generic.keys()
     assert set(fused) >= {"input_half.weight", "input_half.bias", "sketch_half.weight", "v.weight"}
     for name in fused:
         torch.testing.assert_close(fused[name], generic[name], atol=1e-11, rtol=1e-9, msg=name)
     # the history is a real attention history: rows sum to one while a sentence runs, zero afterwards
-    lengths = torch.tensor(LENGTHS, dtype=torch.float64)
-    own = lengths if steps is None else torch.where(lengths > 0, float(steps), 0.0)
+    words = torch.tensor(lengths, dtype=torch.float64)
+    own = words if steps is None else torch.where(words > 0, float(steps), 0.0)
     expected = (torch.arange(1, fused["history"].shape[1] + 1)[None] <= own[:, None]).double()
     torch.testing.assert_close(fused["history"].sum(-1), expected)
 

@@ -148,8 +148,10 @@ def _run(
             z = z / plan.temperature
         if plan.coverage_penalty:
             z = z - plan.coverage_penalty * beta
-        rounds = 1 if n <= plan.common else torch.ceil(n / lengths)  # a fresh unit every L_b steps
-        budget = (rounds - beta).clamp_min_(0).mul_(maskf)
+        if n <= plan.common:  # u = (1 − β)₊ on words; β is exactly 0 on padding (α = 0 where u = 0)
+            budget = torch.sub(maskf, beta).clamp_min_(0)
+        else:  # a fresh unit every L_b steps
+            budget = (torch.ceil(n / lengths) - beta).clamp_min_(0).mul_(maskf)
         alpha, free = _csoftmax_forward(z, budget)  # Eq. 3 with ρ = csoftmax(z; u)
         if store:
             saved.alphas.append(alpha)
@@ -216,6 +218,10 @@ class FusedSketchFunction(torch.autograd.Function):
         flat_sketch, flat_cols = g_store.view(sketch_dim, -1), d_cols.view(-1, width * out).t()
         back = back.t()
         d_scores = []  # dzⁿ of Eq. 2 before T, from step N down
+        # u = (rounds − β)₊ · mask: clamp_min passes the gradient where rounds − β ≥ 0, as autograd does;
+        # with rounds = 1 (steps up to `common`) these gates are one operation for all those steps
+        common = min(plan.common, steps)
+        gates = ((saved.betas[:common] <= 1) & mask).to(dtype).unbind(0)
         for n in range(steps, 0, -1):
             k = n - 1
             d_shown = g_beta if grads is None else grads[k] + g_beta
@@ -233,11 +239,10 @@ class FusedSketchFunction(torch.autograd.Function):
             if n > plan.common:  # sentences past their own N_b were zeroed
                 d_shown = d_shown * (n <= n_steps).to(dtype).unsqueeze(1)
             d_z, d_budget = _csoftmax_backward(saved.alphas[k], saved.free[k], d_shown)  # Prop. 1
-            rounds = 1 if n <= plan.common else torch.ceil(n / lengths)
-            # u = (rounds − β)₊ · mask; clamp_min passes the gradient where rounds − β ≥ 0, as autograd does
-            g_beta = g_beta - torch.where((betas[k] <= rounds) & mask, d_budget, 0)  # βⁿ⁻¹ → βⁿ: identity
+            gate = gates[k] if n <= common else ((betas[k] <= torch.ceil(n / lengths)) & mask).to(dtype)
+            g_beta.addcmul_(gate, d_budget, value=-1)  # βⁿ⁻¹ → βⁿ is the identity, plus u's and z's terms
             if plan.coverage_penalty:
-                g_beta = g_beta - plan.coverage_penalty * d_z
+                g_beta.sub_(d_z, alpha=plan.coverage_penalty)
             if plan.temperature != 1.0:
                 d_z = d_z / plan.temperature
             d_scores.append(d_z)
