@@ -3,6 +3,7 @@ ratios to the BiLSTM measured in the same run; peak memory; time per token again
 
     python benchmarks/speed.py [--steps 240] [--rounds 4] [--threads 1] [--json speed.json]
     python benchmarks/speed.py --steps 0        # tagging, scaling and memory only
+    python benchmarks/speed.py --generic-loop   # also NEF-F, N = L without the fused csoftmax loop
 
 Reads EWT through EASYFIRST_DATA (train sentences of <= 50 words, as `easyfirst train` does; the test set
 for tagging). All models see the same batches, drawn with one seed from the training set.
@@ -52,13 +53,16 @@ MODELS = {  # name → (model, sketch steps)
     "NEF-F, N = 5": ("nef-f", 5),
     "NEF-F, N = L": ("nef-f", None),
 }
+# --generic-loop: NEF-F, N = L once more with the decoder's generic step loop instead of the fused
+# csoftmax loop (easyfirst.model.fused_sketch), in the same run: the fused loop's own speed-up
+GENERIC = "NEF-F, N = L, generic loop"
 LENGTHS = (10, 50, 200, 1000)
 GiB = 2**30
 
 
 def config_for(name: str) -> Config:
     config = Config()
-    config.model.model, config.model.sketch_steps = MODELS[name]
+    config.model.model, config.model.sketch_steps = MODELS["NEF-F, N = L" if name == GENERIC else name]
     return config
 
 
@@ -177,6 +181,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory measurements")
+    parser.add_argument(
+        "--generic-loop", action="store_true", help=f"add a row '{GENERIC}' (training and tagging)"
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--model", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--inputs", default=None, help=argparse.SUPPRESS)
@@ -209,10 +216,12 @@ def main() -> None:
 
     results: dict = {"models": {}, "scaling": {}, "threads": torch.get_num_threads(), "device": str(device)}
     states = {}
-    for name in MODELS:
+    for name in [*MODELS, GENERIC] if args.generic_loop else MODELS:
         config = config_for(name)
         torch.manual_seed(args.seed)
         model = EasyFirstTagger(config, vocabs).to(device)
+        if name == GENERIC:
+            model.decoder.fused = False
         states[name] = (config, model, make_optimizer(config, model))
         results["models"][name] = {"train_tokens": 0, "train_wall": 0.0, "train_cpu": 0.0}
     # training: the models take turns, each round a share of the same batches
@@ -236,7 +245,7 @@ def main() -> None:
                 row["train_wall"] += wall
                 row["train_cpu"] += cpu
     # tagging EWT test, twice each, taking turns; the faster pass counts
-    for name in MODELS:
+    for name in states:
         results["models"][name].update(tag_wall=float("inf"), tag_cpu=float("inf"))
     for _ in range(2):
         for name, (config, model, _) in states.items():

@@ -36,6 +36,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from easyfirst.model.fused_sketch import LoopPlan, sketch_steps
 from easyfirst.ops.attention import ATTENTIONS
 from easyfirst.ops.window import WindowConv1d
 
@@ -63,6 +64,9 @@ class SketchDecoder(nn.Module):
         self.input_half = WindowConv1d(input_dim, attention_dim + sketch_dim, width)  # nn.Conv1d, faster here
         self.sketch_half = WindowConv1d(sketch_dim, attention_dim + sketch_dim, width, bias=False)
         self.v = nn.Linear(attention_dim, 1, bias=False)
+        # csoftmax runs the whole step loop as one autograd Function (easyfirst.model.fused_sketch);
+        # False forces the generic loop below, the reference it is tested against
+        self.fused = attention == "csoftmax"
 
     def forward(
         self,
@@ -93,6 +97,11 @@ class SketchDecoder(nn.Module):
         common = int(torch.minimum(n_steps, lengths).min()) if size else 0
         maskf = mask.to(states.dtype)
         fixed = self.input_half(states.transpose(1, 2))  # (B, Dz + Ds, L), the part of Eq. 1 from H
+        if self.fused and total and length:
+            plan = LoopPlan(self.full_state, self.temperature, self.coverage_penalty, total, common)
+            return sketch_steps(
+                fixed.transpose(1, 2), self.sketch_half.weight, self.v.weight, mask, n_steps, plan
+            )
         sketch = states.new_zeros(size, self.sketch_dim, length)
         beta = states.new_zeros(size, length)
         history = []

@@ -1,0 +1,135 @@
+"""The fused csoftmax sketch loop (easyfirst.model.fused_sketch) against the generic autograd step loop of
+SketchDecoder, which is itself checked against a literal implementation of Eqs. 1–7 in test_model.py:
+same sketches, attention history and gradients, in float64, on padded batches of mixed lengths."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from easyfirst.model.fused_sketch import FusedSketchFunction, LoopPlan, _run, sketch_steps
+from easyfirst.model.sketch import SketchDecoder
+
+LENGTHS = [5, 1, 3, 7, 0, 6]  # padding, a one-word and an empty sentence
+# no empty sentence: the first 4 steps run in the loop's common region (every sentence active, round 1)
+LONGER = [6, 4, 5, 6]
+
+
+def padded_batch(lengths: list[int], dim: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    mask = torch.arange(max(lengths))[None, :] < torch.tensor(lengths)[:, None]
+    states = torch.randn(len(lengths), max(lengths), dim, generator=generator, dtype=torch.float64)
+    return (states * 2 * mask[..., None]).requires_grad_(), mask
+
+
+def run_both(
+    decoder: SketchDecoder, steps: int | None, lengths: list[int], seed: int = 0
+) -> list[dict[str, torch.Tensor]]:
+    """Outputs and gradients (of a random linear function of both outputs) of the fused and generic loops."""
+    states, mask = padded_batch(lengths, decoder.input_half.in_channels, seed)
+    generator = torch.Generator().manual_seed(seed + 1)
+    results = []
+    for fused in (True, False):
+        decoder.fused = fused
+        decoder.zero_grad(set_to_none=True)
+        states.grad = None
+        sketch, history = decoder(states, mask, steps)
+        d_sketch = torch.randn(sketch.shape, generator=generator, dtype=sketch.dtype)
+        d_history = torch.randn(history.shape, generator=generator, dtype=history.dtype)
+        ((sketch * d_sketch).sum() + (history * d_history).sum()).backward()
+        found = {"sketch": sketch.detach(), "history": history.detach(), "states": states.grad.clone()}
+        found.update({name: p.grad.clone() for name, p in decoder.named_parameters()})
+        results.append(found)
+        generator = torch.Generator().manual_seed(seed + 1)  # the same upstream gradients for both
+    return results
+
+
+@pytest.mark.parametrize("full_state", [True, False], ids=["NEF-F", "NEF-S"])
+@pytest.mark.parametrize("steps", [None, 5, 16], ids=["N=L", "N=5", "N>L"])
+@pytest.mark.parametrize(
+    "options", [{}, {"temperature": 0.4, "coverage_penalty": 1.5}], ids=["plain", "temperature+coverage"]
+)
+@pytest.mark.parametrize("lengths", [LENGTHS, LONGER], ids=["with-empty", "no-empty"])
+def test_fused_loop_matches_the_generic_loop(full_state, steps, options, lengths):
+    torch.manual_seed(0)
+    decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5, full_state=full_state, **options).double()
+    fused, generic = run_both(decoder, steps, lengths)
+    assert fused.keys() == generic.keys()
+    assert set(fused) >= {"input_half.weight", "input_half.bias", "sketch_half.weight", "v.weight"}
+    for name in fused:
+        torch.testing.assert_close(fused[name], generic[name], atol=1e-11, rtol=1e-9, msg=name)
+    # the history is a real attention history: rows sum to one while a sentence runs, zero afterwards
+    words = torch.tensor(lengths, dtype=torch.float64)
+    own = words if steps is None else torch.where(words > 0, float(steps), 0.0)
+    expected = (torch.arange(1, fused["history"].shape[1] + 1)[None] <= own[:, None]).double()
+    torch.testing.assert_close(fused["history"].sum(-1), expected)
+
+
+def test_fused_loop_matches_in_float32():
+    """float32 (the training dtype): tanh is computed as 2σ(2x) − 1 there; the loops agree to ~1e-6."""
+    torch.manual_seed(1)
+    decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5)
+    states, mask = padded_batch(LENGTHS, 6, seed=3)
+    states = states.detach().float()
+    outputs = []
+    for fused in (True, False):
+        decoder.fused = fused
+        outputs.append(decoder(states, mask))
+    for a, b in zip(outputs[0], outputs[1], strict=True):
+        torch.testing.assert_close(a, b, atol=2e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("full_state", [True, False], ids=["NEF-F", "NEF-S"])
+@pytest.mark.parametrize("steps", [None, 6], ids=["N=L", "N>L"])
+def test_fused_function_passes_gradcheck(full_state, steps):
+    """Finite differences in float64 on the Function's own inputs: the encoder half, W and v."""
+    generator = torch.Generator().manual_seed(7)
+    lengths = torch.tensor([4, 2, 3])
+    mask = torch.arange(4)[None, :] < lengths[:, None]
+    fixed = (
+        torch.randn(3, 4, 5, generator=generator, dtype=torch.float64) * mask[..., None]
+    ).requires_grad_()
+    weight = (torch.randn(5, 2, 3, generator=generator, dtype=torch.float64) * 0.7).requires_grad_()
+    v = torch.randn(1, 3, generator=generator, dtype=torch.float64, requires_grad=True)
+    n_steps = lengths if steps is None else torch.full_like(lengths, steps)
+    total = int(n_steps.max())
+    common = int(torch.minimum(n_steps, lengths).min())
+    plan = LoopPlan(full_state, 0.7, 0.5, total, common)
+
+    def function(fixed, weight, v):
+        return FusedSketchFunction.apply(fixed, weight, v, mask, n_steps, plan)
+
+    assert torch.autograd.gradcheck(function, (fixed, weight, v))
+
+
+def test_without_gradients_nothing_is_stored_and_the_outputs_agree():
+    torch.manual_seed(2)
+    decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5).double()
+    states, mask = padded_batch(LENGTHS, 6, seed=4)
+    sketch, history = decoder(states, mask)
+    with torch.inference_mode():
+        quiet_sketch, quiet_history = decoder(states, mask)
+    assert not quiet_sketch.requires_grad and not quiet_history.requires_grad
+    torch.testing.assert_close(quiet_sketch, sketch.detach(), atol=0, rtol=0)
+    torch.testing.assert_close(quiet_history, history.detach(), atol=0, rtol=0)
+    # the records: one slot, no per-step lists (what the backward would have kept)
+    fixed = decoder.input_half(states.detach().transpose(1, 2)).transpose(1, 2).contiguous()
+    lengths = mask.sum(1)
+    plan = LoopPlan(True, 1.0, 0.0, int(lengths.max()), 0)
+    with torch.no_grad():
+        _, _, saved = _run(
+            fixed, decoder.sketch_half.weight, decoder.v.weight, mask, lengths, plan, store=False
+        )
+    assert saved.alphas == [] and saved.free == [] and saved.cols == []
+    assert saved.tanhs.shape[0] == 1 and saved.betas.shape[0] == 2
+    # and sketch_steps takes that path under no_grad
+    with torch.no_grad():
+        again, _ = sketch_steps(fixed, decoder.sketch_half.weight, decoder.v.weight, mask, lengths, plan)
+    assert again.grad_fn is None
+
+
+def test_other_attentions_keep_the_generic_loop_and_model_files_do_not_change():
+    assert SketchDecoder(6, attention="csoftmax").fused
+    assert not any(SketchDecoder(6, attention=name).fused for name in ("softmax", "csparsemax", "hard"))
+    keys = set(SketchDecoder(6).state_dict())
+    assert keys == {"input_half.weight", "input_half.bias", "sketch_half.weight", "v.weight"}
