@@ -71,13 +71,13 @@ def mean_sd(values: list[float]) -> str:
     return f"{mean:.2f} ± {sd:.2f}"
 
 
-def print_summary(folders: dict[int, Path]) -> None:
+def print_summary(folders: dict[int, Path], rows: list) -> None:
     """Mean ± sample standard deviation of dev and test F1 over the seeds each row was run with."""
     print(
         f"| model | seeds | dev F1 mean ± sd | test F1 mean ± sd | test F1 per seed ({', '.join(map(str, folders))}) |"
     )
     print("|---|---:|---:|---:|---|")
-    for key, name, _ in ROWS:
+    for key, name, _ in rows:
         runs = {seed: read_metrics(folder / key) for seed, folder in folders.items()}
         done = {seed: m for seed, m in runs.items() if m is not None}
         if not done:
@@ -134,7 +134,7 @@ def main() -> None:
         print_table(folder)
     if len(seeds) > 1:
         print(f"\nover seeds {', '.join(map(str, seeds))}:\n")
-        print_summary(folders)
+        print_summary(folders, chosen)
 
 
 if __name__ == "__main__":
