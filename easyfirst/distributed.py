@@ -106,17 +106,25 @@ def shard(batches: Sequence[T], group: Group) -> list[T]:
     return list(batches[group.rank : usable : group.size])
 
 
-def seed_dropout(seed: int, group: Group, epoch: int = 0, step: int = 0) -> None:
+def seed_dropout(seed: int, group: Group) -> None:
     """Give processes other than 0 their own random stream for dropout and word dropout.
 
     All processes start from the same seed (the same initial weights and batch order); after the model
     is built, processes 1..K−1 reseed torch's global generator from (seed, rank), so that the K shards of
     an update do not draw correlated dropout masks. Process 0 keeps the stream of a one-process run.
-    Resuming restores process 0's stream exactly; the others start a fresh one from (seed, rank, epoch,
-    step), as their states are not in the checkpoint.
+    Checkpoints keep every process's stream (:func:`gather`), so a resumed run continues each exactly.
     """
     if group.rank > 0:
-        torch.manual_seed(hash((seed, group.rank, epoch, step)) % 2**63)
+        torch.manual_seed(hash((seed, group.rank)) % 2**63)
+
+
+def gather(value: Any, group: Group) -> list[Any]:
+    """Every process's ``value`` (any picklable object), in rank order, on every process."""
+    if not group.parallel:
+        return [value]
+    box: list[Any] = [None] * group.size
+    dist.all_gather_object(box, value)
+    return box
 
 
 def broadcast(value: Any, group: Group) -> Any:

@@ -278,8 +278,9 @@ def _train(
         model.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         generator.set_state(checkpoint["epoch_generator"])
-        torch.set_rng_state(checkpoint["torch_rng"])
-        distributed.seed_dropout(t.seed, group, checkpoint["epoch"], checkpoint["step"])
+        # each process's own dropout stream (older checkpoints kept process 0's alone)
+        streams = checkpoint.get("torch_rng_by_process") or [checkpoint["torch_rng"]]
+        torch.set_rng_state(streams[group.rank] if group.rank < len(streams) else streams[0])
         history, best = checkpoint["history"], checkpoint["best"]
         first_epoch, first_step = checkpoint["epoch"], checkpoint["step"]
         total_loss, seen, elapsed = checkpoint["loss_sum"], checkpoint["seen"], checkpoint["elapsed"]
@@ -294,6 +295,7 @@ def _train(
     console = log.console
 
     def checkpoint_now(epoch: int, step: int, epoch_generator: torch.Tensor, seconds: float) -> None:
+        streams = distributed.gather(torch.get_rng_state(), group)  # every process calls this, at once
         if not group.main:
             return
         save_checkpoint(
@@ -303,7 +305,8 @@ def _train(
             epoch=epoch,
             step=step,
             epoch_generator=epoch_generator,
-            torch_rng=torch.get_rng_state(),
+            torch_rng=streams[0],
+            torch_rng_by_process=streams,
             history=history,
             best=best,
             loss_sum=total_loss,

@@ -23,12 +23,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def torchrun(output: Path, epochs: int) -> subprocess.CompletedProcess:
-    """``torchrun --nproc_per_node 2 -m easyfirst train`` on the sample, through the recording driver."""
+def torchrun(output: Path, epochs: int, resume: bool = False) -> subprocess.CompletedProcess:
+    """``torchrun --nproc_per_node 2 -m easyfirst train`` on the sample, through the recording driver
+    (with ``resume``: ``train --resume OUTPUT --epochs EPOCHS``)."""
     launcher = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2"]
     launcher += ["--master_addr", "127.0.0.1", "--master_port", str(free_port()), str(DRIVER)]
     extra = ("--batch-size", "4", "--threads", "1")
-    command = launcher + sample_training(output, *extra, epochs=epochs)
+    train = ["train", "--resume", str(output), "--epochs", str(epochs)] if resume else None
+    command = launcher + (train or sample_training(output, *extra, epochs=epochs))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "120"}
     return subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
 
@@ -77,9 +79,9 @@ def test_shards_are_disjoint_equal_and_cover_all_but_the_remainder():
 
 
 def test_processes_other_than_0_draw_their_own_dropout_masks():
-    def masks(group, epoch=0, step=0):
+    def masks(group):
         torch.manual_seed(7)
-        distributed.seed_dropout(7, group, epoch, step)
+        distributed.seed_dropout(7, group)
         return torch.rand(1000) < 0.5
 
     alone = masks(distributed.Group())
@@ -87,7 +89,19 @@ def test_processes_other_than_0_draw_their_own_dropout_masks():
     first, second = masks(distributed.Group(1, 2)), masks(distributed.Group(2, 3))
     assert (first != alone).float().mean() > 0.3 and (second != first).float().mean() > 0.3
     assert torch.equal(masks(distributed.Group(1, 2)), first)  # reproducible from the seed
-    assert not torch.equal(masks(distributed.Group(1, 2), epoch=3, step=10), first)  # resumed: fresh stream
+
+
+def test_a_resumed_two_process_run_continues_exactly(tmp_path):
+    whole, halves = tmp_path / "whole", tmp_path / "halves"
+    assert torchrun(whole, epochs=4).returncode == 0
+    assert torchrun(halves, epochs=2).returncode == 0
+    result = torchrun(halves, epochs=4, resume=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = [json.loads((run / "metrics.json").read_text()) for run in (whole, halves)]
+    assert [len(m["epochs"]) for m in runs] == [4, 4]
+    # the losses depend on process 1's dropout masks too (DDP averages both processes' gradients)
+    assert [row["loss"] for row in runs[0]["epochs"]] == [row["loss"] for row in runs[1]["epochs"]]
+    assert runs[0]["dev"] == runs[1]["dev"]
 
 
 def test_under_torchrun_the_run_folder_is_required_and_errors_are_said_once(tmp_path):
