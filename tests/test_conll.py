@@ -147,6 +147,21 @@ def test_tagging_writes_the_scheme_asked_for():
     assert out.getvalue() == b"Ann B-PER\nLee E-PER\nran O\n"
 
 
+def test_a_byte_order_mark_stays_first_when_the_first_column_is_replaced():
+    # gold tags in the first column, IOB1 (an I- tag starts an entity), a BOM before the first one: the
+    # scheme is detected past the BOM, and the BOM stays in front of the replaced column
+    text = "\ufeffI-PER Ann x\nO ran x\n\nI-LOC Rome x\n"
+
+    def tagged(**options) -> str:
+        out = io.BytesIO()
+        predict = lambda batch: [["B-PER", "O"], ["B-LOC"]]  # noqa: E731
+        tag_conll(io.BytesIO(text.encode()), out, predict, token_column=1, tag_column=0, name="x", **options)
+        return out.getvalue().decode()
+
+    assert tagged(replace=True) == text
+    assert tagged() == "\ufeffI-PER Ann x I-PER\nO ran x O\n\nI-LOC Rome x I-LOC\n"
+
+
 def test_tokens_only_files_are_tagged_in_bio_and_cannot_be_trained_on(tmp_path):
     out = io.BytesIO()
     tag_conll(io.BytesIO(b"Ann\tx\nran\tx\n"), out, lambda batch: [["B-PER", "O"]], name="x")

@@ -200,7 +200,7 @@ def _existing_tags(blocks: Sequence[_Block], tag_column: int) -> list[list[str]]
     for block in blocks:
         row = []
         for content in block.lines:
-            fields = content.split()
+            fields = content.removeprefix(BOM).split()
             index = tag_column if tag_column >= 0 else len(fields) + tag_column
             if len(fields) < 2 or not 0 <= index < len(fields) or not schemes.is_entity_tag(fields[index]):
                 return None
@@ -212,6 +212,8 @@ def _existing_tags(blocks: Sequence[_Block], tag_column: int) -> list[list[str]]
 def _with_tag(content: str, tag: str, replace_column: int | None) -> str:
     """``content`` with ``tag`` appended as a column (separated as its columns are), or in place of
     column ``replace_column``."""
+    if content.startswith(BOM):  # the file's byte-order mark stays first, outside every column
+        return BOM + _with_tag(content[1:], tag, replace_column)
     if replace_column is None:
         separator = "\t" if "\t" in content else " "
         return content.rstrip() + separator + tag
