@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 
@@ -95,3 +96,41 @@ def tsallis(p: list[float], alpha: float) -> float:
     if alpha == 1:
         return math.fsum(x * math.log(x) for x in p if x > 0)
     return (math.fsum(x**alpha for x in p) - 1) / (alpha * (alpha - 1))
+
+
+def assert_agrees_with_slow_solver(
+    solver: Callable[[list[float], list[float]], list[float]],
+    alpha: torch.Tensor,
+    z: torch.Tensor,
+    u: torch.Tensor,
+    tolerance: float,
+) -> None:
+    """Every row of α ``(R, L)`` within ``tolerance`` of ``solver``'s (slow_csoftmax or slow_csparsemax)
+    on (z, u) in float64."""
+    for row in range(z.shape[0]):
+        expected = solver(z[row].double().tolist(), u[row].double().tolist())
+        error = max(abs(a - e) for a, e in zip(alpha[row].tolist(), expected, strict=True))
+        assert error < tolerance, (z[row], u[row], alpha[row], expected)
+
+
+def assert_budgeted_invariants(
+    transform: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    unconstrained: Callable[[torch.Tensor], torch.Tensor],
+    z: torch.Tensor,
+    u: torch.Tensor,
+) -> torch.Tensor:
+    """What every budgeted transform (csoftmax, csparsemax) keeps on rows ``(R, L)`` in float64: α sums
+    to 1 where Σu ≥ 1, 0 ≤ α ≤ u, α = 0 where u = 0; with loose bounds (u > 1) it is ``unconstrained``;
+    with bounds summing to exactly 1 it is u. Returns α on (z, u)."""
+    alpha = transform(z, u)
+    feasible = u.sum(-1) >= 1
+    torch.testing.assert_close(
+        alpha.sum(-1)[feasible], torch.ones(int(feasible.sum()), dtype=torch.float64), atol=1e-12, rtol=0
+    )
+    assert torch.all(alpha >= 0) and torch.all(alpha <= u)
+    assert torch.all(alpha[u == 0] == 0)
+    loose = torch.ones_like(u) + torch.rand_like(u)
+    torch.testing.assert_close(transform(z, loose), unconstrained(z), atol=1e-14, rtol=0)
+    exact = u / u.sum(-1, keepdim=True)
+    torch.testing.assert_close(transform(z, exact), exact, atol=1e-14, rtol=0)
+    return alpha
