@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import torch
 
 from easyfirst.ops.constrained import _csoftmax_backward, _csoftmax_forward
-from easyfirst.ops.window import _flat_weight
+from easyfirst.ops.window import _flat_weight, window_view
 
 
 @dataclass(frozen=True)
@@ -79,15 +79,6 @@ class _Saved:
         return n - 1 if self.store else 0
 
 
-def _windows(padded: torch.Tensor, width: int) -> torch.Tensor:
-    """The windows of a zero-padded ``(…, L + 2w, C)`` as a view ``(…, L, K, C)``: [i, k] = row i + k.
-
-    Copied into a ``(…, L, K, C)`` buffer, the C-vectors stay contiguous (copying the ``(…, L, C, K)``
-    order of ``unfold`` itself was 5× slower here).
-    """
-    return padded.unfold(-2, width, 1).transpose(-1, -2)
-
-
 def _tanh_of_half(x2: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     """tanh(x2 / 2) = 2σ(x2) − 1, into ``out``.
 
@@ -122,7 +113,7 @@ def _run(
     scratch = fixed.new_empty(size, length, out)
     sketch = saved.sketch[:, pad : pad + length]  # Sⁿ, a view
     # views made once (each indexing is a call with its own fixed cost)
-    windows, fixed_rows, v_row = _windows(saved.sketch, width), fixed.view(-1, out), v[0]
+    windows, fixed_rows, v_row = window_view(saved.sketch, width), fixed.view(-1, out), v[0]
     tanhs, betas = saved.tanhs.unbind(0), saved.betas.unbind(0)
     t_scores = saved.tanhs[..., :score_dim].flatten(1, 2).unbind(0)  # (B·L, D_z) each
     t_sketch = saved.tanhs[..., score_dim:].unbind(0)
@@ -211,7 +202,7 @@ class FusedSketchFunction(torch.autograd.Function):
         # per-step views, made once (each indexing is a call with its own fixed cost)
         tanhs, shown_words = saved.tanhs.unbind(0), history.unsqueeze(-1).unbind(1)
         t_scores, t_sketch = saved.tanhs[..., :score_dim].unbind(0), saved.tanhs[..., score_dim:].unbind(0)
-        d_windows, d_middle = _windows(d_padded, width), d_padded[:, pad : pad + length]
+        d_windows, d_middle = window_view(d_padded, width), d_padded[:, pad : pad + length]
         grads = grad_history.unbind(1) if grad_history is not None else None
         betas, v_row = saved.betas.unbind(0), v[0]
         up_scores, up_sketch = upstream[..., :score_dim], upstream[..., score_dim:]

@@ -21,13 +21,21 @@ from torch import nn
 from torch.nn import functional as F
 
 
+def window_view(padded: torch.Tensor, width: int) -> torch.Tensor:
+    """The windows of a zero-padded ``(…, L + 2w, C)`` as a view ``(…, L, K, C)``: [i, k] = row i + k.
+
+    Copied into a ``(…, L, K, C)`` buffer, the C-vectors stay contiguous (copying the ``(…, L, C, K)``
+    order of ``unfold`` itself was 5× slower here).
+    """
+    return padded.unfold(-2, width, 1).transpose(-1, -2)
+
+
 def _windows(x: torch.Tensor, width: int) -> torch.Tensor:
     """``x`` ``(B, C, L)`` → the windows ``(B·L, K·C)``: row (b, i) is concat(x_{i−w..i+w}), zero-padded."""
     size, channels, length = x.shape
     pad = width // 2
     padded = F.pad(x.transpose(1, 2), (0, 0, pad, pad))  # (B, L + 2w, C)
-    # (B, L, C, K) view → (B, L, K, C): the K neighbours of word i, each a contiguous C-vector
-    return padded.unfold(1, width, 1).transpose(2, 3).reshape(size * length, width * channels)
+    return window_view(padded, width).reshape(size * length, width * channels)
 
 
 def _flat_weight(weight: torch.Tensor) -> torch.Tensor:
