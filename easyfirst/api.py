@@ -80,8 +80,11 @@ class Tagger:
                     k, n = keep[index], lengths[row]
                     tags[k] = [itos[t] for t in best[row, :n].tolist()]
                     if return_attention:
-                        steps = n if self.model.steps is None else self.model.steps
-                        matrix = alpha[row, :steps, :n] if alpha is not None else torch.zeros(0, n)
+                        matrix = (
+                            alpha[row, : self.model.steps_for(n), :n]
+                            if alpha is not None
+                            else torch.zeros(0, n)
+                        )
                         attention[k] = matrix.float().cpu().clone()
                     if return_probabilities:
                         probabilities[k] = distribution[row, :n].float().clone()

@@ -100,6 +100,14 @@ def train(
     sketch_steps: Annotated[
         str | None, typer.Option(help="Sketch steps N: an integer, or L for one per word.")
     ] = None,
+    steps_beyond_length: Annotated[
+        bool | None,
+        typer.Option(
+            "--steps-beyond-length/--no-steps-beyond-length",
+            help="With N fixed: a sentence shorter than N runs all N steps (default; fresh attention budget "
+            "every L steps) or only L, N read as the paper's maximum number of steps.",
+        ),
+    ] = None,
     attention: Annotated[
         str | None,
         typer.Option(
@@ -118,6 +126,10 @@ def train(
         typer.Option(
             "--concat/--no-concat", help="Predict from concat(h_i, s_i) (Eq. 6, default) or the sketch alone."
         ),
+    ] = None,
+    dropout: Annotated[
+        float | None,
+        typer.Option(help="Dropout after the embeddings, the BiLSTM and before the output layer."),
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed.")] = None,
     batch_size: Annotated[int | None, typer.Option(help="Sentences per update.")] = None,
@@ -198,6 +210,8 @@ def train(
             "--output": output,
             "--model": model,
             "--sketch-steps": sketch_steps,
+            "--steps-beyond-length/--no-steps-beyond-length": steps_beyond_length is not None,
+            "--dropout": dropout,
             "--attention": attention,
             "--attention-temperature": attention_temperature,
             "--coverage-penalty": coverage_penalty,
@@ -241,6 +255,8 @@ def train(
         (cfg.model, "attention_temperature", attention_temperature),
         (cfg.model, "coverage_penalty", coverage_penalty),
         (cfg.model, "concat", concat),
+        (cfg.model, "steps_beyond_length", steps_beyond_length),
+        (cfg.model, "dropout", dropout),
         (cfg.train, "seed", seed),
         (cfg.train, "batch_size", batch_size),
         (cfg.train, "lr", lr),

@@ -52,6 +52,9 @@ class ModelConfig:
     attention_dim: int = 50  # D_z in Eq. 2
     sketch_dim: int = 50  # D_s
     sketch_steps: int | None = None  # N; None means N = L (one step per word, per sentence)
+    # with N fixed, a sentence shorter than N runs all N steps (a fresh unit of attention budget every L
+    # steps); false: min(N, L) steps, N read as the paper's "maximum number of sketch steps" (§5.2)
+    steps_beyond_length: bool = True
     attention: str = "csoftmax"  # see easyfirst.ops.attention: csoftmax, csparsemax, softmax, hard, ...
     attention_temperature: float = 1.0  # scores z/T before ρ (learned attentions only)
     coverage_penalty: float = 0.0  # λ: scores z − λβ before ρ (§4; learned attentions only)

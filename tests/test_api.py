@@ -42,6 +42,18 @@ def test_attention_is_n_by_l_and_even_for_csoftmax(run_dir):
         torch.testing.assert_close(matrix.sum(0), torch.ones(matrix.shape[1]), atol=1e-5, rtol=0)  # β^L = 1
 
 
+@pytest.mark.parametrize("beyond_length", [True, False])
+def test_attention_with_n_fixed_has_a_row_per_step_the_sentence_ran(run_dir, beyond_length):
+    tagger = Tagger.load(run_dir)
+    tagger.model.steps, tagger.model.steps_beyond_length = 3, beyond_length  # N = 3 (weights unchanged)
+    sentences = [["The", "dog", "barks", "."], ["Hi", "!"], ["A", "cat", "sat", "on", "the", "mat", "."]]
+    _, attention = tagger.tag(sentences, return_attention=True)
+    short = (3, 2) if beyond_length else (2, 2)  # N as a maximum: a 2-word sentence runs 2 steps
+    assert [tuple(a.shape) for a in attention] == [(3, 4), short, (3, 7)]
+    for matrix in attention:  # every row is a step that ran: a distribution, not padding
+        torch.testing.assert_close(matrix.sum(1), torch.ones(matrix.shape[0]), atol=1e-5, rtol=0)
+
+
 def test_batch_size_does_not_change_tags(run_dir):
     tagger = Tagger.load(run_dir)
     words = [s.words for s in read_conllu(SAMPLE)]

@@ -112,8 +112,10 @@ def slow_decoder(
 
 @pytest.mark.parametrize("full_state", [True, False])
 @pytest.mark.parametrize("attention", sorted(ATTENTIONS) + ["softmax-T", "softmax-coverage"])
-@pytest.mark.parametrize("fixed_steps", [None, 3, 9])
-def test_batched_decoder_matches_slow_literal_implementation(full_state, attention, fixed_steps):
+@pytest.mark.parametrize("fixed_steps,beyond_length", [(None, True), (3, True), (9, True), (3, False)])
+def test_batched_decoder_matches_slow_literal_implementation(
+    full_state, attention, fixed_steps, beyond_length
+):
     torch.manual_seed(0)
     options = {"softmax-T": {"temperature": 0.3}, "softmax-coverage": {"coverage_penalty": 2.0}}
     decoder = SketchDecoder(
@@ -129,12 +131,17 @@ def test_batched_decoder_matches_slow_literal_implementation(full_state, attenti
     states, mask = padded_states(lengths)
     output = torch.randn(3, 6 + 4, dtype=torch.float64)
     sketch, history = decoder(
-        states * 3, mask, fixed_steps, lambda s: torch.cat([states * 3, s], -1) @ output.T
+        states * 3,
+        mask,
+        fixed_steps,
+        lambda s: torch.cat([states * 3, s], -1) @ output.T,
+        beyond_length=beyond_length,
     )
     assert sketch.shape == (4, 7, 4)
     assert history.shape == (4, max(lengths) if fixed_steps is None else fixed_steps, 7)
     for b, L in enumerate(lengths):
-        steps = L if fixed_steps is None else fixed_steps
+        # N = L; N fixed; or N as a maximum: min(N, L) steps (the 1- and 3-word sentences run 1 and 3)
+        steps = L if fixed_steps is None else fixed_steps if beyond_length else min(fixed_steps, L)
         S, alphas = slow_decoder(decoder, states[b, :L] * 3, steps, output)
         torch.testing.assert_close(sketch[b, :L], S, atol=1e-10, rtol=1e-10)
         torch.testing.assert_close(history[b, :steps, :L], alphas, atol=1e-10, rtol=1e-10)

@@ -15,8 +15,9 @@ sketches recomputed at each step. The two maps (scores and sketch update) share 
 For NEF-S, affine(Σ_j α_j c_j) = Σ_j α_j affine(c_j) because Σ_j α_j = 1, so the same per-word
 projections serve both variants.
 
-Batching: every sentence b runs its own N_b steps (N_b = L_b by default, or a fixed N) and stops
-changing afterwards (α = 0). Padding has budget 0 and score −∞, so it never receives attention.
+Batching: every sentence b runs its own N_b steps (N_b = L_b by default, a fixed N, or min(N, L_b)
+when N is read as a maximum, ``steps_beyond_length = false``) and stops changing afterwards (α = 0).
+Padding has budget 0 and score −∞, so it never receives attention.
 
 More steps than words: with a budgeted ρ (csoftmax, csparsemax, hard), N = L steps exhaust every word's
 unit of budget (β^L = 1). When N > L, each word gets a fresh unit of budget every L steps: at step n the
@@ -74,6 +75,7 @@ class SketchDecoder(nn.Module):
         mask: torch.Tensor,
         steps: int | None = None,
         score_words: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        beyond_length: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Run the sketch steps.
 
@@ -83,6 +85,8 @@ class SketchDecoder(nn.Module):
             steps: N, or None for N = L_b for each sentence b.
             score_words: for ``hard`` attention, maps sketches ``(B, L, D_s)`` to tag scores
                 ``(B, L, K)`` (the output layer of Eq. 6).
+            beyond_length: with N fixed, whether a sentence shorter than N runs all N steps (true) or
+                stops after its L_b (N_b = min(N, L_b): N as a maximum number of steps).
 
         Returns:
             the final sketches ``Sᴺ`` ``(B, L, D_s)`` and the attention history ``(B, N_max, L)``,
@@ -90,7 +94,10 @@ class SketchDecoder(nn.Module):
         """
         size, length = mask.shape
         lengths = mask.sum(1)
-        n_steps = lengths if steps is None else torch.full_like(lengths, steps)
+        if steps is None:
+            n_steps = lengths
+        else:
+            n_steps = torch.full_like(lengths, steps) if beyond_length else lengths.clamp_max(steps)
         total = int(n_steps.max()) if size else 0
         # up to step `common` every sentence is active and has budget round 1 (n ≤ L_b): the masks below
         # would be all ones there, so they are skipped (one host read per batch, none per step)

@@ -28,6 +28,7 @@ class EasyFirstTagger(nn.Module):
         super().__init__()
         m = config.model
         self.steps = m.sketch_steps
+        self.steps_beyond_length = m.steps_beyond_length
         self.concat = m.concat
         self.embedder = Embedder(vocabs, m.word_dim, m.affix_dim, active_features(m))
         self.encoder = BiLSTMEncoder(self.embedder.output_dim, m.hidden_dim)
@@ -77,6 +78,12 @@ class EasyFirstTagger(nn.Module):
         if self.crf is not None:
             self.crf.reset_parameters()
 
+    def steps_for(self, length: int) -> int:
+        """N_b, the sketch steps a sentence of ``length`` words runs (its rows of the attention history)."""
+        if self.steps is None:
+            return length
+        return self.steps if self.steps_beyond_length else min(self.steps, length)
+
     def forward(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Tag scores ``(B, L, K)`` and the attention history ``(B, N, L)`` (None without a decoder)."""
         x = self.dropout(self.embedder(batch.words, batch.prefixes, batch.suffixes, batch.features))
@@ -85,7 +92,11 @@ class EasyFirstTagger(nn.Module):
         features = states
         if self.decoder is not None:
             sketch, attention = self.decoder(
-                states, batch.mask, self.steps, lambda s: self.output(self.features(states, s))
+                states,
+                batch.mask,
+                self.steps,
+                lambda s: self.output(self.features(states, s)),
+                beyond_length=self.steps_beyond_length,
             )
             features = self.features(states, self.dropout(sketch))
         # every input of the output layer has been through dropout exactly once
