@@ -477,7 +477,11 @@ def tag(
             f"{', '.join(given)}: only for column files (ner models); this is a {task.name} model"
         )
     if probabilities:
-        sentences = [text.split()] if text is not None else (s.words for s in task.read(stream, data))
+        if text is not None:
+            sentences = [text.split()]
+        else:  # one batch at a time where the format allows (CoNLL-U), so a large file fits in memory
+            read = task.read(stream, data) if task.stream is None else task.stream(stream, data, name)
+            sentences = (s.words for s in read)
         try:
             write_output(output, lambda out: write_distributions(out, tagger, sentences, batch_size))
         finally:

@@ -11,7 +11,7 @@ Everything else (vocabularies, the model, the training loop) is shared.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -38,12 +38,21 @@ class Task:
     defaults: dict[str, dict[str, Any]] = field(default_factory=dict)  # config changes from the POS values
     prefixed: bool = False  # a data set is a path prefix of several files (QE), not one file
     columns: tuple[tuple[str, str], ...] = ()  # more (report key, label) pairs in the per-epoch table
+    # (stream, DataConfig, name) → sentences one at a time, for formats that can be read without the
+    # whole file (None: ``read`` it all)
+    stream: Callable[[BinaryIO, Any, str | None], Iterator[Sentence]] | None = None
 
 
 def _read_pos(path: str | Path, data) -> list[Sentence]:
     from easyfirst.data.conllu import read_conllu
 
     return read_conllu(path, tag_column=data.tag_column)
+
+
+def _stream_pos(source: BinaryIO, data, name: str | None) -> Iterator[Sentence]:
+    from easyfirst.data.conllu import iter_conllu
+
+    return iter_conllu(source, tag_column=data.tag_column, name=name)
 
 
 def _write_pos(source, out: BinaryIO, predict: Predict, data, *, batch_size: int, name: str, **_) -> int:
@@ -132,6 +141,7 @@ TASKS: dict[str, Task] = {
             metric_label="acc",
             breakdown="per_tag",
             write=_write_pos,
+            stream=_stream_pos,
         ),
         Task(
             "ner",

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import re
+import select
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -63,6 +66,37 @@ def test_sparse_model_reports_exact_zeros(sparse_run):
     probs = run_cli("tag", "--text", "The dog barks .", "-m", sparse_run, "--probabilities")
     expected = [line.split("\t") for line in plain.stdout.decode().splitlines()]
     assert [[w, t] for w, t, _ in distributions(probs.stdout.decode())[1]] == expected
+
+
+def test_probabilities_of_a_conllu_stream_come_before_the_stream_ends(sparse_run):
+    """`tag - --probabilities` reads CoNLL-U a batch at a time: with stdin still open after the whole
+    sample, rows must already arrive (reading the whole input first would wait for end of file)."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "easyfirst",
+            "tag",
+            "-",
+            "-m",
+            str(sparse_run),
+            "--probabilities",
+            "--batch-size",
+            "1",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        process.stdin.write(SAMPLE.read_bytes())
+        process.stdin.flush()  # and stdin stays open
+        ready, _, _ = select.select([process.stdout], [], [], 120)
+        assert ready, "no output while the input stream was still open"
+        assert process.stdout.read1(1 << 16).startswith(b"word\ttag\t")
+    finally:
+        process.kill()
+        process.wait()
 
 
 def test_evaluate_reports_calibration_and_support(sparse_run):
