@@ -320,7 +320,7 @@ def resume_training(folder: Path, epochs: int | None, threads: int | None, devic
 
     if not folder.is_dir():
         raise InputError("run folder not found", folder)
-    cfg = Config.from_dict(read_json(folder / CONFIG_FILE), str(folder / CONFIG_FILE))
+    cfg = Config.from_saved(read_json(folder / CONFIG_FILE), str(folder / CONFIG_FILE))
     if epochs is not None:
         cfg.train.epochs = epochs
     if threads is not None:

@@ -39,6 +39,10 @@ class DataConfig:
     encoding: str = "utf-8"
 
 
+# config keys added after runs were first saved, with the value that matches how those runs behaved
+SAVED_BEFORE = {"model": {"steps_beyond_length": True}}
+
+
 @dataclass
 class ModelConfig:
     model: str = "nef-f"  # nef-f (full-state, Eq. 7), nef-s (single-state, Eq. 4), bilstm (N = 0)
@@ -148,6 +152,18 @@ class Config:
                 set_field(target, key, item, f"{source} [{section}]")
         config.validate(source)
         return config
+
+    @classmethod
+    def from_saved(cls, raw: dict[str, Any], source: str = "<config>") -> Config:
+        """The config of a run folder (its config.json). A key the file lacks because the run was saved
+        before the key existed takes the behaviour runs had then (``SAVED_BEFORE``), not today's default,
+        so an old model tags as it did."""
+        for section, keys in SAVED_BEFORE.items():
+            table = raw.get(section)
+            if isinstance(table, dict):
+                for key, value in keys.items():
+                    table.setdefault(key, value)
+        return cls.from_dict(raw, source)
 
     @classmethod
     def load(cls, path: str | Path, task: str | None = None) -> Config:

@@ -153,10 +153,12 @@ TASKS: dict[str, Task] = {
             metric_label="F1",
             breakdown="per_type",
             write=_write_ner,
-            # paper §5.2: the POS values but dropout 0.3, N = 5, a CRF output layer; plus the NER word features
+            # paper §5.2: the POS values but dropout 0.3, N = 5, a CRF output layer; plus the NER word features.
+            # N = 5 is Table 2's "maximum number of sketch steps": a sentence of L < 5 words runs L steps
             defaults={
                 "model": {
                     "sketch_steps": 5,
+                    "steps_beyond_length": False,
                     "dropout": 0.3,
                     "crf": True,
                     "case_dim": 20,

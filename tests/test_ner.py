@@ -106,3 +106,22 @@ def test_missing_conll2003_says_where_to_put_it(tmp_path):
     assert result.returncode == 2
     message = result.stderr.decode()
     assert "ner/conll2003/eng.train" in message and "not freely downloadable" in message
+
+
+def test_ner_runs_n_as_a_maximum_and_an_older_run_keeps_n_for_every_sentence(ner_run, tmp_path):
+    """configs/ner.toml reads N = 5 as Table 2's maximum (a 2-word sentence runs 2 steps); a run saved
+    before `steps_beyond_length` existed has no such key and must keep running all N steps."""
+    import shutil
+
+    from easyfirst import Tagger
+
+    config = json.loads((ner_run / "config.json").read_text())
+    assert config["model"]["sketch_steps"] == 5 and config["model"]["steps_beyond_length"] is False
+    _, attention = Tagger.load(ner_run).tag([["John", "Smith"]], return_attention=True)
+    assert attention[0].shape == (2, 2)
+    old = tmp_path / "old-run"
+    shutil.copytree(ner_run, old)
+    del config["model"]["steps_beyond_length"]
+    (old / "config.json").write_text(json.dumps(config))
+    _, attention = Tagger.load(old).tag([["John", "Smith"]], return_attention=True)
+    assert attention[0].shape == (5, 2)

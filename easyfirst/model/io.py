@@ -75,7 +75,7 @@ def load_model(
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError("model folder not found", folder)
-    config = Config.from_dict(read_json(folder / CONFIG_FILE), str(folder / CONFIG_FILE))
+    config = Config.from_saved(read_json(folder / CONFIG_FILE), str(folder / CONFIG_FILE))
     try:
         vocabs = Vocabularies.from_json(read_json(folder / VOCAB_FILE))
     except (KeyError, TypeError, ValueError) as error:
