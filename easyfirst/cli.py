@@ -104,8 +104,8 @@ def train(
         bool | None,
         typer.Option(
             "--steps-beyond-length/--no-steps-beyond-length",
-            help="With N fixed: a sentence shorter than N runs all N steps (default; fresh attention budget "
-            "every L steps) or only L, N read as the paper's maximum number of steps.",
+            help="With N fixed: a sentence shorter than N runs all N steps (fresh attention budget every L "
+            "steps; the default) or only L, N read as the paper's maximum number of steps (the ner default).",
         ),
     ] = None,
     attention: Annotated[
