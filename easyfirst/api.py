@@ -16,6 +16,7 @@ import torch
 
 from easyfirst.data.batching import INFERENCE_MAX_TOKENS, encode, iterate_batches
 from easyfirst.model.io import load_model
+from easyfirst.model.sketch import sentence_steps
 
 DEFAULT_MODEL = "en_ewt_upos"
 
@@ -76,15 +77,14 @@ class Tagger:
                 scores, alpha = self.model(batch)
                 best, distribution = (t.cpu() for t in self.model.predict(scores, batch.mask))
                 lengths = batch.lengths.tolist()
+                if return_attention:  # each sentence's rows of the attention history: the steps it ran
+                    steps = sentence_steps(batch.lengths, self.model.steps, self.model.steps_beyond_length)
+                    steps = steps.tolist()
                 for row, index in enumerate(batch.order):
                     k, n = keep[index], lengths[row]
                     tags[k] = [itos[t] for t in best[row, :n].tolist()]
                     if return_attention:
-                        matrix = (
-                            alpha[row, : self.model.steps_for(n), :n]
-                            if alpha is not None
-                            else torch.zeros(0, n)
-                        )
+                        matrix = alpha[row, : steps[row], :n] if alpha is not None else torch.zeros(0, n)
                         attention[k] = matrix.float().cpu().clone()
                     if return_probabilities:
                         probabilities[k] = distribution[row, :n].float().clone()

@@ -42,6 +42,14 @@ from easyfirst.ops.attention import ATTENTIONS
 from easyfirst.ops.window import WindowConv1d
 
 
+def sentence_steps(lengths: torch.Tensor, steps: int | None, beyond_length: bool = True) -> torch.Tensor:
+    """N_b, the sketch steps each sentence runs ``(B,)``, from its length L_b: L_b when ``steps`` is None;
+    else N, or min(N, L_b) when not ``beyond_length`` (N as a maximum number of steps)."""
+    if steps is None:
+        return lengths
+    return torch.full_like(lengths, steps) if beyond_length else lengths.clamp_max(steps)
+
+
 class SketchDecoder(nn.Module):
     """Refines a sketch ``S`` over N steps of attention; NEF-F when ``full_state`` else NEF-S."""
 
@@ -94,10 +102,7 @@ class SketchDecoder(nn.Module):
         """
         size, length = mask.shape
         lengths = mask.sum(1)
-        if steps is None:
-            n_steps = lengths
-        else:
-            n_steps = torch.full_like(lengths, steps) if beyond_length else lengths.clamp_max(steps)
+        n_steps = sentence_steps(lengths, steps, beyond_length)
         total = int(n_steps.max()) if size else 0
         # up to step `common` every sentence is active and has budget round 1 (n ≤ L_b): the masks below
         # would be all ones there, so they are skipped (one host read per batch, none per step)

@@ -78,12 +78,6 @@ class EasyFirstTagger(nn.Module):
         if self.crf is not None:
             self.crf.reset_parameters()
 
-    def steps_for(self, length: int) -> int:
-        """N_b, the sketch steps a sentence of ``length`` words runs (its rows of the attention history)."""
-        if self.steps is None:
-            return length
-        return self.steps if self.steps_beyond_length else min(self.steps, length)
-
     def forward(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Tag scores ``(B, L, K)`` and the attention history ``(B, N, L)`` (None without a decoder)."""
         x = self.dropout(self.embedder(batch.words, batch.prefixes, batch.suffixes, batch.features))
