@@ -20,6 +20,7 @@ same decisions (best epoch, early stopping). The training loss shown is summed o
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -79,6 +80,10 @@ def backend() -> str:
 
 def stop(group: Group) -> None:
     if group.parallel and dist.is_initialized():
+        # free what still holds the group (DDP's reducer can sit in a reference cycle) while it is alive,
+        # not at interpreter exit, where a process sometimes aborted after a finished run ("terminate
+        # called without an active exception"); the likely cause, not a proven one
+        gc.collect()
         dist.destroy_process_group()
 
 
