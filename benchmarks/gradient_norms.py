@@ -20,8 +20,8 @@ import torch
 
 from easyfirst.data.batching import encode, iterate_batches
 from easyfirst.data.conllu import read_conllu
-from easyfirst.model.io import load_model
 from easyfirst.model.tagger import EasyFirstTagger
+from easyfirst.runs import load_model
 
 
 def main() -> None:
@@ -42,7 +42,7 @@ def main() -> None:
         model, config, vocabs = load_model(run)
         torch.manual_seed(args.seed)
         if args.fresh:
-            model = EasyFirstTagger(config, vocabs)
+            model = EasyFirstTagger(config.model, config.loss, vocabs)
         model.train()
         sentences = read_conllu(args.data, tag_column=config.data.tag_column)[: args.sentences]
         items = [encode(vocabs, s.words, s.tags) for s in sentences]

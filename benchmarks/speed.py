@@ -119,7 +119,7 @@ def memory_child(args: argparse.Namespace) -> None:
     vocabs = Vocabularies.from_json(inputs["vocab"])
     config = config_for(args.model)
     torch.manual_seed(0)
-    model = EasyFirstTagger(config, vocabs).to(args.device)
+    model = EasyFirstTagger(config.model, config.loss, vocabs).to(args.device)
     cuda = torch.device(args.device).type == "cuda"
     if args.job == "train":
         longest = [encode(vocabs, w, t) for w, t in inputs["longest"]]
@@ -219,7 +219,7 @@ def main() -> None:
     for name in [*MODELS, GENERIC] if args.generic_loop else MODELS:
         config = config_for(name)
         torch.manual_seed(args.seed)
-        model = EasyFirstTagger(config, vocabs).to(device)
+        model = EasyFirstTagger(config.model, config.loss, vocabs).to(device)
         if name == GENERIC:
             model.decoder.fused = False
         states[name] = (config, model, make_optimizer(config, model))

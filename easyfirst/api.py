@@ -15,8 +15,8 @@ from pathlib import Path
 import torch
 
 from easyfirst.data.batching import INFERENCE_MAX_TOKENS, encode, iterate_batches
-from easyfirst.model.io import load_model
 from easyfirst.model.sketch import sentence_steps
+from easyfirst.runs import load_model
 
 DEFAULT_MODEL = "en_ewt_upos"
 

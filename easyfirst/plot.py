@@ -130,7 +130,7 @@ def save(drops: Sequence[Drop], tagset: Sequence[str], path: Path, show_beta: bo
     """Write the figure to ``path`` (.png, .svg or .pdf, by its suffix)."""
     import matplotlib.pyplot as plt
 
-    from easyfirst.model.io import atomic_write
+    from easyfirst.atomic import atomic_write
 
     fig = figure(drops, tagset, show_beta)
     fmt = path.suffix.lstrip(".").lower()

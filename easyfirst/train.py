@@ -1,9 +1,15 @@
-"""The training loop: Adagrad with gradient-norm clipping, best epoch chosen on the task's dev score
-(accuracy for POS, entity F1 for NER; see easyfirst.tasks).
+"""The training loop: the configured optimizer (Adagrad by default, as in the paper) with gradient-norm
+clipping, the best epoch chosen on the task's dev score (``Task.metric``: accuracy for POS, entity F1
+for NER, F1-MULT for QE; see easyfirst.tasks).
+
+A run is four named steps, each readable alone: :func:`prepare_run` (data, vocabularies, model,
+optimizer, and the state of an interrupted run), :func:`train_epoch` (one pass over the batches),
+:func:`evaluate_and_select` (dev score, best model) with :func:`save_checkpoint` after it, and
+:func:`finish` (the best model on dev and test, ``metrics.json``, the summary table).
 
 ``train(config, output)`` writes to the run folder ``output``:
 
-- the model of the best dev epoch (``model.pt``, ``config.json``, ``vocab.json``; see easyfirst.model.io);
+- the model of the best dev epoch (``model.pt``, ``config.json``, ``vocab.json``; see easyfirst.runs);
 - ``metrics.json``: ``{"dev": {"accuracy": …}, "test": {"accuracy": …}, "best_epoch": …, "epochs": […]}``
   with accuracies as fractions (for NER also ``f1``, ``precision``, ``recall`` and ``per_type``);
 - ``train.log``: what was printed, without colours;
@@ -16,7 +22,7 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -32,30 +38,23 @@ from rich.progress import (
 from rich.table import Table
 
 from easyfirst import distributed
+from easyfirst.atomic import atomic_write, read_json, write_json
 from easyfirst.config import Config
 from easyfirst.data.batching import IGNORE, INFERENCE_MAX_TOKENS, Encoded, encode, iterate_batches
-from easyfirst.data.conllu import Sentence
 from easyfirst.data.features import (
     active_features,
     build_feature_vocabs,
     drop_words,
     word_dropout_probabilities,
 )
+from easyfirst.data.sentence import Sentence
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
 from easyfirst.losses import class_weight_vector
 from easyfirst.metrics import distribution_report, tag_report
-from easyfirst.model.io import (
-    CONFIG_FILE,
-    VOCAB_FILE,
-    atomic_write,
-    load_model,
-    read_json,
-    save_model,
-    write_json,
-)
 from easyfirst.model.tagger import EasyFirstTagger
-from easyfirst.tasks import get_task
+from easyfirst.runs import CONFIG_FILE, VOCAB_FILE, load_model, save_model
+from easyfirst.tasks import Task, get_task
 
 
 @dataclass
@@ -92,8 +91,7 @@ def load_splits(config: Config) -> Splits:
     for split, path in paths.items():
         if path is None:
             continue
-        if not task.prefixed and not Path(path).is_file():
-            raise InputError(f"{split} file not found", path)
+        task.check_exists(path, split)
         sentences[split] = task.read(path, d)
     if not sentences["train"]:
         raise InputError("the training file has no sentences", paths["train"])
@@ -138,6 +136,9 @@ def evaluate_sentences(
     return report | distribution_report(distributions, ids, gold_ids)
 
 
+LOG_WIDTH = 200  # tables in train.log; a line of text is never wrapped (one record a line, for grep)
+
+
 class RunLog:
     """Prints to the console and appends the same text, uncoloured, to ``train.log``."""
 
@@ -147,8 +148,8 @@ class RunLog:
 
     def __call__(self, *objects) -> None:
         self.console.print(*objects)
-        capture = Console(file=self.file, width=120, color_system=None, force_terminal=False)
-        capture.print(*objects)
+        capture = Console(file=self.file, width=LOG_WIDTH, color_system=None, force_terminal=False)
+        capture.print(*objects, soft_wrap=True)
         self.file.flush()
 
     def close(self) -> None:
@@ -156,6 +157,18 @@ class RunLog:
 
 
 CHECKPOINT_FILE = "checkpoint.pt"
+
+
+def load_checkpoint(path: Path) -> dict:
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise InputError(
+            "no checkpoint to resume from (was this run started by `easyfirst train`?)", path
+        ) from None
+    except Exception as error:  # noqa: BLE001 (any unreadable file is the user's to fix)
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise InputError(f"not a readable checkpoint: {first}", path) from None
 
 
 def train(
@@ -179,40 +192,61 @@ def train(
         output.mkdir(parents=True, exist_ok=True)
     log = RunLog(console, output / "train.log", append=resume) if group.main else distributed.SilentLog()
     try:
-        return _train(config, output, torch.device(device), log, resume, group)
+        run = prepare_run(config, output, torch.device(device), log, resume, group)
+        for epoch in range(run.progress.epoch, config.train.epochs + 1):
+            seconds = train_epoch(run, epoch)
+            evaluate_and_select(run, epoch, seconds)
+            save_checkpoint(run, epoch + 1, 0, run.generator.get_state(), 0.0)
+        return finish(run) if group.main else {}
     finally:
         log.close()
         distributed.stop(group)
 
 
-def save_checkpoint(path: Path, **state) -> None:
-    """Write the training state atomically; it holds tensors and plain values only (weights_only-loadable)."""
-    atomic_write(path, lambda out: torch.save(state, out))
+@dataclass
+class RunProgress:
+    """Where a run stands: the next epoch and the step within it already done, the partial loss of that
+    epoch, the per-epoch history and the best dev score so far (what a checkpoint restores)."""
+
+    epoch: int = 1
+    step: int = 0
+    loss_sum: float = 0.0
+    seen: int = 0  # words of the epoch so far
+    elapsed: float = 0.0  # seconds of the epoch so far (before an interruption)
+    history: list[dict] = field(default_factory=list)
+    best: dict = field(default_factory=dict)
 
 
-def load_checkpoint(path: Path) -> dict:
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise InputError(
-            "no checkpoint to resume from (was this run started by `easyfirst train`?)", path
-        ) from None
-    except Exception as error:  # noqa: BLE001 (any unreadable file is the user's to fix)
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise InputError(f"not a readable checkpoint: {first}", path) from None
+@dataclass
+class Run:
+    """Everything one training run works with, made by :func:`prepare_run`."""
+
+    config: Config
+    output: Path
+    device: torch.device
+    log: RunLog
+    group: distributed.Group
+    task: Task
+    splits: Splits
+    train_sents: list[Sentence]
+    vocabs: Vocabularies
+    model: EasyFirstTagger
+    trainer: torch.nn.Module  # the model, or DDP around it
+    optimizer: torch.optim.Optimizer
+    generator: torch.Generator  # draws each epoch's data order
+    train_items: list[Encoded]
+    dev_items: list[Encoded]
+    drop_probabilities: torch.Tensor | None  # word dropout (NER), per word id
+    progress: RunProgress
 
 
-def _train(
-    config: Config,
-    output: Path,
-    device: torch.device,
-    log: RunLog,
-    resume: bool,
-    group: distributed.Group = distributed.Group(),
-) -> dict:
+def prepare_run(
+    config: Config, output: Path, device: torch.device, log: RunLog, resume: bool, group: distributed.Group
+) -> Run:
+    """Read the data, build (or, resuming, reload) the vocabularies, the model and the optimizer, and
+    restore an interrupted run's state from its checkpoint."""
     t = config.train
-    spec = get_task(config.data.task)  # (`task` names the progress bar below)
-    metric = spec.metric
+    task = get_task(config.data.task)
     if t.threads > 0:
         torch.set_num_threads(t.threads)
     generator = seed_everything(t.seed)
@@ -222,27 +256,19 @@ def _train(
     limit = config.data.max_train_length
     train_sents = [s for s in splits.train if len(s.words) <= limit and s.words]
     dropped = len(splits.train) - len(train_sents)
+    test = f"test {splits.paths['test']} ({len(splits.test)})" if splits.test else "no test set"
     log(
         f"[bold]data[/] train {splits.paths['train']} ({len(train_sents)} sentences, {dropped} longer than "
-        f"{limit} words dropped), dev {splits.paths['dev']} ({len(splits.dev)}), "
-        f"test {splits.paths['test']} ({len(splits.test or [])})"
+        f"{limit} words dropped), dev {splits.paths['dev']} ({len(splits.dev)}), {test}"
     )
-
     if resume:
         vocabs = Vocabularies.from_json(read_json(output / VOCAB_FILE))
     else:
-        vocabs = Vocabularies.build(
-            ((s.words, s.tags) for s in train_sents),
-            word_min_freq=config.model.word_min_freq,
-            max_affix=config.model.max_affix,
-            lowercase=config.model.lowercase,
-        )
-        vocabs.features = build_feature_vocabs(active_features(config.model), train_sents)
-        class_weight_vector(config.loss.class_weights, vocabs.tags.itos)  # unknown tag: fail before writing
+        vocabs = build_vocabularies(config, train_sents)
         if group.main:
             write_json(output / CONFIG_FILE, config.to_dict())  # so that an interrupted run can be resumed
             write_json(output / VOCAB_FILE, vocabs.to_json())
-    model = EasyFirstTagger(config, vocabs)
+    model = EasyFirstTagger(config.model, config.loss, vocabs)
     if config.model.pretrained and not resume:
         covered = model.embedder.load_pretrained(config.model.pretrained, vocabs)
         log(f"pretrained vectors cover {covered} of {len(vocabs.words) - 2} words")
@@ -251,174 +277,235 @@ def _train(
     if group.parallel:
         log(
             f"[bold]data-parallel[/] {group.size} processes ({distributed.backend()}), each a shard of every "
-            f"epoch's batches: {group.size} × {config.train.batch_size} sentences per update"
+            f"epoch's batches: {group.size} × {t.batch_size} sentences per update"
         )
-    steps = "N = L" if config.model.sketch_steps is None else f"N = {config.model.sketch_steps}"
-    kind = config.model.model if config.decodes else "bilstm (N = 0)"
+    m = config.model
+    steps = "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"
+    kind = m.model if m.decodes else "bilstm (N = 0)"
     log(
-        f"[bold]model[/] {kind}, attention {config.model.attention if config.decodes else '-'}, {steps}; "
+        f"[bold]model[/] {kind}, attention {m.attention if m.decodes else '-'}, {steps}; "
         f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(vocabs.words):,} words, "
         f"{len(vocabs.tags)} tags"
     )
     log(f"[bold]output[/] {model.describe_output()}")
-
-    train_items = [encode(vocabs, s.words, s.tags, s.extra) for s in train_sents]
-    dev_items = [encode(vocabs, s.words, extra=s.extra) for s in splits.dev]
     drop_probabilities = None
-    if config.model.word_dropout > 0:
+    if m.word_dropout > 0:
         counts = Counter(w.lower() if vocabs.lowercase else w for s in train_sents for w in s.words)
-        drop_probabilities = word_dropout_probabilities(counts, vocabs.words, config.model.word_dropout)
-    optimizer = make_optimizer(config, model)
+        drop_probabilities = word_dropout_probabilities(counts, vocabs.words, m.word_dropout)
+    run = Run(
+        config,
+        output,
+        device,
+        log,
+        group,
+        task,
+        splits,
+        train_sents,
+        vocabs,
+        model,
+        trainer,
+        make_optimizer(config, model),
+        generator,
+        [encode(vocabs, s.words, s.tags, s.extra) for s in train_sents],
+        [encode(vocabs, s.words, extra=s.extra) for s in splits.dev],
+        drop_probabilities,
+        RunProgress(best={task.metric: -1.0, "epoch": 0}),
+    )
     distributed.seed_dropout(t.seed, group)
-    tokens_per_epoch = sum(len(e) for e in train_items)
-    history: list[dict] = []
-    best = {metric: -1.0, "epoch": 0}
-    first_epoch, first_step, total_loss, seen, elapsed = 1, 0, 0.0, 0, 0.0
     if checkpoint is not None:
-        model.load_state_dict(checkpoint["model"])
-        optimizer.load_state_dict(checkpoint["optimizer"])
-        generator.set_state(checkpoint["epoch_generator"])
-        # each process's own dropout stream (older checkpoints kept process 0's alone)
-        streams = checkpoint.get("torch_rng_by_process") or [checkpoint["torch_rng"]]
-        torch.set_rng_state(streams[group.rank] if group.rank < len(streams) else streams[0])
-        history, best = checkpoint["history"], checkpoint["best"]
-        first_epoch, first_step = checkpoint["epoch"], checkpoint["step"]
-        total_loss, seen, elapsed = checkpoint["loss_sum"], checkpoint["seen"], checkpoint["elapsed"]
-        if not group.main:  # the checkpoint holds process 0's partial sums; the others start afresh
-            total_loss, seen = 0.0, 0
-        if checkpoint.get("processes", 1) != group.size:
-            raise InputError(
-                f"the run was trained by {checkpoint.get('processes', 1)} process(es); resume it with as many",
-                output / CHECKPOINT_FILE,
-            )
-        log(f"resuming from {output / CHECKPOINT_FILE}: epoch {first_epoch}, after step {first_step}")
-    console = log.console
+        restore_checkpoint(run, checkpoint)
+    return run
 
-    def checkpoint_now(epoch: int, step: int, epoch_generator: torch.Tensor, seconds: float) -> None:
-        streams = distributed.gather(torch.get_rng_state(), group)  # every process calls this, at once
-        if not group.main:
-            return
-        save_checkpoint(
-            output / CHECKPOINT_FILE,
-            model=model.state_dict(),
-            optimizer=optimizer.state_dict(),
-            epoch=epoch,
-            step=step,
-            epoch_generator=epoch_generator,
-            torch_rng=streams[0],
-            torch_rng_by_process=streams,
-            history=history,
-            best=best,
-            loss_sum=total_loss,
-            seen=seen,
-            elapsed=seconds,
-            processes=group.size,
-        )
 
-    for epoch in range(first_epoch, t.epochs + 1):
-        model.train()
-        started = time.perf_counter() - elapsed
-        epoch_generator = generator.get_state()  # the data order below is drawn from this state
-        batches = distributed.shard(list(iterate_batches(train_items, t.batch_size, generator)), group)
-        columns = (
-            TextColumn(f"epoch {epoch}/{t.epochs}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("loss {task.fields[loss]:.4f}  {task.fields[speed]:,.0f} tok/s"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
+def build_vocabularies(config: Config, train_sents: list[Sentence]) -> Vocabularies:
+    """Words, affixes, tags and each active feature's symbols, from the training sentences."""
+    m = config.model
+    vocabs = Vocabularies.build(
+        ((s.words, s.tags) for s in train_sents),
+        word_min_freq=m.word_min_freq,
+        max_affix=m.max_affix,
+        lowercase=m.lowercase,
+    )
+    vocabs.features = build_feature_vocabs(active_features(m), train_sents)
+    class_weight_vector(config.loss.class_weights, vocabs.tags.itos)  # unknown tag: fail before writing
+    return vocabs
+
+
+def restore_checkpoint(run: Run, checkpoint: dict) -> None:
+    """Put the model, the optimizer, the random number generators and the progress back as saved."""
+    group = run.group
+    if checkpoint.get("processes", 1) != group.size:
+        raise InputError(
+            f"the run was trained by {checkpoint.get('processes', 1)} process(es); resume it with as many",
+            run.output / CHECKPOINT_FILE,
         )
-        with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as progress:
-            task = progress.add_task("train", total=len(batches), completed=first_step, loss=0.0, speed=0.0)
-            for step in range(first_step + 1, len(batches) + 1):
-                batch = batches[step - 1].to(device)
-                if drop_probabilities is not None:
-                    batch.words = drop_words(batch.words, drop_probabilities)
-                scores, _ = trainer(batch)
-                loss = model.loss(scores, batch.tags, batch.mask)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)
-                if not (torch.isfinite(loss) and torch.isfinite(norm)):
-                    what = "loss" if not torch.isfinite(loss) else "gradient norm"
-                    value = (loss if what == "loss" else norm).item()
-                    raise FloatingPointError(
-                        f"the {what} became {value} at epoch {epoch}, step {step}; the parameters were not "
-                        f"updated, and the last checkpoint and best model are kept"
-                    )
-                optimizer.step()
-                n = int(batch.mask.sum())
-                total_loss += loss.item() * n
-                seen += n
-                progress.update(
-                    task,
-                    advance=1,
-                    loss=total_loss / seen,
-                    speed=seen / max(time.perf_counter() - started, 1e-9),
+    run.model.load_state_dict(checkpoint["model"])
+    run.optimizer.load_state_dict(checkpoint["optimizer"])
+    run.generator.set_state(checkpoint["epoch_generator"])
+    # each process's own dropout stream (older checkpoints kept process 0's alone)
+    streams = checkpoint.get("torch_rng_by_process") or [checkpoint["torch_rng"]]
+    torch.set_rng_state(streams[group.rank] if group.rank < len(streams) else streams[0])
+    p = run.progress
+    p.history, p.best = checkpoint["history"], checkpoint["best"]
+    p.epoch, p.step = checkpoint["epoch"], checkpoint["step"]
+    p.loss_sum, p.seen, p.elapsed = checkpoint["loss_sum"], checkpoint["seen"], checkpoint["elapsed"]
+    if not group.main:  # the checkpoint holds process 0's partial sums; the others start afresh
+        p.loss_sum, p.seen = 0.0, 0
+    run.log(f"resuming from {run.output / CHECKPOINT_FILE}: epoch {p.epoch}, after step {p.step}")
+
+
+def train_epoch(run: Run, epoch: int) -> float:
+    """One pass over the shuffled training batches (from ``run.progress.step`` on, when resuming);
+    returns the epoch's seconds. Stops with FloatingPointError on a non-finite loss or gradient."""
+    t, p, model = run.config.train, run.progress, run.model
+    model.train()
+    started = time.perf_counter() - p.elapsed
+    epoch_generator = run.generator.get_state()  # the data order below is drawn from this state
+    batches = distributed.shard(
+        list(iterate_batches(run.train_items, t.batch_size, run.generator)), run.group
+    )
+    console = run.log.console
+    columns = (
+        TextColumn(f"epoch {epoch}/{t.epochs}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]:.4f}  {task.fields[speed]:,.0f} tok/s"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
+        shown = bar.add_task("train", total=len(batches), completed=p.step, loss=0.0, speed=0.0)
+        for step in range(p.step + 1, len(batches) + 1):
+            batch = batches[step - 1].to(run.device)
+            if run.drop_probabilities is not None:
+                batch.words = drop_words(batch.words, run.drop_probabilities)
+            scores, _ = run.trainer(batch)
+            loss = model.loss(scores, batch.tags, batch.mask)
+            run.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)
+            if not (torch.isfinite(loss) and torch.isfinite(norm)):
+                what = "loss" if not torch.isfinite(loss) else "gradient norm"
+                value = (loss if what == "loss" else norm).item()
+                raise FloatingPointError(
+                    f"the {what} became {value} at epoch {epoch}, step {step}; the parameters were not "
+                    f"updated, and the last checkpoint and best model are kept"
                 )
-                if t.checkpoint_every and step % t.checkpoint_every == 0 and step < len(batches):
-                    checkpoint_now(epoch, step, epoch_generator, time.perf_counter() - started)
-        seconds = time.perf_counter() - started
-        total_loss, seen = distributed.sum_over([total_loss, seen], group, device)
-        dev = None
-        if group.main:  # dev on process 0 only; all processes then agree on the result
-            dev = evaluate_sentences(
-                model, vocabs, dev_items, splits.dev, t.eval_batch_size, device, spec.score
+            run.optimizer.step()
+            n = int(batch.mask.sum())
+            p.loss_sum += loss.item() * n
+            p.seen += n
+            bar.update(
+                shown,
+                advance=1,
+                loss=p.loss_sum / p.seen,
+                speed=p.seen / max(time.perf_counter() - started, 1e-9),
             )
-        dev = distributed.broadcast(dev, group)
-        improved = dev[metric] > best[metric]
-        if improved:
-            best = {metric: dev[metric], "epoch": epoch}
-            if group.main:
-                save_model(output, model, config, vocabs)
-        row = {
-            "epoch": epoch,
-            "loss": total_loss / seen,
-            "dev_accuracy": dev["accuracy"],
-            f"dev_{metric}": dev[metric],
-            **{f"dev_{key}": dev[key] for key, _ in spec.columns},
-            "seconds": seconds,
-            "tokens_per_second": tokens_per_epoch / seconds,
-        }
-        history.append(row)
-        first_step, total_loss, seen, elapsed = 0, 0.0, 0, 0.0
-        checkpoint_now(epoch + 1, 0, generator.get_state(), 0.0)
-        log(
-            f"epoch {epoch:>3}  loss {row['loss']:.4f}  dev {spec.metric_label} {100 * dev[metric]:6.2f}  "
-            + "".join(f"{label} {100 * dev[key]:6.2f}  " for key, label in spec.columns)
-            + f"{seconds:6.1f} s  {row['tokens_per_second']:>8,.0f} tok/s"
-            + ("  [green]best[/]" if improved else "")
-        )
+            if t.checkpoint_every and step % t.checkpoint_every == 0 and step < len(batches):
+                save_checkpoint(run, epoch, step, epoch_generator, time.perf_counter() - started)
+    return time.perf_counter() - started
 
-    if not group.main:
-        return {}
-    # evaluate the best epoch's model, as saved
-    model, _, _ = load_model(output, device)
+
+def evaluate_and_select(run: Run, epoch: int, seconds: float) -> None:
+    """Score the epoch's model on dev (process 0, shared with the others), save it if it is the best so
+    far, add the epoch's row to the history and log it."""
+    p, task, group = run.progress, run.task, run.group
+    metric = task.metric
+    p.loss_sum, p.seen = distributed.sum_over([p.loss_sum, p.seen], group, run.device)
+    dev = None
+    if group.main:  # dev on process 0 only; all processes then agree on the result
+        dev = evaluate_sentences(
+            run.model,
+            run.vocabs,
+            run.dev_items,
+            run.splits.dev,
+            run.config.train.eval_batch_size,
+            run.device,
+            task.score,
+        )
+    dev = distributed.broadcast(dev, group)
+    improved = dev[metric] > p.best[metric]
+    if improved:
+        p.best = {metric: dev[metric], "epoch": epoch}
+        if group.main:
+            save_model(run.output, run.model, run.config, run.vocabs)
+    words = sum(len(e) for e in run.train_items)
+    row = {
+        "epoch": epoch,
+        "loss": p.loss_sum / p.seen,
+        "dev_accuracy": dev["accuracy"],
+        f"dev_{metric}": dev[metric],
+        **{f"dev_{key}": dev[key] for key, _ in task.columns},
+        "seconds": seconds,
+        "tokens_per_second": words / seconds,
+    }
+    p.history.append(row)
+    p.step, p.loss_sum, p.seen, p.elapsed = 0, 0.0, 0, 0.0
+    run.log(
+        f"epoch {epoch:>3}  loss {row['loss']:.4f}  dev {task.metric_label} {100 * dev[metric]:6.2f}  "
+        + "".join(f"{label} {100 * dev[key]:6.2f}  " for key, label in task.columns)
+        + f"{seconds:6.1f} s  {row['tokens_per_second']:>8,.0f} tok/s"
+        + ("  [green]best[/]" if improved else "")
+    )
+
+
+def save_checkpoint(run: Run, epoch: int, step: int, epoch_generator: torch.Tensor, seconds: float) -> None:
+    """Write the training state atomically (tensors and plain values only: weights_only-loadable), from
+    which ``--resume`` continues at ``epoch`` after ``step``. Every process calls it at once."""
+    streams = distributed.gather(torch.get_rng_state(), run.group)
+    if not run.group.main:
+        return
+    p = run.progress
+    state = dict(
+        model=run.model.state_dict(),
+        optimizer=run.optimizer.state_dict(),
+        epoch=epoch,
+        step=step,
+        epoch_generator=epoch_generator,
+        torch_rng=streams[0],
+        torch_rng_by_process=streams,
+        history=p.history,
+        best=p.best,
+        loss_sum=p.loss_sum,
+        seen=p.seen,
+        elapsed=seconds,
+        processes=run.group.size,
+    )
+    atomic_write(run.output / CHECKPOINT_FILE, lambda out: torch.save(state, out))
+
+
+def finish(run: Run) -> dict:
+    """Score the best epoch's model, as saved, on dev and test; write ``metrics.json`` and the summary."""
+    config, task, splits, p = run.config, run.task, run.splits, run.progress
+    batch_size = config.train.eval_batch_size
+    model, _, _ = load_model(run.output, run.device)
     metrics: dict = {
-        "dev": evaluate_sentences(model, vocabs, dev_items, splits.dev, t.eval_batch_size, device, spec.score)
+        "dev": evaluate_sentences(
+            model, run.vocabs, run.dev_items, splits.dev, batch_size, run.device, task.score
+        )
     }
     if splits.test:
-        test_items = [encode(vocabs, s.words, extra=s.extra) for s in splits.test]
+        test_items = [encode(run.vocabs, s.words, extra=s.extra) for s in splits.test]
         metrics["test"] = evaluate_sentences(
-            model, vocabs, test_items, splits.test, t.eval_batch_size, device, spec.score
+            model, run.vocabs, test_items, splits.test, batch_size, run.device, task.score
         )
     metrics.update(
-        best_epoch=best["epoch"],
-        epochs=history,
+        best_epoch=p.best["epoch"],
+        epochs=p.history,
         data=splits.paths,
-        seconds_per_epoch=sum(r["seconds"] for r in history) / len(history),
-        train_sentences=len(train_sents),
-        dropped_long_sentences=dropped,
-        device=str(device),
+        seconds_per_epoch=sum(r["seconds"] for r in p.history) / len(p.history),
+        train_sentences=len(run.train_sents),
+        dropped_long_sentences=len(splits.train) - len(run.train_sents),
+        device=str(run.device),
         threads=torch.get_num_threads(),
-        processes=group.size,
+        processes=run.group.size,
     )
     for split in ("dev", "test"):
         if split in metrics:
             metrics[split].pop("per_tag", None)
-    write_json(output / "metrics.json", metrics)
-    log(summary_table(metrics, metric, spec.metric_label, spec.columns))
-    log(f"model and metrics written to {output}")
+    write_json(run.output / "metrics.json", metrics)
+    run.log(summary_table(metrics, task.metric, task.metric_label, task.columns))
+    run.log(f"model and metrics written to {run.output}")
     return metrics
 
 

@@ -61,7 +61,7 @@ def test_batch_size_does_not_change_tags(run_dir):
 
 
 def test_export_to_float16_keeps_predictions(run_dir, tmp_path):
-    from easyfirst.model.io import load_model, save_model
+    from easyfirst.runs import load_model, save_model
 
     model, config, vocabs = load_model(run_dir)
     save_model(tmp_path / "half", model, config, vocabs, half=True)

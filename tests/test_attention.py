@@ -116,7 +116,7 @@ def test_no_concat_predicts_from_the_sketch_alone():
     config.model.concat = False
     _, vocabs = small_model()
     torch.manual_seed(0)
-    net = EasyFirstTagger(config, vocabs)
+    net = EasyFirstTagger(config.model, config.loss, vocabs)
     assert net.output.in_features == config.model.sketch_dim
     batch = next(iterate_batches([encode(vocabs, s, t) for s, t in zip(SENTENCES, TAGS, strict=True)], 8))
     scores, _ = net(batch)

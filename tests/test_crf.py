@@ -136,7 +136,7 @@ def test_crf_output_layer_trains_and_decodes_on_every_model(model):
         config.model.sketch_steps = 0
     vocabs = Vocabularies.build(zip(sentences, tags, strict=True), word_min_freq=1)
     torch.manual_seed(0)
-    net = EasyFirstTagger(config, vocabs)
+    net = EasyFirstTagger(config.model, config.loss, vocabs)
     assert net.crf is not None and (net.crf.start_penalty < 0).any()  # BIO tag set: constraints on
     assert "crf.transitions" in net.state_dict() and "crf.start_penalty" not in net.state_dict()
     batch = next(iterate_batches([encode(vocabs, s, t) for s, t in zip(sentences, tags, strict=True)], 8))

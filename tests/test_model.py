@@ -183,7 +183,7 @@ def small_model(model="nef-f", steps=None, attention="csoftmax") -> tuple[EasyFi
         config.model.sketch_steps = 0
     vocabs = Vocabularies.build(zip(SENTENCES, TAGS, strict=True), word_min_freq=1)
     torch.manual_seed(0)
-    return EasyFirstTagger(config, vocabs), vocabs
+    return EasyFirstTagger(config.model, config.loss, vocabs), vocabs
 
 
 @pytest.mark.parametrize("model", ["nef-f", "nef-s", "bilstm"])

@@ -12,14 +12,17 @@ import torch
 from conftest import QE_GAPS, QE_SAMPLE
 from easyfirst.config import Config
 from easyfirst.data.batching import collate, encode
-from easyfirst.data.features import active_features, build_feature_vocabs
-from easyfirst.data.qe import (
+from easyfirst.data.features import (
     NULL,
     OUTSIDE,
+    active_features,
+    aligned_source,
+    build_feature_vocabs,
+    neighbours,
+)
+from easyfirst.data.qe import (
     QEFiles,
     QESentence,
-    aligned_source,
-    neighbours,
     read_qe,
     tags_format,
     write_tags,

@@ -127,7 +127,7 @@ def test_lowercased_lookup_and_the_case_feature_reach_the_model():
         vocabs.features["case"].index("upper"),
         vocabs.features["case"].index("lower"),
     ]
-    model = EasyFirstTagger(config, vocabs)
+    model = EasyFirstTagger(config.model, config.loss, vocabs)
     assert model.embedder.output_dim == 64 + 2 * 50 + config.model.case_dim
     scores, _ = model(collate([one, two], [0, 1]))
     assert scores.shape == (2, 2, len(vocabs.tags))

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from easyfirst.data import schemes
-from easyfirst.data.conllu import Sentence
 from easyfirst.data.files import open_binary
+from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
 
 DOCSTART = "-DOCSTART-"

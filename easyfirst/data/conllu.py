@@ -18,23 +18,11 @@ from typing import BinaryIO
 from conllu.parser import ParseException, parse_id_value
 
 from easyfirst.data.files import decode_line, open_binary
+from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
 
 COLUMNS = {"upos": 3, "xpos": 4}
 BOM = "\ufeff"
-
-
-@dataclass
-class Sentence:
-    """The words of one sentence with the tags of the chosen column; ``line`` is where it starts.
-
-    ``extra`` holds what a task's reader provides beside the words (see easyfirst.data.features).
-    """
-
-    words: list[str]
-    tags: list[str]
-    line: int
-    extra: dict = field(default_factory=dict)
 
 
 @dataclass

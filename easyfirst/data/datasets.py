@@ -21,12 +21,12 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-import tempfile
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from easyfirst.atomic import atomic_write
 from easyfirst.errors import InputError
 
 UD_BASE_URL = "https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/r2.16"
@@ -138,30 +138,27 @@ def resolve_split(name: str, split: str, *, download: bool = True, progress: boo
 
 def fetch(url: str, dest: Path, sha256: str | None, *, progress: bool = True, timeout: float = 30.0) -> None:
     """Download ``url`` to ``dest`` through a temporary file, verifying ``sha256``; nothing is left on failure."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    digest = hashlib.sha256()
-    try:
-        with os.fdopen(handle, "wb") as out:
-            try:
-                response = urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 (http/https only)
-            except urllib.error.HTTPError as error:
-                raise InputError(f"download failed: HTTP {error.code} {error.reason}", url) from None
-            except (urllib.error.URLError, OSError) as error:
-                reason = getattr(error, "reason", error)
-                raise InputError(f"download failed: {reason}", url) from None
-            with response:
-                total = int(response.headers.get("Content-Length") or 0) or None
-                _copy(response, out, digest, total, progress and sys.stderr.isatty(), dest.name)
+
+    def download(out) -> None:
+        digest = hashlib.sha256()
+        try:
+            response = urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 (http/https only)
+        except urllib.error.HTTPError as error:
+            raise InputError(f"download failed: HTTP {error.code} {error.reason}", url) from None
+        except (urllib.error.URLError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            raise InputError(f"download failed: {reason}", url) from None
+        with response:
+            total = int(response.headers.get("Content-Length") or 0) or None
+            _copy(response, out, digest, total, progress and sys.stderr.isatty(), dest.name)
         if sha256 is not None and digest.hexdigest() != sha256:
             raise InputError(
                 f"checksum mismatch: expected sha256 {sha256}, got {digest.hexdigest()}; the file was not "
                 "kept. Put the files under $EASYFIRST_DATA or pass explicit paths instead.",
                 url,
             )
-        os.replace(temporary, dest)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+
+    atomic_write(dest, download)
 
 
 def _copy(response, out, digest, total: int | None, show: bool, label: str) -> None:

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import torch
 
-from easyfirst.data.qe import aligned_source, neighbours
 from easyfirst.data.vocab import Vocab
 
 CASES = ("lower", "upper", "title", "mixed", "numeric", "has_digit", "other")
@@ -43,6 +42,34 @@ def case_pattern(word: str) -> str:
     if word[0].isupper() and not any(c.isupper() for c in word[1:]):
         return "title"
     return "mixed"
+
+
+NULL = "<null>"  # the aligned-source symbol of an unaligned MT word: its embedding is the learned NULL vector
+OUTSIDE = "<out>"  # a context position past the edge of the sentence
+
+
+def aligned_source(words: Sequence[str], extra: dict, offset: int = 0) -> list[list[str]]:
+    """Per MT word j, the source words at i + ``offset`` for each source word i aligned to j (their
+    embeddings are averaged), or ``[NULL]`` when j is unaligned (paper §5.3; offsets ±1 are the WMT16
+    baseline's source context)."""
+    if "source" not in extra or "alignment" not in extra:
+        raise ValueError(
+            "quality estimation needs each MT sentence's source words and alignment: "
+            "tag(..., extras=[{'source': [...], 'alignment': [(i, j), ...]}, ...])"
+        )
+    source = extra["source"]
+    aligned: list[list[int]] = [[] for _ in words]
+    for i, j in extra["alignment"]:
+        aligned[j].append(i)
+    return [
+        [source[i + offset] if 0 <= i + offset < len(source) else OUTSIDE for i in indices] or [NULL]
+        for indices in aligned
+    ]
+
+
+def neighbours(words: Sequence[str], offset: int) -> list[list[str]]:
+    """Per MT word j, the MT word at j + ``offset`` (WMT16 baseline target context)."""
+    return [[words[j + offset] if 0 <= j + offset < len(words) else OUTSIDE] for j in range(len(words))]
 
 
 @dataclass(frozen=True)

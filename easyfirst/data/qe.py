@@ -249,41 +249,13 @@ def write_tags(
     """Write a tags file: one line per sentence, in the one-tag-per-word or (``with_gaps``) 2N+1 format.
 
     In the 2N+1 format, ``gaps[k]`` are sentence k's gap tags (kept from the input); where they are not
-    known, gaps are written ``OK``. The caller makes the write atomic (see easyfirst.model.io).
+    known, gaps are written ``OK``. The caller makes the write atomic (see easyfirst.atomic).
     """
     gaps = gaps if gaps is not None else [None] * len(tags)
     text = "".join(
         format_tags(line, gap, with_gaps=with_gaps) + "\n" for line, gap in zip(tags, gaps, strict=True)
     )
     out.write(text.encode("utf-8"))
-
-
-NULL = "<null>"  # the aligned-source symbol of an unaligned MT word: its embedding is the learned NULL vector
-OUTSIDE = "<out>"  # a context position past the edge of the sentence
-
-
-def aligned_source(words: Sequence[str], extra: dict, offset: int = 0) -> list[list[str]]:
-    """Per MT word j, the source words at i + ``offset`` for each source word i aligned to j (their
-    embeddings are averaged), or ``[NULL]`` when j is unaligned (paper §5.3; offsets ±1 are the WMT16
-    baseline's source context)."""
-    if "source" not in extra or "alignment" not in extra:
-        raise ValueError(
-            "quality estimation needs each MT sentence's source words and alignment: "
-            "tag(..., extras=[{'source': [...], 'alignment': [(i, j), ...]}, ...])"
-        )
-    source = extra["source"]
-    aligned: list[list[int]] = [[] for _ in words]
-    for i, j in extra["alignment"]:
-        aligned[j].append(i)
-    return [
-        [source[i + offset] if 0 <= i + offset < len(source) else OUTSIDE for i in indices] or [NULL]
-        for indices in aligned
-    ]
-
-
-def neighbours(words: Sequence[str], offset: int) -> list[list[str]]:
-    """Per MT word j, the MT word at j + ``offset`` (WMT16 baseline target context)."""
-    return [[words[j + offset] if 0 <= j + offset < len(words) else OUTSIDE] for j in range(len(words))]
 
 
 def tag_qe(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from easyfirst.config import Config
 from easyfirst.data.batching import IGNORE, Batch
 from easyfirst.data.features import active_features
 from easyfirst.data.vocab import Vocabularies
@@ -20,13 +19,16 @@ from easyfirst.losses import class_weight_vector, fenchel_young_loss, output_dis
 from easyfirst.model.crf import CRF, is_bio
 from easyfirst.model.embedder import Embedder
 from easyfirst.model.encoder import BiLSTMEncoder
+from easyfirst.model.settings import LossConfig, ModelConfig
 from easyfirst.model.sketch import SketchDecoder
 
 
 class EasyFirstTagger(nn.Module):
-    def __init__(self, config: Config, vocabs: Vocabularies):
+    """The model of ``m`` (the ``[model]`` settings) with the output objective ``loss`` (``[loss]``),
+    over the words, affixes, features and tags of ``vocabs``."""
+
+    def __init__(self, m: ModelConfig, loss: LossConfig, vocabs: Vocabularies):
         super().__init__()
-        m = config.model
         self.steps = m.sketch_steps
         self.steps_beyond_length = m.steps_beyond_length
         self.concat = m.concat
@@ -35,7 +37,7 @@ class EasyFirstTagger(nn.Module):
         self.dropout = nn.Dropout(m.dropout)
         self.decoder = None
         output_in = self.encoder.output_dim
-        if config.decodes:
+        if m.decodes:
             self.decoder = SketchDecoder(
                 self.encoder.output_dim,
                 sketch_dim=m.sketch_dim,
@@ -48,12 +50,10 @@ class EasyFirstTagger(nn.Module):
             )
             output_in = output_in + m.sketch_dim if m.concat else m.sketch_dim
         self.output = nn.Linear(output_in, len(vocabs.tags))
-        self.objective = config.loss
+        self.objective = loss
         tags = list(vocabs.tags.itos)
         # training-only, rebuilt from the config: kept out of the saved state
-        self.register_buffer(
-            "class_weight", class_weight_vector(config.loss.class_weights, tags), persistent=False
-        )
+        self.register_buffer("class_weight", class_weight_vector(loss.class_weights, tags), persistent=False)
         self.crf = None
         if m.crf:
             constrained = is_bio(tags) if m.bio_constraints is None else m.bio_constraints

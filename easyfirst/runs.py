@@ -1,47 +1,24 @@
-"""Model files: a ``state_dict`` plus plain JSON, loaded without running any code.
+"""Run folders: a trained model as a ``state_dict`` plus plain JSON, loaded without running any code.
 
 A model folder holds ``model.pt`` (tensors only, loaded with ``torch.load(..., weights_only=True)``),
-``config.json`` and ``vocab.json``. Every file is written to a temporary name and renamed into place,
-so an interrupted write never leaves a half-written file where a good one was.
+``config.json`` (the whole :class:`~easyfirst.config.Config` of the run) and ``vocab.json``. Every file
+is written atomically (easyfirst.atomic).
 """
 
 from __future__ import annotations
 
-import json
-import os
 import pickle
-import tempfile
 from pathlib import Path
 
 import torch
 
+from easyfirst.atomic import atomic_write, read_json, write_json
 from easyfirst.config import Config
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
 from easyfirst.model.tagger import EasyFirstTagger
 
 MODEL_FILE, CONFIG_FILE, VOCAB_FILE = "model.pt", "config.json", "vocab.json"
-
-
-def atomic_write(path: str | Path, write) -> None:
-    """Call ``write(binary_file)`` on a temporary file beside ``path``, then rename it to ``path``."""
-    path = Path(path)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            write(out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def write_json(path: str | Path, data) -> None:
-    atomic_write(
-        path, lambda out: out.write((json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode())
-    )
 
 
 def save_model(
@@ -59,15 +36,6 @@ def save_model(
     write_json(folder / VOCAB_FILE, vocabs.to_json())
 
 
-def read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("not found (is this a model folder written by `easyfirst train`?)", path) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InputError(f"not valid JSON: {error}", path) from None
-
-
 def load_model(
     folder: str | Path, device: str | torch.device = "cpu"
 ) -> tuple[EasyFirstTagger, Config, Vocabularies]:
@@ -80,7 +48,7 @@ def load_model(
         vocabs = Vocabularies.from_json(read_json(folder / VOCAB_FILE))
     except (KeyError, TypeError, ValueError) as error:
         raise InputError(f"malformed vocabulary: {error}", folder / VOCAB_FILE) from None
-    model = EasyFirstTagger(config, vocabs)
+    model = EasyFirstTagger(config.model, config.loss, vocabs)
     path = folder / MODEL_FILE
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)

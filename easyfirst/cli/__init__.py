@@ -1,0 +1,74 @@
+"""The ``easyfirst`` command line: one module per verb on one Typer app.
+
+train (easyfirst.cli.train), tag (tag), evaluate (evaluate), plot and analyze (plot), export and
+data (export). User mistakes (bad files, bad options) are reported as ``path:line: what is wrong`` on
+stderr with exit status 2 and no traceback; see easyfirst.errors.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from easyfirst import __version__
+from easyfirst.errors import InputError
+
+app = typer.Typer(
+    help="Neural easy-first sequence taggers (Martins & Kreutzer, 2017).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"easyfirst {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool | None,
+        typer.Option("--version", help="Print the version and exit.", callback=_version, is_eager=True),
+    ] = None,
+) -> None:
+    """Neural easy-first sequence taggers (Martins & Kreutzer, 2017)."""
+
+
+# the verbs register themselves on ``app``, in the order --help lists them
+from easyfirst.cli import train  # noqa: E402, F401, I001
+from easyfirst.cli import tag  # noqa: E402, F401
+from easyfirst.cli import evaluate  # noqa: E402, F401
+from easyfirst.cli import plot  # noqa: E402, F401
+from easyfirst.cli import export  # noqa: E402, F401
+
+
+_display_type = typer.core.TyperOption.display_type
+
+
+def _display_type_of_values(self, ctx):
+    """Typer shows a type for every option; a flag takes no value, so it shows none (``--json``, not
+    ``--json <bool>``)."""
+    return None if self.is_flag else _display_type(self, ctx)
+
+
+typer.core.TyperOption.display_type = _display_type_of_values
+
+
+def main() -> None:
+    try:
+        app(prog_name="easyfirst")
+    except InputError as error:
+        if os.environ.get("RANK", "0") == "0":  # under torchrun every process finds it: process 0 says it
+            from easyfirst.cli.common import err
+
+            err.print(str(error), markup=False, highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)

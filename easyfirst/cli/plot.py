@@ -1,0 +1,151 @@
+"""``easyfirst plot`` (raindrop plots of one sentence) and ``easyfirst analyze`` (attention statistics)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from easyfirst.cli import app
+from easyfirst.cli.common import (
+    ModelOption,
+    check_input,
+    check_output,
+    console,
+    err,
+    load_tagger,
+    read_sentences,
+    task_of,
+)
+from easyfirst.errors import InputError
+
+
+def read_sentence(path: Path, number: int, tagger):
+    if number < 1:
+        raise InputError("--sentence counts from 1")
+    sentences = read_sentences(path, tagger)
+    if number <= len(sentences):
+        return sentences[number - 1]
+    raise InputError(f"has fewer than {number} sentences", path)
+
+
+@app.command()
+def plot(
+    model: ModelOption = None,
+    text: Annotated[str | None, typer.Option(help="Plot this whitespace-tokenized sentence.")] = None,
+    input: Annotated[
+        Path | None, typer.Option("--input", "-i", help="File of the model's task (gold tags are shown).")
+    ] = None,
+    sentence: Annotated[int, typer.Option(help="Which sentence of --input (from 1).")] = 1,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Figure file: .png, .svg or .pdf.")
+    ] = None,
+    terminal: Annotated[bool, typer.Option(help="Draw the matrix in the terminal.")] = False,
+    compare: Annotated[list[Path] | None, typer.Option(help="More run folders to draw side by side.")] = None,
+    beta: Annotated[bool, typer.Option(help="Add the cumulative-attention panel.")] = True,
+) -> None:
+    """Raindrop plot: where the decoder looks at each sketch step, for one sentence."""
+    from easyfirst.plot import Drop, save
+    from easyfirst.plot import terminal as render
+
+    if (text is None) == (input is None):
+        raise InputError("give exactly one of --text or --input")
+    if output is None and not terminal:
+        raise InputError("give --output FILE (.png, .svg, .pdf) and/or --terminal")
+    if output is not None:
+        if output.suffix.lower() not in (".png", ".svg", ".pdf"):
+            raise InputError("the figure file must end in .png, .svg or .pdf", output)
+        check_output(output)
+    if input is not None:
+        check_input(input)
+    taggers = [load_tagger(model)] + [load_tagger(path) for path in compare or []]
+    drops, tagset = [], set()
+    for path, tagger in zip([model, *(compare or [])], taggers, strict=True):
+        if tagger.model.decoder is None:
+            raise InputError("this model has no sketch steps (N = 0): there is no attention to plot", path)
+        gold, extra = None, None
+        if input is not None:
+            found = read_sentence(input, sentence, tagger)
+            words, gold, extra = found.words, found.tags, found.extra
+        else:
+            task, _ = task_of(tagger)
+            if task.refuses_text is not None:
+                raise InputError(task.refuses_text, path)
+            words = text.split()
+            if not words:
+                raise InputError("--text has no words")
+        tags, attention = tagger.tag([words], return_attention=True, extras=[extra] if extra else None)
+        m = tagger.config.model
+        steps = "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"
+        name = "bundled model" if path is None else path.name
+        drops.append(Drop(words, tags[0], attention[0], gold, f"{name}: {m.model}, {m.attention}, {steps}"))
+        tagset |= set(tagger.tags)
+    if terminal:
+        for drop in drops:
+            console().print(render(drop, sorted(tagset)))
+    if output is not None:
+        save(drops, sorted(tagset), output, show_beta=beta)
+        err.print(f"wrote {output}")
+
+
+@app.command()
+def analyze(
+    data: Annotated[
+        Path,
+        typer.Argument(
+            help="File to analyse, in the format of the model's task (gold tags are used where present)."
+        ),
+    ],
+    model: ModelOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the statistics as JSON.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the statistics as Markdown tables.")
+    ] = False,
+) -> None:
+    """Attention statistics over a data set: first focus, entropy and support per step, evenness."""
+    from rich.table import Table
+
+    from easyfirst.analysis import analyze as run_analysis
+    from easyfirst.analysis import to_markdown
+
+    if as_json and markdown:
+        raise InputError("give --json or --markdown, not both")
+    check_input(data)
+    tagger = load_tagger(model)
+    if tagger.model.decoder is None:
+        raise InputError("this model has no sketch steps (N = 0): there is no attention to analyse", model)
+    sentences = read_sentences(data, tagger)
+    stats = run_analysis(
+        tagger, [s.words for s in sentences], [s.tags for s in sentences], extras=[s.extra for s in sentences]
+    )
+    if as_json:
+        print(json.dumps(stats, indent=2))
+        return
+    if markdown:
+        print(to_markdown(stats), end="")
+        return
+    out = console()
+    first = Table(
+        title=f"first focus (argmax of α¹), by {stats['first_focus_by']}, {stats['sentences']:,} sentences",
+        show_edge=False,
+    )
+    first.add_column("tag")
+    first.add_column("share", justify="right")
+    for tag, share in stats["first_focus"].items():
+        first.add_row(tag, f"{100 * share:.1f}%")
+    out.print(first)
+    steps = Table(title=f"attention per step ({stats['step_grouping']})", show_edge=False)
+    for name in ("steps", "entropy (nats)", "support (words α > 0)", "focus position (0 = first word)"):
+        steps.add_column(name, justify="right")
+    for row in stats["per_step"]:
+        steps.add_row(
+            row["steps"], f"{row['entropy']:.3f}", f"{row['support']:.2f}", f"{row['focus_position']:.3f}"
+        )
+    out.print(steps)
+    even = stats["evenness"]
+    out.print(
+        f"evenness: final β max {even['beta_max']:.4f}, mean {even['beta_mean']:.4f}, "
+        f"share of words with β = 1 (±1e-3): {100 * even['share_beta_one']:.1f}%"
+    )

@@ -1,0 +1,150 @@
+"""``easyfirst tag``: a file (or stdin, or --text) in, the same file with the predicted tags out.
+
+The options that only one task reads (--replace, --scheme, --encoding for column files; --src, --mt,
+--alignments, --tags, --gaps for QE) are the fields of the tasks' ``TagOptions`` (easyfirst.tasks).
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from itertools import islice
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from easyfirst.cli import app
+from easyfirst.cli.common import (
+    BatchOption,
+    DeviceOption,
+    ModelOption,
+    check_device,
+    check_output,
+    load_tagger,
+    open_input,
+    task_of,
+    write_output,
+)
+from easyfirst.cli.options import tag_option_parameters
+from easyfirst.errors import InputError
+from easyfirst.tasks import TASKS
+
+
+def tag(
+    input: Annotated[
+        str | None,
+        typer.Argument(
+            help="File to tag in the format of the model's task ("
+            + "; ".join(f"{t.name}: {t.input_kind}" for t in TASKS.values())
+            + "), or - for stdin."
+        ),
+    ] = None,
+    model: ModelOption = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Output file (default: stdout).")
+    ] = None,
+    text: Annotated[
+        str | None, typer.Option(help="Tag this whitespace-tokenized sentence instead of a file.")
+    ] = None,
+    batch_size: BatchOption = 256,
+    device: DeviceOption = "cpu",
+    probabilities: Annotated[
+        bool,
+        typer.Option(
+            "--probabilities",
+            help="Write each word's output distribution instead (TSV: word, tag, one column per tag; "
+            "a blank line between sentences). Sparse models give exact zeros; CRF models, marginals.",
+        ),
+    ] = False,
+    **task_options,
+) -> None:
+    """Tag a file, writing it back with the predicted tags and every other byte unchanged.
+
+    CoNLL-U (pos models): the UPOS (or XPOS) column of each word is filled in. CoNLL column files (ner
+    models): the tag is added as a last column (or replaces the tag column with --replace), in the
+    input's tagging scheme; -DOCSTART- and blank lines are kept. QE models: --src, --mt and
+    --alignments (or a PREFIX) in, a tags file out, one OK/BAD per MT word, or 2N+1 tags with gaps
+    when --tags (or PREFIX.tags) has that format or --gaps is given.
+    """
+    if text is not None and input is not None:
+        raise InputError("give either an input file or --text, not both")
+    if batch_size < 1:
+        raise InputError("--batch-size must be >= 1")
+    check_device(device)
+    check_output(output)
+    claimed = next(
+        (
+            (task, found)
+            for task in TASKS.values()
+            if (found := task.claim_input(input, task_options)) is not None
+        ),
+        None,
+    )  # an input only one task reads (QE files), read before the model is loaded so errors come first
+    if claimed is not None and text is not None:
+        raise InputError(f"give either --text or {claimed[0].name.upper()} input files, not both")
+    if claimed is not None and probabilities:
+        raise InputError(f"--probabilities: not for {claimed[0].name.upper()} input (it writes a tags file)")
+    stream, name = (None, None)
+    if claimed is None and text is None:
+        stream, name = open_input(input)  # fail fast, before the model
+    try:
+        tagger = load_tagger(model, device)
+        task, data = task_of(tagger)
+        if claimed is not None and claimed[0] is not task:
+            raise InputError(
+                f"{claimed[0].name.upper()} input needs a {claimed[0].name} model; this is a {task.name} model",
+                model,
+            )
+        if claimed is None and task.unclaimed_input is not None:
+            raise InputError(task.unclaimed_input)
+        options = task.tag_options(task_options)
+        task.configure(data, options)
+        source = claimed[1] if claimed is not None else stream
+        if probabilities:
+            if text is not None:
+                sentences = iter([text.split()])
+            else:  # one batch at a time where the format allows (CoNLL-U), so a large file fits in memory
+                sentences = (s.words for s in task.stream(stream, data, name))
+            write_output(output, lambda out: write_distributions(out, tagger, sentences, batch_size))
+        elif text is not None:
+            words = text.split()
+            tags = tagger.tag([words])[0]
+            rows = "".join(f"{w}\t{t}\n" for w, t in zip(words, tags, strict=True))
+            write_output(output, lambda out: out.write(rows.encode()))
+        else:
+            write_output(
+                output,
+                lambda out: task.write(
+                    source, out, tagger.tag, data, options, batch_size=batch_size, name=name
+                ),
+            )
+    finally:
+        if stream is not None and stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def write_distributions(out, tagger, sentences, batch_size: int) -> None:
+    """TSV of each word's output distribution: a header ``word tag TAG1 … TAGK``, then one row per word
+    (probabilities with 6 significant digits, exact zeros as 0) and a blank line after each sentence."""
+    out.write(("\t".join(["word", "tag", *tagger.tags]) + "\n").encode())
+    while chunk := list(islice(sentences, batch_size)):
+        tags, distributions = tagger.tag(chunk, return_probabilities=True, batch_size=batch_size)
+        for words, predicted, p in zip(chunk, tags, distributions, strict=True):
+            rows = (
+                "\t".join([w, t, *(f"{x:.6g}" for x in row)])
+                for w, t, row in zip(words, predicted, p.tolist(), strict=True)
+            )
+            out.write(("".join(row + "\n" for row in rows) + "\n").encode())
+
+
+def _register() -> None:
+    signature = inspect.signature(tag, eval_str=True)
+    common = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    common = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.name != "input" else p for p in common]
+    extra = tag_option_parameters(t.TagOptions for t in TASKS.values())
+    tag.__signature__ = signature.replace(parameters=common + extra)
+    app.command()(tag)
+
+
+_register()

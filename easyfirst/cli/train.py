@@ -1,0 +1,191 @@
+"""``easyfirst train``: the common flags, one flag per optioned config field, and ``--set``."""
+
+from __future__ import annotations
+
+import inspect
+import shutil
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from easyfirst.cli import app
+from easyfirst.cli.common import check_device, err
+from easyfirst.cli.options import config_parameters, config_values, given_flags
+from easyfirst.config import Config, DataConfig, LossConfig, ModelConfig, TrainConfig
+from easyfirst.errors import InputError
+from easyfirst.tasks import DEFAULT_TASK, TASKS
+
+SECTIONS = {"data": DataConfig, "model": ModelConfig, "loss": LossConfig, "train": TrainConfig}
+RESUMABLE = {"train__epochs": "--epochs", "train__threads": "--threads"}  # may change on --resume
+COMMON = [
+    inspect.Parameter(
+        "task",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[
+            str | None,
+            typer.Option(
+                help="; ".join(f"{t.name}: {t.help}" for t in TASKS.values())
+                + ". Default: the config file's, else pos.",
+            ),
+        ],
+    ),
+    inspect.Parameter(
+        "config",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[
+            Path | None, typer.Option(help="TOML config (see configs/); flags override it.")
+        ],
+    ),
+    inspect.Parameter(
+        "output",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[
+            Path | None, typer.Option("--output", "-o", help="Run folder (default: runs/TASK-MODEL-TIME).")
+        ],
+    ),
+    inspect.Parameter(
+        "device",
+        inspect.Parameter.KEYWORD_ONLY,
+        default="cpu",
+        annotation=Annotated[str, typer.Option(help="cpu, cuda, cuda:1, ...")],
+    ),
+    inspect.Parameter(
+        "overwrite",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=False,
+        annotation=Annotated[
+            bool, typer.Option(help="Allow writing into a run folder that already holds a model.")
+        ],
+    ),
+    inspect.Parameter(
+        "resume",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[
+            Path | None,
+            typer.Option(help="Continue the interrupted run in this folder from its checkpoint."),
+        ],
+    ),
+    inspect.Parameter(
+        "assignments",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[
+            list[str] | None,
+            typer.Option(
+                "--set",
+                metavar="SECTION.KEY=VALUE",
+                help="Set any config key (repeatable), e.g. --set model.hidden_dim=100; the value is read "
+                "as TOML. Applied after the config file, before the flags.",
+            ),
+        ],
+    ),
+]
+
+
+def _task_defaults() -> dict[str, dict[str, object]]:
+    """section → {task → that task's default values of the section}, for the help's defaults."""
+    configs = {name: Config.for_task(name) for name in TASKS}
+    return {section: {name: getattr(c, section) for name, c in configs.items()} for section in SECTIONS}
+
+
+def train(**given) -> None:
+    """Train a tagger; writes the best-epoch model, metrics.json and train.log to the run folder.
+
+    Defaults are the task's (configs/pos.toml, ner.toml, qe.toml hold the same values). Under
+    `torchrun --nproc_per_node K -m easyfirst train ...` it trains data-parallel on K processes.
+    """
+    resume: Path | None = given["resume"]
+    if resume is not None:
+        return resume_training(resume, given)
+    task = given["task"]
+    if task is not None and task not in TASKS:
+        raise InputError(f"--task must be one of {', '.join(TASKS)}, not {task!r}")
+    config = given["config"]
+    cfg = Config.load(config, task) if config else Config.for_task(task or DEFAULT_TASK)
+    for assignment in given["assignments"] or []:
+        cfg.set_dotted(assignment)
+    for section, cls in SECTIONS.items():
+        for key, value in config_values(section, cls, given).items():
+            setattr(getattr(cfg, section), key, value)
+    if cfg.model.model == "bilstm":
+        cfg.model.sketch_steps = 0
+    cfg.validate("command line")
+    check_device(given["device"])
+    output = run_folder(given["output"], cfg, given["overwrite"])
+    created = not output.exists()
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InputError(f"cannot create the run folder: {error.strerror}", output) from None
+    try:
+        run_training(cfg, output, given["device"])
+    except InputError:
+        # a data error found before training began: leave no run folder holding only its train.log
+        if created and {p.name for p in output.iterdir()} <= {"train.log"}:
+            shutil.rmtree(output, ignore_errors=True)
+        raise
+
+
+def run_folder(output: Path | None, cfg: Config, overwrite: bool) -> Path:
+    if output is None:
+        from easyfirst.distributed import launched
+
+        if launched():  # the processes would each name a folder by their own clock
+            raise InputError("under torchrun, give the run folder with --output (all processes share it)")
+        output = Path("runs") / f"{cfg.data.task}-{cfg.model.model}-{datetime.now():%Y%m%d-%H%M%S}"
+    if (output / "model.pt").exists() and not overwrite:
+        raise InputError("already holds a model; choose another --output or pass --overwrite", output)
+    return output
+
+
+def resume_training(folder: Path, given: dict) -> None:
+    """Continue the run in ``folder``; only --epochs, --threads and --device may change."""
+    from easyfirst.atomic import read_json
+    from easyfirst.runs import CONFIG_FILE
+
+    fixed = [f"--{name}" for name in ("task", "config", "output") if given[name] is not None]
+    fixed += ["--overwrite"] * bool(given["overwrite"]) + ["--set"] * bool(given["assignments"])
+    for section, cls in SECTIONS.items():
+        fixed += [flag for flag in given_flags(section, cls, given) if flag not in RESUMABLE.values()]
+    if fixed:
+        raise InputError(
+            f"--resume continues the run as it was configured: {', '.join(fixed)} cannot be "
+            "given with it (only --epochs, --threads and --device can)"
+        )
+    if not folder.is_dir():
+        raise InputError("run folder not found", folder)
+    cfg = Config.from_saved(read_json(folder / CONFIG_FILE), str(folder / CONFIG_FILE))
+    for key in RESUMABLE:
+        if given[key] is not None:
+            setattr(cfg.train, key.split("__")[1], given[key])
+    cfg.validate("command line")
+    check_device(given["device"])
+    run_training(cfg, folder, given["device"], resume=True)
+
+
+def run_training(cfg: Config, output: Path, device: str, resume: bool = False) -> None:
+    from easyfirst.train import train as train_loop
+
+    try:
+        train_loop(cfg, output, device=device, console=err, resume=resume)
+    except FloatingPointError as error:
+        err.print(f"[red]training stopped:[/] {error} in {output}")
+        raise typer.Exit(1) from None
+
+
+def _register() -> None:
+    defaults = _task_defaults()
+    parameters = list(COMMON)
+    for section, cls in SECTIONS.items():
+        parameters += config_parameters(section, cls, defaults[section])
+    train.__signature__ = inspect.Signature(parameters)
+    app.command()(train)
+
+
+_register()

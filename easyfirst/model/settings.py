@@ -1,0 +1,243 @@
+"""The model's and the output layer's settings: the ``[model]`` and ``[loss]`` tables of a config.
+
+These two dataclasses are all that :class:`easyfirst.model.tagger.EasyFirstTagger` needs besides the
+vocabularies; they know nothing of tasks, data files or training. Each field that carries
+``option(...)`` metadata is also an option of ``easyfirst train`` (see easyfirst.fields).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from easyfirst.errors import InputError
+from easyfirst.fields import option
+
+MODELS = ("nef-f", "nef-s", "bilstm")
+# --loss names and their α (entmax takes α from alpha)
+LOSS_ALPHA = {"softmax": 1.0, "entmax15": 1.5, "sparsemax": 2.0, "entmax": None}
+
+
+def attention_names() -> list[str]:
+    from easyfirst.ops.attention import ATTENTIONS
+
+    return list(ATTENTIONS)
+
+
+def parse_steps(value: str) -> int | None:
+    """``L`` (or ``l``) means one step per word (None); otherwise a non-negative integer."""
+    if value.strip().upper() == "L":
+        return None
+    try:
+        steps = int(value)
+    except ValueError:
+        raise InputError(f"--sketch-steps must be a non-negative integer or L, not {value!r}") from None
+    if steps < 0:
+        raise InputError("--sketch-steps must be >= 0")
+    return steps
+
+
+def parse_class_weights(values: list[str]) -> dict[str, float]:
+    """``["NOUN=2", "X=0.5"]`` → ``{"NOUN": 2.0, "X": 0.5}``."""
+    weights = {}
+    for value in values:
+        tag, sign, number = value.rpartition("=")
+        try:
+            weights[tag] = float(number)
+        except ValueError:
+            sign = ""
+        if not sign or not tag:
+            raise InputError(f"--class-weight must be TAG=WEIGHT (e.g. NOUN=2), not {value!r}") from None
+    return weights
+
+
+@dataclass
+class ModelConfig:
+    model: str = field(
+        default="nef-f",
+        metadata=option(
+            "nef-f (full-state, Eq. 7), nef-s (single-state, Eq. 4) or bilstm (no sketch steps, N = 0).",
+            choices=lambda: list(MODELS),
+        ),
+    )
+    word_dim: int = 64
+    affix_dim: int = 50  # prefix and suffix n-gram embeddings, summed per word (0: none)
+    max_affix: int = 4  # n-grams with n <= max_affix
+    word_min_freq: int = 2  # training words seen fewer times map to UNK (so UNK gets trained)
+    pretrained: str | None = field(
+        default=None, metadata=option("word2vec/GloVe text file for the word embeddings.", metavar="PATH")
+    )
+    hidden_dim: int = 50  # BiLSTM units per direction
+    window: int = 2  # w in Eq. 1
+    attention_dim: int = 50  # D_z in Eq. 2
+    sketch_dim: int = 50  # D_s
+    sketch_steps: int | None = field(  # N; None means N = L (one step per word, per sentence)
+        default=None,
+        metadata=option(
+            "Sketch steps N: an integer, or L for one per word.",
+            metavar="N|L",
+            parse=parse_steps,
+            show=lambda value: "L" if value is None else str(value),
+        ),
+    )
+    # with N fixed, a sentence shorter than N runs all N steps (a fresh unit of attention budget every L
+    # steps); false: min(N, L) steps, N read as the paper's "maximum number of sketch steps" (§5.2)
+    steps_beyond_length: bool = field(
+        default=True,
+        metadata=option(
+            "With N fixed: a sentence shorter than N runs all N steps (a fresh attention budget every L "
+            "steps) or, with --no-steps-beyond-length, only L: N read as the paper's maximum number of steps."
+        ),
+    )
+    attention: str = field(
+        default="csoftmax",
+        metadata=option("Attention ρ (Eq. 3); hard is vanilla easy-first (Alg. 1).", choices=attention_names),
+    )
+    attention_temperature: float = field(  # scores z/T before ρ (learned attentions only)
+        default=1.0, metadata=option("Divide the attention scores by T before ρ.", metavar="T")
+    )
+    coverage_penalty: float = field(  # λ: scores z − λβ before ρ (§4; learned attentions only)
+        default=0.0, metadata=option("λ: attend with ρ(z − λβ), penalising covered words.", metavar="λ")
+    )
+    concat: bool = field(  # p_i from concat(h_i, s_i^N) (Eq. 6); false: from s_i^N alone (Table 4)
+        default=True, metadata=option("Predict from concat(h_i, s_i) (Eq. 6) or the sketch alone.")
+    )
+    dropout: float = field(
+        default=0.2,
+        metadata=option("Dropout after the embeddings, the BiLSTM and before the output layer.", metavar="P"),
+    )
+    # NER features (easyfirst.data.features), off by default
+    case_dim: int = 0  # capitalization-pattern embedding size (0: none)
+    lowercase: bool = False  # look words up lower-cased
+    word_dropout: float = 0.0  # α: a training word seen c times becomes UNK with probability α/(α+c)
+    crf: bool = field(  # a linear-chain CRF over the output scores (§5.2) instead of per-word outputs
+        default=False, metadata=option("A linear-chain CRF output layer (Viterbi decoding).")
+    )
+    bio_constraints: bool | None = field(  # None: on for BIO tag sets
+        default=None,
+        metadata=option(
+            "CRF: forbid I-X after anything but B-X/I-X and at the start.",
+            show=lambda value: "on for BIO tag sets" if value is None else str(value).lower(),
+        ),
+    )
+    # QE features (easyfirst.data.features), off by default: the aligned source words (averaged; a learned
+    # NULL vector when none), and the WMT16 baseline's context (the MT words and aligned source words ±1)
+    source_dim: int = 0
+    qe_context_dim: int = field(
+        default=0,
+        metadata=option(
+            "QE: size of the context-word embeddings (MT neighbours, aligned words' source neighbours); "
+            "0 leaves them out (the paper's 128-dimensional input).",
+            metavar="D",
+        ),
+    )
+
+    @property
+    def decodes(self) -> bool:
+        """Whether the model has a sketch decoder (N != 0 and not the BiLSTM baseline)."""
+        return self.model != "bilstm" and self.sketch_steps != 0
+
+    def validate(self, source: str) -> None:
+        from easyfirst.ops.attention import ATTENTIONS
+
+        if self.model not in MODELS:
+            raise InputError(f"model must be one of {', '.join(MODELS)}, not {self.model!r}", source)
+        if self.attention not in ATTENTIONS:
+            raise InputError(
+                f"attention must be one of {', '.join(sorted(ATTENTIONS))}, not {self.attention!r}", source
+            )
+        if not (math.isfinite(self.attention_temperature) and self.attention_temperature > 0):
+            raise InputError("attention_temperature must be a finite number > 0", source)
+        if not (math.isfinite(self.coverage_penalty) and self.coverage_penalty >= 0):
+            raise InputError("coverage_penalty must be a finite number >= 0", source)
+        learned = ATTENTIONS[self.attention].scores == "attention"
+        if (self.attention_temperature != 1 or self.coverage_penalty) and not learned:
+            raise InputError(
+                f"attention_temperature and coverage_penalty act on learned attention scores; "
+                f"{self.attention!r} has none",
+                source,
+            )
+        if self.sketch_steps is not None and self.sketch_steps < 0:
+            raise InputError("sketch_steps must be >= 0 (or unset for N = L)", source)
+        for name in ("affix_dim", "source_dim", "qe_context_dim", "case_dim"):
+            if getattr(self, name) < 0:
+                raise InputError(f"{name} must be >= 0", source)
+        if not self.concat and not self.decodes:
+            raise InputError(
+                "concat = false predicts from the sketch alone: it needs sketch steps (N > 0)", source
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise InputError("dropout must be in [0, 1)", source)
+        if self.word_dropout < 0:
+            raise InputError("word_dropout must be >= 0", source)
+
+
+@dataclass
+class LossConfig:
+    """The per-word training objective (easyfirst.losses); with ``crf`` the CRF's likelihood replaces it."""
+
+    loss: str = field(  # softmax (α = 1), entmax15 (α = 1.5), sparsemax (α = 2), entmax (α = alpha)
+        default="softmax",
+        metadata=option(
+            "Output loss and mapping: softmax (cross-entropy), sparsemax, entmax15, or entmax (with --alpha).",
+            choices=lambda: list(LOSS_ALPHA),
+        ),
+    )
+    alpha: float | None = field(  # α > 1 for loss = "entmax"; unset for the others (their α is fixed)
+        default=None,
+        metadata=option(
+            "α > 1 of --loss entmax (1.5 = entmax15, 2 = sparsemax).",
+            show=lambda value: "the loss's own" if value is None else f"{value:g}",
+        ),
+    )
+    label_smoothing: float = field(  # ε: target (1 − ε)·e_y + ε·uniform (Fenchel–Young label smoothing)
+        default=0.0,
+        metadata=option("ε: Fenchel–Young label smoothing, target (1 − ε)·gold + ε·uniform.", metavar="ε"),
+    )
+    temperature: float = field(  # T: training loss T · L(z / T); prediction always uses T = 1
+        default=1.0,
+        metadata=option("T: train on T · loss(scores / T); T > 1 tempers. Tagging uses T = 1.", metavar="T"),
+    )
+    class_weights: dict[str, float] = field(  # tag → weight of its words (default 1)
+        default_factory=dict,
+        metadata=option(
+            "TAG=W: weight of words whose gold tag is TAG (repeatable).",
+            flag="--class-weight",
+            metavar="TAG=W",
+            parse=parse_class_weights,
+            repeatable=True,
+            show=lambda value: " ".join(f"{k}={v:g}" for k, v in value.items()) or "none",
+        ),
+    )
+
+    @property
+    def entmax_alpha(self) -> float:
+        """The α of the output mapping and loss: 1 softmax, 1.5 1.5-entmax, 2 sparsemax, other α-entmax."""
+        fixed = LOSS_ALPHA.get(self.loss)
+        return fixed if fixed is not None else float(self.alpha)
+
+    def validate(self, crf: bool, source: str) -> None:
+        if self.loss not in LOSS_ALPHA:
+            raise InputError(f"loss must be one of {', '.join(LOSS_ALPHA)}, not {self.loss!r}", source)
+        fixed = LOSS_ALPHA[self.loss]
+        if fixed is None and (self.alpha is None or not self.alpha > 1):
+            raise InputError("loss entmax needs alpha > 1 (1.5: entmax15, 2: sparsemax)", source)
+        if fixed is not None and self.alpha is not None and self.alpha != fixed:
+            raise InputError(
+                f"loss {self.loss} has alpha = {fixed:g}; for another alpha use loss entmax", source
+            )
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise InputError("label_smoothing must be in [0, 1)", source)
+        if not self.temperature > 0 or self.temperature == float("inf"):
+            raise InputError("temperature must be a positive number", source)
+        for tag, weight in self.class_weights.items():
+            if not 0.0 <= weight < float("inf"):
+                raise InputError(
+                    f"class weight of {tag!r} must be a non-negative number, not {weight}", source
+                )
+        if crf and (self != LossConfig() and self != LossConfig(alpha=1.0)):
+            raise InputError(
+                "with crf the training loss is the CRF's sequence likelihood: loss, alpha, label_smoothing, "
+                "temperature and class_weights apply to per-word outputs only",
+                source,
+            )

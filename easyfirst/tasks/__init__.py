@@ -1,0 +1,138 @@
+"""The task layer: everything that differs between POS tagging, NER and quality estimation.
+
+A :class:`Task` owns what is particular to one kind of data: how a file (or a set of files) is
+recognised and read into sentences, which data set and config values it uses by default, how
+predictions are scored, which score chooses the best epoch and how a report is titled, how
+``easyfirst tag`` writes a tagged file back, and the tag options only it reads (typed, in its
+``TagOptions`` dataclass). Extra per-word inputs (capitalization patterns, aligned source words) are
+features switched on by the task's default config (easyfirst.data.features); a task's reader puts what
+they need beside the words in ``Sentence.extra``.
+
+Everything else (vocabularies, the model, the training loop, the command line) is shared and asks the
+task; no other module branches on a task's name. Adding a task means a module here with a
+:class:`Task` subclass, a reader in easyfirst/data/, an entry in ``TASKS`` and a config in configs/.
+
+This module imports no torch, so that ``easyfirst --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, BinaryIO, ClassVar
+
+from easyfirst.data.sentence import Sentence
+from easyfirst.errors import InputError
+
+DEFAULT_TASK = "pos"  # what `easyfirst train` and a config without [data] task mean
+Tags = Sequence[Sequence[str]]
+# Tagger.tag: (sentences, batch_size=, extras=) → tags
+Predict = Callable[..., Tags]
+
+
+@dataclass
+class NoOptions:
+    """A task without options of its own for ``easyfirst tag``."""
+
+
+class Task:
+    """What one task does differently; the defaults fit a task whose data set is one file."""
+
+    name: ClassVar[str]
+    help: ClassVar[str]  # one line, for --help
+    dataset: ClassVar[str]  # the default data set (a key of easyfirst.data.datasets.DATASETS)
+    metric: ClassVar[str]  # the report key that chooses the best epoch (higher is better)
+    metric_label: ClassVar[str]  # its short name in tables
+    breakdown: ClassVar[str] = "per_tag"  # the report key of the per-label table (label → P/R/F1/support)
+    breakdown_label: ClassVar[str] = "tag"  # what a row of that table is
+    columns: ClassVar[tuple[tuple[str, str], ...]] = ()  # more (report key, label) in per-epoch tables
+    defaults: ClassVar[dict[str, dict[str, Any]]] = {}  # config changes from the POS values
+    input_kind: ClassVar[str]  # what its files are, for help and errors ("CoNLL-U files")
+    # why `plot --text` cannot give this task a sentence (None: it can)
+    refuses_text: ClassVar[str | None] = None
+    # what `easyfirst tag` says when the input is not one this task claims (None: any file will do)
+    unclaimed_input: ClassVar[str | None] = None
+    TagOptions: ClassVar[type] = NoOptions  # the options of `easyfirst tag` that only this task reads
+
+    # reading
+
+    def exists(self, path: str | Path) -> bool:
+        """Whether ``path`` names an input of this task (a file here; a prefix for QE)."""
+        return Path(path).is_file()
+
+    def check_exists(self, path: str | Path, split: str) -> None:
+        """Fail unless the ``split`` (train, dev, test) input ``path`` exists."""
+        if not Path(path).is_file():
+            raise InputError(f"{split} file not found", path)
+
+    def read(self, path: str | Path, data) -> list[Sentence]:
+        """The sentences of ``path`` with their gold tags; ``data`` is the run's DataConfig."""
+        raise NotImplementedError
+
+    def stream(self, source: BinaryIO, data, name: str | None) -> Iterator[Sentence]:
+        """Sentences one at a time from an open stream (formats that need the whole file read it all)."""
+        return iter(self.read(source, data))
+
+    def claim_input(self, input: str | None, options: dict[str, Any]) -> Any:
+        """The parsed input of `easyfirst tag` when ``input`` (and the tag ``options``) can only be meant
+        for this task, else None; a task whose input is one file or stdin claims nothing."""
+        return None
+
+    def validate(self, data, source: str) -> None:
+        """Check the task's own ``[data]`` keys."""
+
+    def configure(self, data, options) -> None:
+        """Apply tag options that change how files are read (e.g. their encoding) to ``data``."""
+
+    # writing and scoring
+
+    def write(
+        self, source, out: BinaryIO, predict: Predict, data, options, *, batch_size: int, name: str
+    ) -> int:
+        """Write ``source`` tagged by ``predict`` to ``out``; returns the number of sentences."""
+        raise NotImplementedError
+
+    def score(self, gold: Tags, predicted: Tags) -> dict:
+        """The report of ``predicted`` against ``gold``: fractions, with ``metric`` and ``breakdown``."""
+        raise NotImplementedError
+
+    def title(self, name: str, report: dict) -> str:
+        """The headline of `easyfirst evaluate`."""
+        return f"{name}: accuracy {100 * report['accuracy']:.2f}% over {report['tokens']:,} words"
+
+    def known_labels(self, tags: Sequence[str]) -> set[str]:
+        """The rows of the breakdown a model with these output tags can predict."""
+        return set(tags)
+
+    def tag_options(self, given: dict[str, Any]) -> Any:
+        """This task's ``TagOptions`` from the tag command's values; an option of another task that was
+        given is an error naming the task it belongs to."""
+        own = {f.name for f in fields(self.TagOptions)}
+        for key, value in given.items():
+            if key not in own and value not in (None, False):
+                owners = [t.name for t in TASKS.values() if key in {f.name for f in fields(t.TagOptions)}]
+                flag = "--" + key.replace("_", "-")
+                raise InputError(
+                    f"{flag}: only for {TASKS[owners[0]].input_kind} ({' and '.join(owners)} models); "
+                    f"this is a {self.name} model"
+                )
+        return self.TagOptions(**{k: v for k, v in given.items() if k in own})
+
+
+def _registry() -> dict[str, Task]:
+    from easyfirst.tasks.ner import NER
+    from easyfirst.tasks.pos import POS
+    from easyfirst.tasks.qe import QE
+
+    return {task.name: task for task in (POS(), NER(), QE())}
+
+
+TASKS: dict[str, Task] = _registry()
+
+
+def get_task(name: str) -> Task:
+    try:
+        return TASKS[name]
+    except KeyError:
+        raise InputError(f"unknown task {name!r} (known: {', '.join(TASKS)})") from None

@@ -1,0 +1,116 @@
+"""Named entity recognition on CoNLL column files (CoNLL-2003 English by default)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from easyfirst.data.sentence import Sentence
+from easyfirst.errors import InputError
+from easyfirst.tasks import Predict, Tags, Task
+
+SCHEMES = ("bio", "iob1", "bioes")
+
+
+@dataclass
+class ColumnOptions:
+    """What `easyfirst tag` may change about writing a column file."""
+
+    replace: bool = field(
+        default=False,
+        metadata={"help": "Column files: put the tags in place of the tag column, not after the last."},
+    )
+    encoding: str | None = field(
+        default=None, metadata={"help": "Column files: encoding to read and write (default: the model's)."}
+    )
+    scheme: str | None = field(
+        default=None,
+        metadata={"help": "Column files: write tags in bio, iob1 or bioes (default: the input's, else bio)."},
+    )
+
+    def __post_init__(self) -> None:
+        if self.scheme is not None and self.scheme not in SCHEMES:
+            raise InputError(f"--scheme must be bio, iob1 or bioes, not {self.scheme!r}")
+        if self.encoding is not None:
+            try:
+                "".encode(self.encoding)
+            except LookupError:
+                raise InputError(f"--encoding: unknown encoding {self.encoding!r}") from None
+
+
+class NER(Task):
+    name = "ner"
+    help = "named entity recognition on CoNLL column files (CoNLL-2003 English by default)"
+    dataset = "conll2003-en"
+    metric, metric_label = "f1", "F1"
+    breakdown, breakdown_label = "per_type", "type"
+    input_kind = "column files"
+    TagOptions = ColumnOptions
+    # paper §5.2: the POS values but dropout 0.3, N = 5, a CRF output layer; plus the NER word features.
+    # N = 5 is Table 2's "maximum number of sketch steps": a sentence of L < 5 words runs L steps
+    defaults = {
+        "model": {
+            "sketch_steps": 5,
+            "steps_beyond_length": False,
+            "dropout": 0.3,
+            "crf": True,
+            "case_dim": 20,
+            "lowercase": True,
+            "word_min_freq": 1,
+            "word_dropout": 0.25,
+        },
+    }
+
+    def configure(self, data, options: ColumnOptions) -> None:
+        if options.encoding is not None:
+            data.encoding = options.encoding
+
+    def read(self, path: str | Path | BinaryIO, data) -> list[Sentence]:
+        from easyfirst.data.conll import read_conll
+
+        return read_conll(
+            path, token_column=data.token_column, tag_column=data.label_column, encoding=data.encoding
+        )
+
+    def write(
+        self,
+        source,
+        out: BinaryIO,
+        predict: Predict,
+        data,
+        options: ColumnOptions,
+        *,
+        batch_size: int,
+        name: str,
+    ) -> int:
+        from easyfirst.data.conll import tag_conll
+
+        return tag_conll(
+            source,
+            out,
+            predict,
+            token_column=data.token_column,
+            tag_column=data.label_column,
+            encoding=data.encoding,
+            replace=options.replace,
+            scheme=options.scheme,
+            batch_size=batch_size,
+            name=name,
+        )
+
+    def score(self, gold: Tags, predicted: Tags) -> dict:
+        from easyfirst.metrics import entity_report
+
+        return entity_report(gold, predicted)
+
+    def title(self, name: str, report: dict) -> str:
+        return (
+            f"{name}: entity F1 {100 * report['f1']:.2f} (precision {100 * report['precision']:.2f}, "
+            f"recall {100 * report['recall']:.2f}) over {report['entities']:,} entities; "
+            f"token accuracy {100 * report['accuracy']:.2f}%"
+        )
+
+    def known_labels(self, tags: Sequence[str]) -> set[str]:
+        return {t[2:] for t in tags if t != "O"}

@@ -1,0 +1,45 @@
+"""Part-of-speech tagging on CoNLL-U files (UD English EWT by default)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from easyfirst.data.sentence import Sentence
+from easyfirst.errors import InputError
+from easyfirst.tasks import Predict, Tags, Task
+
+
+class POS(Task):
+    name = "pos"
+    help = "part-of-speech tagging on CoNLL-U files (UD English EWT by default)"
+    dataset = "ud-en-ewt"
+    metric, metric_label = "accuracy", "acc"
+    input_kind = "CoNLL-U files"
+
+    def read(self, path: str | Path | BinaryIO, data) -> list[Sentence]:
+        from easyfirst.data.conllu import read_conllu
+
+        return read_conllu(path, tag_column=data.tag_column)
+
+    def stream(self, source: BinaryIO, data, name: str | None) -> Iterator[Sentence]:
+        from easyfirst.data.conllu import iter_conllu
+
+        return iter_conllu(source, tag_column=data.tag_column, name=name)
+
+    def validate(self, data, source: str) -> None:
+        if data.tag_column not in ("upos", "xpos"):
+            raise InputError("tag_column must be upos or xpos", source)
+
+    def write(
+        self, source, out: BinaryIO, predict: Predict, data, options, *, batch_size: int, name: str
+    ) -> int:
+        from easyfirst.data.conllu import tag_conllu
+
+        return tag_conllu(source, out, predict, tag_column=data.tag_column, batch_size=batch_size, name=name)
+
+    def score(self, gold: Tags, predicted: Tags) -> dict:
+        from easyfirst.metrics import tag_report
+
+        return tag_report(gold, predicted)

@@ -1,0 +1,112 @@
+"""The command line's options: the same flags as before the CLI became a package (written down from
+main at dd5adc7, before the change), defaults in --help, --set, --version, and a generic --resume check."""
+
+from __future__ import annotations
+
+import pytest
+import typer
+
+from conftest import run_cli
+from easyfirst.cli import app
+from easyfirst.config import Config
+from easyfirst.errors import InputError
+
+# each verb's flags (and arguments) as `easyfirst VERB --help` listed them at dd5adc7
+BEFORE = {
+    "train": "--task --config --train --dev --test --output -o --epochs --model --sketch-steps "
+    "--steps-beyond-length --no-steps-beyond-length --attention --attention-temperature --coverage-penalty "
+    "--concat --no-concat --dropout --seed --batch-size --lr --tag-column --encoding --pretrained --threads "
+    "--device --checkpoint-every --overwrite --no-overwrite --resume --loss --alpha --label-smoothing "
+    "--temperature --class-weight --qe-context-dim --crf --no-crf --bio-constraints --no-bio-constraints",
+    "tag": "ARG:input --model -m --output -o --text --batch-size --device --replace --no-replace --encoding "
+    "--scheme --probabilities --src --mt --alignments --tags --gaps --no-gaps",
+    "evaluate": "ARG:gold --model -m --json --batch-size --device --encoding",
+    "plot": "--model -m --text --input -i --sentence --output -o --terminal --no-terminal --compare --beta --no-beta",
+    "analyze": "ARG:data --model -m --json --markdown",
+    "export": "ARG:run_dir ARG:output --half --no-half",
+    "data": "",
+}
+ADDED = {"train": {"--set"}}  # new since: generic config overrides (issue #14)
+
+
+def flags(command) -> set[str]:
+    found = set()
+    for param in command.params:
+        if param.param_type_name == "argument":
+            found.add(f"ARG:{param.name}")
+        else:
+            found |= set(param.opts) | set(param.secondary_opts)
+    return found
+
+
+@pytest.fixture(scope="module")
+def commands():
+    return typer.main.get_command(app).commands
+
+
+def test_every_verb_keeps_its_options(commands):
+    assert set(commands) == set(BEFORE)
+    for verb, listed in BEFORE.items():
+        assert flags(commands[verb]) == set(listed.split()) | ADDED.get(verb, set()), verb
+
+
+def test_train_help_shows_each_tasks_default(commands):
+    helps = {p.opts[0]: p.help for p in commands["train"].params if p.param_type_name == "option"}
+    assert helps["--epochs"].endswith("[default: 20]")
+    assert helps["--lr"].endswith("[default: 0.1]")
+    assert helps["--batch-size"].endswith("[default: 16]")
+    # the tasks differ: pos 0.2 (§5.1), ner 0.3 (§5.2), qe 0.1 (§5.3)
+    assert helps["--dropout"].endswith("[default: 0.2; ner 0.3, qe 0.1]")
+    assert helps["--sketch-steps"].endswith("[default: L; ner 5, qe 5]")
+    assert helps["--model"].endswith("[default: nef-f]")
+    assert "One of: csoftmax, csparsemax" in helps["--attention"]
+
+
+def test_every_config_field_with_an_option_is_a_train_flag(commands):
+    from dataclasses import fields
+
+    from easyfirst.cli.options import flag_of
+
+    train_flags = flags(commands["train"])
+    config = Config()
+    for section in ("data", "model", "loss", "train"):
+        for f in fields(getattr(config, section)):
+            if "option" in f.metadata:
+                assert flag_of(f) in train_flags, f.name
+
+
+def test_help_shows_no_value_type_for_flags():
+    result = run_cli("evaluate", "--help", env={"COLUMNS": "200"})
+    out = result.stdout.decode()
+    assert result.returncode == 0 and "--json" in out and "<bool>" not in out
+
+
+def test_version():
+    from easyfirst import __version__
+
+    result = run_cli("--version")
+    assert result.returncode == 0 and result.stdout.decode().strip() == f"easyfirst {__version__}"
+
+
+def test_set_reads_toml_values_and_checks_them():
+    config = Config()
+    config.set_dotted("model.hidden_dim=100")
+    config.set_dotted("loss.class_weights = {NOUN = 2}")
+    config.set_dotted("train.optimizer=adam")  # a bare word is a string
+    assert config.model.hidden_dim == 100 and config.loss.class_weights == {"NOUN": 2.0}
+    assert config.train.optimizer == "adam"
+    with pytest.raises(InputError, match="hidden_dim must be int"):
+        config.set_dotted("model.hidden_dim=wide")
+    with pytest.raises(InputError, match="unknown section 'modle'"):
+        config.set_dotted("modle.hidden_dim=1")
+    with pytest.raises(InputError, match="unknown key 'hiden_dim'"):
+        config.set_dotted("model.hiden_dim=1")
+    with pytest.raises(InputError, match="SECTION.KEY=VALUE"):
+        config.set_dotted("hidden_dim")
+
+
+def test_resume_names_every_configuring_flag_given_with_it(tmp_path):
+    result = run_cli("train", "--resume", tmp_path, "--dropout", "0.5", "--no-crf", "--set", "model.window=3")
+    message = result.stderr.decode()
+    assert result.returncode == 2
+    assert "--dropout" in message and "--crf/--no-crf" in message and "--set" in message
