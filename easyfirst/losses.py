@@ -1,12 +1,12 @@
 """The output layer's objectives: the Fenchel–Young loss family with label smoothing and tempering.
 
 For a regularizer Ω on the simplex, the Fenchel–Young loss of scores ``z`` against a target
-distribution ``q`` is (Blondel et al. 2020; smoothing paper Eq. 7)
+distribution ``q`` is (Blondel et al. 2020; Eq. 7 of the label-smoothing paper, papers/fenchel-young-label-smoothing-entmax.txt)
 
     L_Ω(z; q) = Ω*(z) + Ω(q) − zᵀq,      Ω*(z) = max_p zᵀp − Ω(p) = zᵀπ(z) − Ω(π(z)),
 
-with π(z) = argmax_p zᵀp − Ω(p) the output mapping and gradient ∇_z L = π(z) − q (Eq. 9). With Ω the
-negative Tsallis α-entropy (Eq. 6)
+with π(z) = argmax_p zᵀp − Ω(p) the output mapping and gradient ∇_z L = π(z) − q (its Eq. 9). With Ω the
+negative Tsallis α-entropy (its Eq. 6)
 
     Ω_α(p) = (Σ_y p_y^α − 1) / (α(α − 1))  for α > 1,      Ω_1(p) = Σ_y p_y log p_y,
 
@@ -14,12 +14,12 @@ negative Tsallis α-entropy (Eq. 6)
 sparsemax loss, α = 1.5 the 1.5-entmax loss; α-entmax for other α > 1 is found by bisection. Every
 α > 1 can give exact zeros. The mappings come from the ``entmax`` package.
 
-**Label smoothing** (smoothing paper Eq. 10, Prop. 1): the target is q = (1 − ε)·e_y + ε·u with u the
+**Label smoothing** (label-smoothing paper, Eq. 10 and Prop. 1): the target is q = (1 − ε)·e_y + ε·u with u the
 uniform distribution over the K tags, for every α. This differs from the cross-entropy with label
 smoothing of ``torch.nn.functional.cross_entropy`` only by the constant Shannon entropy H(q) (that
 one is the cross-entropy H(q, p) = KL(q ‖ p) + H(q)); here the loss is 0 exactly when π(z) = q.
 
-**Tempering** (Dabre & Fujita Eqs. 1–2): with temperature T the loss is T · L_Ω(z / T; q). Since
+**Tempering** (Dabre & Fujita, Eqs. 1–2 of papers/softmax-tempering.txt): with temperature T the loss is T · L_Ω(z / T; q). Since
 T · Ω*(z / T) = (TΩ)*(z), this is the Fenchel–Young loss of the regularizer T·Ω:
 
     T · L_Ω(z / T; q) = L_{TΩ}(z; q),     π_{TΩ}(z) = π_Ω(z / T),     gradient π_Ω(z / T) − q.
@@ -55,7 +55,7 @@ def output_distribution(scores: torch.Tensor, alpha: float = 1.0) -> torch.Tenso
 
 
 def tsallis_negentropy(p: torch.Tensor, alpha: float) -> torch.Tensor:
-    """Ω_α(p) of Eq. 6, summed over the last dimension: ``(..., K)`` → ``(...)``."""
+    """Ω_α(p) (Eq. 6 of the label-smoothing paper), summed over the last dimension: ``(..., K)`` → ``(...)``."""
     if alpha == 1.0:
         return torch.special.xlogy(p, p).sum(-1)
     return (p.pow(alpha).sum(-1) - 1) / (alpha * (alpha - 1))

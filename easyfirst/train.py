@@ -35,12 +35,11 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 
 from easyfirst import distributed
 from easyfirst.atomic import atomic_write, read_json, write_json
 from easyfirst.config import Config
-from easyfirst.data.batching import IGNORE, INFERENCE_MAX_TOKENS, Encoded, encode, iterate_batches
+from easyfirst.data.batching import Encoded, encode, iterate_batches
 from easyfirst.data.features import (
     active_features,
     build_feature_vocabs,
@@ -51,8 +50,8 @@ from easyfirst.data.sentence import Sentence
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
 from easyfirst.losses import class_weight_vector
-from easyfirst.metrics import distribution_report, tag_report
 from easyfirst.model.tagger import EasyFirstTagger
+from easyfirst.reporting import RunLog, evaluate_sentences, summary_table
 from easyfirst.runs import CONFIG_FILE, VOCAB_FILE, load_model, save_model
 from easyfirst.tasks import Task, get_task
 
@@ -104,56 +103,6 @@ def seed_everything(seed: int) -> torch.Generator:
     random.seed(seed)
     torch.manual_seed(seed)
     return torch.Generator().manual_seed(seed)
-
-
-def evaluate_sentences(
-    model: EasyFirstTagger,
-    vocabs: Vocabularies,
-    items: list[Encoded],
-    gold: list[Sentence],
-    batch_size: int,
-    device: torch.device,
-    score=tag_report,
-) -> dict:
-    """Tag encoded sentences and score them against their gold tags with ``score`` (the task's), plus ECE
-    and support of the output distributions."""
-    model.eval()
-    itos = vocabs.tags.itos
-    predicted: list[list[str]] = [[] for _ in items]
-    ids: list[torch.Tensor] = [torch.zeros(0, dtype=torch.long) for _ in items]
-    distributions: list[torch.Tensor] = [torch.zeros(0, len(itos)) for _ in items]
-    with torch.inference_mode():
-        for batch in iterate_batches(items, batch_size, max_tokens=INFERENCE_MAX_TOKENS):
-            batch = batch.to(device)
-            best, probabilities = (t.cpu() for t in model.predict(model(batch)[0], batch.mask))
-            for row, (index, n) in enumerate(zip(batch.order, batch.lengths.tolist(), strict=True)):
-                predicted[index] = [itos[t] for t in best[row, :n].tolist()]
-                ids[index], distributions[index] = best[row, :n], probabilities[row, :n]
-    report = score([s.tags for s in gold], predicted)
-    gold_ids = [
-        torch.tensor([vocabs.tags.stoi.get(t, IGNORE) for t in s.tags], dtype=torch.long) for s in gold
-    ]
-    return report | distribution_report(distributions, ids, gold_ids)
-
-
-LOG_WIDTH = 200  # tables in train.log; a line of text is never wrapped (one record a line, for grep)
-
-
-class RunLog:
-    """Prints to the console and appends the same text, uncoloured, to ``train.log``."""
-
-    def __init__(self, console: Console, path: Path, append: bool = False):
-        self.console, self.path = console, path
-        self.file = path.open("a" if append else "w", encoding="utf-8")  # a new run starts a new log
-
-    def __call__(self, *objects) -> None:
-        self.console.print(*objects)
-        capture = Console(file=self.file, width=LOG_WIDTH, color_system=None, force_terminal=False)
-        capture.print(*objects, soft_wrap=True)
-        self.file.flush()
-
-    def close(self) -> None:
-        self.file.close()
 
 
 CHECKPOINT_FILE = "checkpoint.pt"
@@ -516,28 +465,3 @@ def make_optimizer(config: Config, model: torch.nn.Module) -> torch.optim.Optimi
     if t.optimizer == "adam":
         return torch.optim.Adam(model.parameters(), lr=t.lr)
     return torch.optim.SGD(model.parameters(), lr=t.lr)
-
-
-def summary_table(
-    metrics: dict, metric: str = "accuracy", label: str = "acc", columns: tuple[tuple[str, str], ...] = ()
-) -> Table:
-    """Per-epoch loss and dev scores: the task's ``metric``, then the report keys of ``columns``."""
-    table = Table(title=f"dev {'accuracy' if metric == 'accuracy' else label} per epoch", show_edge=False)
-    names = ("epoch", "loss", f"dev {label}", *(f"dev {name}" for _, name in columns), "s/epoch", "tok/s")
-    for name in names:
-        table.add_column(name, justify="right")
-    for row in metrics["epochs"]:
-        mark = " *" if row["epoch"] == metrics["best_epoch"] else ""
-        table.add_row(
-            f"{row['epoch']}{mark}",
-            f"{row['loss']:.4f}",
-            f"{100 * row[f'dev_{metric}']:.2f}",
-            *(f"{100 * row[f'dev_{key}']:.2f}" for key, _ in columns),
-            f"{row['seconds']:.1f}",
-            f"{row['tokens_per_second']:,.0f}",
-        )
-    caption = f"best epoch {metrics['best_epoch']} (*): dev {100 * metrics['dev'][metric]:.2f}"
-    if "test" in metrics:
-        caption += f", test {100 * metrics['test'][metric]:.2f}"
-    table.caption = caption
-    return table

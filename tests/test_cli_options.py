@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import typer
 
-from conftest import run_cli
+from conftest import SAMPLE, run_cli
 from easyfirst.cli import app
 from easyfirst.config import Config
 from easyfirst.errors import InputError
@@ -110,3 +110,14 @@ def test_resume_names_every_configuring_flag_given_with_it(tmp_path):
     message = result.stderr.decode()
     assert result.returncode == 2
     assert "--dropout" in message and "--crf/--no-crf" in message and "--set" in message
+
+
+def test_output_off_a_terminal_is_not_wrapped(tmp_path):
+    """Piped output keeps each record on one line: the evaluate headline with a long path."""
+    deep = tmp_path / ("a-folder-with-a-long-name-" * 4) / "sample.conllu"
+    deep.parent.mkdir()
+    deep.write_bytes(SAMPLE.read_bytes())
+    result = run_cli("evaluate", deep)
+    assert result.returncode == 0, result.stderr.decode()
+    first = result.stdout.decode().splitlines()[0]
+    assert first.startswith(f"{deep}: accuracy ") and first.endswith(" words"), first

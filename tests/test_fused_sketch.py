@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from easyfirst.model.fused_sketch import FusedSketchFunction, LoopPlan, _run, sketch_steps
+from easyfirst.model.fused_sketch import FusedSketchFunction, LoopPlan, fused_sketch_loop, run_loop
 from easyfirst.model.sketch import SketchDecoder
 
 LENGTHS = [5, 1, 3, 7, 0, 6]  # padding, a one-word and an empty sentence
@@ -117,14 +117,14 @@ def test_without_gradients_nothing_is_stored_and_the_outputs_agree():
     lengths = mask.sum(1)
     plan = LoopPlan(True, 1.0, 0.0, int(lengths.max()), 0)
     with torch.no_grad():
-        _, _, saved = _run(
+        _, _, saved = run_loop(
             fixed, decoder.sketch_half.weight, decoder.v.weight, mask, lengths, plan, store=False
         )
     assert saved.alphas == [] and saved.free == [] and saved.cols == []
     assert saved.tanhs.shape[0] == 1 and saved.betas.shape[0] == 2
     # and sketch_steps takes that path under no_grad
     with torch.no_grad():
-        again, _ = sketch_steps(fixed, decoder.sketch_half.weight, decoder.v.weight, mask, lengths, plan)
+        again, _ = fused_sketch_loop(fixed, decoder.sketch_half.weight, decoder.v.weight, mask, lengths, plan)
     assert again.grad_fn is None
 
 

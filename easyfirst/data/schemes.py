@@ -61,13 +61,7 @@ def spans(tags: Sequence[str], scheme: str = "bio") -> list[Span]:
         if prefix == OUTSIDE:
             current = None
             continue
-        if prefix == "I" or prefix == "E":
-            starts = not continues
-        elif prefix == "B":
-            # in IOB1 a B- marks a new entity right after one of the same type; elsewhere it always starts one
-            starts = True
-        else:  # S
-            starts = True
+        starts = not continues if prefix in ("I", "E") else True  # B- and S- always start an entity
         if starts:
             current = [kind, i, i]
             found.append(current)  # type: ignore[arg-type]

@@ -12,17 +12,17 @@ preallocated buffers, and the backward runs by hand through the steps:
 
 - forward, step n: cols = windows(Sⁿ⁻¹) (one copy), a = fixed + cols·Wᵀ (one GEMM, computed as 2a, see
   :func:`_tanh_of_half`), t = tanh(a), zⁿ = t_z·v (/T, −λβ), u = (⌈n/L⌉ − βⁿ⁻¹)₊ on words,
-  (αⁿ, A) = csoftmax(zⁿ; u) by :func:`_csoftmax_forward`, Sⁿ = Sⁿ⁻¹ + αⁿ ⊙ t_s (NEF-F) or
+  (αⁿ, A) = csoftmax(zⁿ; u) by :func:`csoftmax_forward`, Sⁿ = Sⁿ⁻¹ + αⁿ ⊙ t_s (NEF-F) or
   αⁿ tanh(Σ_j α_jⁿ a_s,j) (NEF-S), βⁿ = βⁿ⁻¹ + αⁿ. Stored per step: cols, t, βⁿ⁻¹, αⁿ and A (and, for
   NEF-S, 2a and the pooled tanh); S itself is updated in place;
 - backward, step n (from N down to 1): dα from the outputs and from Sⁿ, βⁿ; Prop. 1's Jacobian
-  :func:`_csoftmax_backward` gives dz and du; da = tanh'(t) ⊙ [dz v, dt_s]; dSⁿ⁻¹ += the transposed window
+  :func:`csoftmax_backward` gives dz and du; da = tanh'(t) ⊙ [dz v, dt_s]; dSⁿ⁻¹ += the transposed window
   map of da, one GEMM against the flipped weight: dS_j = Σ_k W_{K−1−k}ᵀ da_{j+k−w}; d fixed += da and
   dW += daᵀ cols (one GEMM);
 - at the end: dv = Σ_n dzⁿ t_zⁿ, one matrix-vector product over all steps.
 
 Layout ``(B, L, C)`` throughout (the input half's output is that, transposed). Under ``no_grad`` or
-``inference_mode`` nothing is stored (:func:`sketch_steps` runs the loop in one slot of each buffer). No
+``inference_mode`` nothing is stored (:func:`fused_sketch_loop` runs the loop in one slot of each buffer). No
 host synchronisation inside the step loop (csoftmax's CPU-only range check aside).
 """
 
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import torch
 
-from easyfirst.ops.constrained import _csoftmax_backward, _csoftmax_forward
-from easyfirst.ops.window import _flat_weight, window_view
+from easyfirst.ops.constrained import csoftmax_backward, csoftmax_forward
+from easyfirst.ops.window import flat_weight, window_view
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def _tanh_of_half(x2: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     return out.mul_(2).sub_(1)  # (torch.lerp(−1, 1, σ), one operation, took twice as long)
 
 
-def _run(
+def run_loop(
     fixed: torch.Tensor,
     weight: torch.Tensor,
     v: torch.Tensor,
@@ -108,7 +108,7 @@ def _run(
     saved = _Saved(fixed, sketch_dim, width, plan, store)
     maskf = mask.to(fixed.dtype)
     lengths = mask.sum(1).clamp_min(1).to(fixed.dtype).unsqueeze(1)  # (B, 1)
-    flat_weight = (_flat_weight(weight).t() * 2).contiguous()  # 2W (K·D_s, O), the column order of `cols`
+    doubled = (flat_weight(weight).t() * 2).contiguous()  # 2W (K·D_s, O), the column order of `cols`
     fixed = fixed * 2  # 2·(encoder half): the loop computes 2a (see _tanh_of_half)
     scratch = fixed.new_empty(size, length, out)
     sketch = saved.sketch[:, pad : pad + length]  # Sⁿ, a view
@@ -131,7 +131,7 @@ def _run(
                 saved.cols.append(cols)
             target = scratch if plan.full_state else saved.affines[k]
             affine = torch.addmm(
-                fixed_rows, cols.view(-1, width * sketch_dim), flat_weight, out=target.view(-1, out)
+                fixed_rows, cols.view(-1, width * sketch_dim), doubled, out=target.view(-1, out)
             ).view(size, length, out)
         _tanh_of_half(affine, tanhs[k])
         z = torch.mv(t_scores[k], v_row).view(size, length)  # Eq. 2
@@ -143,7 +143,7 @@ def _run(
             budget = torch.sub(maskf, beta).clamp_min_(0)
         else:  # a fresh unit every L_b steps
             budget = (torch.ceil(n / lengths) - beta).clamp_min_(0).mul_(maskf)
-        alpha, free = _csoftmax_forward(z, budget)  # Eq. 3 with ρ = csoftmax(z; u)
+        alpha, free = csoftmax_forward(z, budget)  # Eq. 3 with ρ = csoftmax(z; u)
         if store:
             saved.alphas.append(alpha)
             saved.free.append(free)
@@ -167,7 +167,7 @@ class FusedSketchFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, fixed, weight, v, mask, n_steps, plan: LoopPlan):
-        sketch, history, saved = _run(fixed, weight, v, mask, n_steps, plan, store=True)
+        sketch, history, saved = run_loop(fixed, weight, v, mask, n_steps, plan, store=True)
         ctx.save_for_backward(weight, v, mask, n_steps, history)
         ctx.saved, ctx.plan = saved, plan
         return sketch, history
@@ -196,7 +196,7 @@ class FusedSketchFunction(torch.autograd.Function):
         d_a = history.new_empty(size, length, out)  # daⁿ
         d_fixed = history.new_zeros(size, length, out)  # Σ_n daⁿ: the encoder half is the same at every step
         d_padded = history.new_zeros(size, padded, out)  # daⁿ with w zero words on each side
-        d_flat = _flat_weight(weight).new_zeros(out, width * sketch_dim) if ctx.needs_input_grad[1] else None
+        d_flat = flat_weight(weight).new_zeros(out, width * sketch_dim) if ctx.needs_input_grad[1] else None
         upstream = history.new_empty(size, length, out)  # d tanh(aⁿ)
         d_cols = history.new_empty(size, length, width, out)
         # per-step views, made once (each indexing is a call with its own fixed cost)
@@ -229,7 +229,7 @@ class FusedSketchFunction(torch.autograd.Function):
                 torch.mul(shown_words[k], d_pooled, out=up_sketch)
             if n > plan.common:  # sentences past their own N_b were zeroed
                 d_shown = d_shown * (n <= n_steps).to(dtype).unsqueeze(1)
-            d_z, d_budget = _csoftmax_backward(saved.alphas[k], saved.free[k], d_shown)  # Prop. 1
+            d_z, d_budget = csoftmax_backward(saved.alphas[k], saved.free[k], d_shown)  # Prop. 1
             gate = gates[k] if n <= common else ((betas[k] <= torch.ceil(n / lengths)) & mask).to(dtype)
             g_beta.addcmul_(gate, d_budget, value=-1)  # βⁿ⁻¹ → βⁿ is the identity, plus u's and z's terms
             if plan.coverage_penalty:
@@ -262,7 +262,7 @@ class FusedSketchFunction(torch.autograd.Function):
         return d_fixed if ctx.needs_input_grad[0] else None, d_weight, d_v, None, None, None
 
 
-def sketch_steps(
+def fused_sketch_loop(
     fixed: torch.Tensor,
     weight: torch.Tensor,
     v: torch.Tensor,
@@ -283,5 +283,5 @@ def sketch_steps(
     fixed = fixed.contiguous()
     if torch.is_grad_enabled() and (fixed.requires_grad or weight.requires_grad or v.requires_grad):
         return FusedSketchFunction.apply(fixed, weight, v, mask, n_steps, plan)
-    sketch, history, _ = _run(fixed, weight, v, mask, n_steps, plan, store=False)
+    sketch, history, _ = run_loop(fixed, weight, v, mask, n_steps, plan, store=False)
     return sketch, history

@@ -37,7 +37,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from easyfirst.model.fused_sketch import LoopPlan, sketch_steps
+from easyfirst.model.fused_sketch import LoopPlan, fused_sketch_loop
 from easyfirst.ops.attention import ATTENTIONS
 from easyfirst.ops.window import WindowConv1d
 
@@ -111,7 +111,7 @@ class SketchDecoder(nn.Module):
         fixed = self.input_half(states.transpose(1, 2))  # (B, Dz + Ds, L), the part of Eq. 1 from H
         if self.fused and total and length:
             plan = LoopPlan(self.full_state, self.temperature, self.coverage_penalty, total, common)
-            return sketch_steps(
+            return fused_sketch_loop(
                 fixed.transpose(1, 2), self.sketch_half.weight, self.v.weight, mask, n_steps, plan
             )
         sketch = states.new_zeros(size, self.sketch_dim, length)

@@ -49,8 +49,7 @@ def _exp_space_is_safe(z: torch.Tensor, u: torch.Tensor) -> bool:
     There exp(z) neither overflows nor comes near underflow, so the scores need no shift, the tail
     masses T_k are cumulative sums in float64 (as precise as the log-space scan, relative error
     ~L·1e-16, summed from the small end) and q is ordered as exp(z)/u, a division instead of a log:
-    several times faster than ``torch.logcumsumexp``, a scalar loop on the CPU (~28 ns per element on
-    one thread). Elsewhere (no host synchronisation on a GPU), or for wider scores, the log-space path.
+    faster than ``torch.logcumsumexp``, a scalar loop on the CPU (benchmarks/transforms.py). Elsewhere (no host synchronisation on a GPU), or for wider scores, the log-space path.
     """
     if z.device.type != "cpu" or z.numel() == 0:
         return False
@@ -66,7 +65,7 @@ def _budget_left(us: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return (us - used).add_(1), used[:, -1:] <= 1
 
 
-def _csoftmax_forward(z: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def csoftmax_forward(z: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """α and the free-word mask A for rows ``(R, L)``.
 
     w = 1/Z = max_k r_k / T_k over the clamped prefixes of the q order (see the module docstring): one
@@ -105,7 +104,7 @@ def _csoftmax_forward(z: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, t
     return torch.where(free, torch.exp(log_share), u), free
 
 
-def _csoftmax_backward(
+def csoftmax_backward(
     alpha: torch.Tensor, free: torch.Tensor, grad: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Prop. 1's Jacobian-vector product: ``(dz, du)`` from α, the free set A and dα (same shapes)."""
@@ -127,7 +126,7 @@ class CSoftmaxFunction(torch.autograd.Function):
         if z.numel() == 0:
             ctx.save_for_backward(z, z.bool())
             return z.clone()
-        alpha, free = _csoftmax_forward(z.reshape(-1, shape[-1]), u.reshape(-1, shape[-1]).to(z.dtype))
+        alpha, free = csoftmax_forward(z.reshape(-1, shape[-1]), u.reshape(-1, shape[-1]).to(z.dtype))
         alpha, free = alpha.view(shape), free.view(shape)
         ctx.save_for_backward(alpha, free)
         return alpha
@@ -135,7 +134,7 @@ class CSoftmaxFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         alpha, free = ctx.saved_tensors
-        return _csoftmax_backward(alpha, free, grad)
+        return csoftmax_backward(alpha, free, grad)
 
 
 def csoftmax(z: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
