@@ -2,7 +2,14 @@
 focuses first on a verb in 57% of the test sentences, and the "evenness" of §4).
 
 Steps are grouped by their relative position n/N in tenths when N = L (sentences differ in length),
-and one by one when N is fixed.
+and one by one when N is fixed. Per group: the mean entropy of αⁿ, its support, the position of its
+largest weight, the largest weight itself, the entropy normalised by log(number of words with budget
+left before the step), and the share of steps where one word takes at least half of the step.
+
+How sharp ("easy-first") the attention is, in one line (``sharpness``): the largest weight of a step,
+averaged over the first half of each sentence's steps (the paper's Figure 2 shows one or two words
+taking most of each early step), the share of those steps where one word takes ≥ 0.5, and their mean
+normalised entropy (0: all on one word; 1: uniform over the words with budget left).
 """
 
 from __future__ import annotations
@@ -14,6 +21,17 @@ from collections.abc import Sequence
 import torch
 
 EVEN_TOLERANCE = 1e-3
+HALF = 0.5  # a step is "focused" when one word takes at least this much of it
+BUDGET_TOLERANCE = 1e-6  # a word whose remaining budget is below this has none left
+
+
+def budget_left(matrix: torch.Tensor) -> torch.Tensor:
+    """``(N, L)`` bools: which words have attention budget left before each step of the history
+    ``matrix`` ``(N, L)``; the budget is refreshed every L steps (u = ⌈n/L⌉ − βⁿ⁻¹, as the decoder does)."""
+    steps, length = matrix.shape
+    before = torch.cumsum(matrix.double(), 0) - matrix.double()  # βⁿ⁻¹
+    refreshed = (torch.arange(steps, dtype=torch.float64) // length + 1).unsqueeze(1)  # ⌈n/L⌉, n from 1
+    return refreshed - before > BUDGET_TOLERANCE
 
 
 def analyze(
@@ -32,6 +50,7 @@ def analyze(
     first = Counter()
     groups: dict[int, dict[str, float]] = {}
     betas = []
+    early = {"max_weight": 0.0, "focused": 0, "normalized_entropy": 0.0, "steps": 0, "entropy_steps": 0}
     for k, matrix in enumerate(attention):
         if matrix.numel() == 0:
             continue
@@ -40,15 +59,35 @@ def analyze(
         labels = gold[k] if gold is not None and gold[k][focus] != "_" else predicted[k]
         first[labels[focus]] += 1
         betas.append(matrix.sum(0))
+        available = budget_left(matrix).sum(1).tolist()
         for n in range(steps):
             row = matrix[n].double()
             group = n if fixed else min(9, (10 * n) // steps)
-            stats = groups.setdefault(group, {"count": 0, "entropy": 0.0, "support": 0.0, "position": 0.0})
+            stats = groups.setdefault(
+                group,
+                {"count": 0, "entropy": 0.0, "support": 0.0, "position": 0.0, "max_weight": 0.0, "focused": 0}
+                | {"normalized_entropy": 0.0, "entropy_count": 0},
+            )
             positive = row[row > 0]
+            entropy = float(-(positive * positive.log()).sum())
+            largest = float(row.max())
             stats["count"] += 1
-            stats["entropy"] += float(-(positive * positive.log()).sum())
+            stats["entropy"] += entropy
             stats["support"] += int((row > 0).sum())
             stats["position"] += int(row.argmax()) / (length - 1) if length > 1 else 0.5
+            stats["max_weight"] += largest
+            stats["focused"] += largest >= HALF
+            normalized = entropy / math.log(available[n]) if available[n] > 1 else None
+            if normalized is not None:
+                stats["normalized_entropy"] += normalized
+                stats["entropy_count"] += 1
+            if n < math.ceil(steps / 2):  # the first half of the sentence's steps
+                early["steps"] += 1
+                early["max_weight"] += largest
+                early["focused"] += largest >= HALF
+                if normalized is not None:
+                    early["normalized_entropy"] += normalized
+                    early["entropy_steps"] += 1
     total = sum(first.values())
     beta = torch.cat(betas) if betas else torch.zeros(0)
     per_step = []
@@ -61,6 +100,11 @@ def analyze(
                 "entropy": stats["entropy"] / stats["count"],
                 "support": stats["support"] / stats["count"],
                 "focus_position": stats["position"] / stats["count"],
+                "max_weight": stats["max_weight"] / stats["count"],
+                "normalized_entropy": stats["normalized_entropy"] / stats["entropy_count"]
+                if stats["entropy_count"]
+                else math.nan,
+                "share_focused": stats["focused"] / stats["count"],
                 "count": stats["count"],
             }
         )
@@ -70,6 +114,13 @@ def analyze(
         "first_focus_by": "gold tag" if gold is not None else "predicted tag",
         "per_step": per_step,
         "step_grouping": "step n" if fixed else "n/N in tenths",
+        "sharpness": {
+            "max_weight_first_half": early["max_weight"] / early["steps"] if early["steps"] else math.nan,
+            "share_focused_first_half": early["focused"] / early["steps"] if early["steps"] else math.nan,
+            "normalized_entropy_first_half": early["normalized_entropy"] / early["entropy_steps"]
+            if early["entropy_steps"]
+            else math.nan,
+        },
         "evenness": {
             "beta_max": float(beta.max()) if beta.numel() else math.nan,
             "beta_mean": float(beta.mean()) if beta.numel() else math.nan,
@@ -91,12 +142,16 @@ def to_markdown(stats: dict) -> str:
         "",
         f"Attention per step ({stats['step_grouping']}):",
         "",
-        "| steps | entropy (nats) | support (words with α > 0) | focus position (0 = first word, 1 = last) |",
-        "|---|---:|---:|---:|",
+        "| steps | entropy (nats) | entropy / log(words with budget) | support (words with α > 0) "
+        "| largest α | steps with a word ≥ 0.5 | focus position (0 = first word, 1 = last) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
         *(
-            f"| {row['steps']} | {row['entropy']:.3f} | {row['support']:.2f} | {row['focus_position']:.3f} |"
+            f"| {row['steps']} | {row['entropy']:.3f} | {row['normalized_entropy']:.3f} | {row['support']:.2f} "
+            f"| {row['max_weight']:.3f} | {100 * row['share_focused']:.1f}% | {row['focus_position']:.3f} |"
             for row in stats["per_step"]
         ),
+        "",
+        sharpness_line(stats["sharpness"]),
         "",
     ]
     even = stats["evenness"]
@@ -105,3 +160,11 @@ def to_markdown(stats: dict) -> str:
         f"{100 * even['share_beta_one']:.1f}% of words end with β = 1 (±{EVEN_TOLERANCE:g})."
     )
     return "\n".join(lines) + "\n"
+
+
+def sharpness_line(sharp: dict) -> str:
+    return (
+        f"Sharpness over the first half of each sentence's steps: largest α {sharp['max_weight_first_half']:.3f} "
+        f"on average, one word ≥ 0.5 in {100 * sharp['share_focused_first_half']:.1f}% of the steps, "
+        f"normalised entropy {sharp['normalized_entropy_first_half']:.3f}."
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 
 import pytest
@@ -136,3 +137,42 @@ def test_terminal_matrix_reads_without_colours():
     rank = {glyph: k for k, glyph in enumerate(SHADES)}
     assert cells[0][0] == SHADES[-1] and cells[0][1] == SHADES[0]
     assert rank[cells[1][2]] > rank[cells[1][1]] and rank[cells[2][1]] > rank[cells[2][2]]
+
+
+class _FixedAttention:
+    """A stand-in tagger whose attention histories are given: analyze's arithmetic alone is tested."""
+
+    def __init__(self, matrices, steps=None):
+        self.matrices = [torch.tensor(m, dtype=torch.float64) for m in matrices]
+        self.model = type("Model", (), {"decoder": object(), "steps": steps})()
+
+    def tag(self, words, return_attention, batch_size, extras):
+        return [["X"] * len(w) for w in words], self.matrices
+
+
+def test_sharpness_statistics_by_hand():
+    # one sentence of 3 words, N = L = 3 (csoftmax-like: β ends at 1 for every word)
+    history = [[0.8, 0.2, 0.0], [0.2, 0.4, 0.4], [0.0, 0.4, 0.6]]
+    stats = analyze(_FixedAttention([history]), [["a", "b", "c"]])
+    h = lambda *p: -sum(x * math.log(x) for x in p if x > 0)  # noqa: E731
+    # first half of 3 steps = the first 2 steps; before step 1 all 3 words have budget, before step 2 all 3
+    # (β = 0.8, 0.2, 0), before step 3 only words 2 and 3 (word 1 reached β = 1.0)
+    sharp = stats["sharpness"]
+    assert sharp["max_weight_first_half"] == pytest.approx((0.8 + 0.4) / 2)
+    assert sharp["share_focused_first_half"] == pytest.approx(1 / 2)
+    assert sharp["normalized_entropy_first_half"] == pytest.approx(
+        (h(0.8, 0.2) / math.log(3) + h(0.2, 0.4, 0.4) / math.log(3)) / 2
+    )
+    last = stats["per_step"][-1]  # N = L: steps grouped by n/N; step 3 is in the last tenth
+    assert last["normalized_entropy"] == pytest.approx(h(0.4, 0.6) / math.log(2))
+    assert last["max_weight"] == pytest.approx(0.6) and last["share_focused"] == 1.0
+
+
+def test_sharpness_with_a_fixed_number_of_steps_and_budget_refreshed():
+    # N = 3 fixed on a 2-word sentence: step 3 starts a fresh unit of budget (u = 2 − β)
+    history = [[0.5, 0.5], [0.5, 0.5], [1.0, 0.0]]
+    stats = analyze(_FixedAttention([history], steps=3), [["a", "b"]])
+    assert [row["steps"] for row in stats["per_step"]] == ["1", "2", "3"]
+    assert stats["per_step"][0]["normalized_entropy"] == pytest.approx(1.0)  # uniform over both words
+    assert stats["per_step"][2]["normalized_entropy"] == pytest.approx(0.0)  # both have budget again
+    assert stats["sharpness"]["share_focused_first_half"] == pytest.approx(1.0)  # 0.5 counts as ≥ 0.5

@@ -104,11 +104,13 @@ def analyze(
         bool, typer.Option("--markdown", help="Print the statistics as Markdown tables.")
     ] = False,
 ) -> None:
-    """Attention statistics over a data set: first focus, entropy and support per step, evenness."""
+    """Attention statistics over a data set: first focus; per step the entropy (also normalised by the
+    words with budget left), support, largest weight, share of steps where one word takes ≥ 0.5 and focus
+    position; sharpness over the first half of the steps; evenness."""
     from rich.table import Table
 
     from easyfirst.analysis import analyze as run_analysis
-    from easyfirst.analysis import to_markdown
+    from easyfirst.analysis import sharpness_line, to_markdown
 
     if as_json and markdown:
         raise InputError("give --json or --markdown, not both")
@@ -137,13 +139,29 @@ def analyze(
         first.add_row(tag, f"{100 * share:.1f}%")
     out.print(first)
     steps = Table(title=f"attention per step ({stats['step_grouping']})", show_edge=False)
-    for name in ("steps", "entropy (nats)", "support (words α > 0)", "focus position (0 = first word)"):
+    columns = (
+        "steps",
+        "entropy (nats)",
+        "entropy / log(words with budget)",
+        "support (words α > 0)",
+        "largest α",
+        "one word ≥ 0.5",
+        "focus position (0 = first word)",
+    )
+    for name in columns:
         steps.add_column(name, justify="right")
     for row in stats["per_step"]:
         steps.add_row(
-            row["steps"], f"{row['entropy']:.3f}", f"{row['support']:.2f}", f"{row['focus_position']:.3f}"
+            row["steps"],
+            f"{row['entropy']:.3f}",
+            f"{row['normalized_entropy']:.3f}",
+            f"{row['support']:.2f}",
+            f"{row['max_weight']:.3f}",
+            f"{100 * row['share_focused']:.1f}%",
+            f"{row['focus_position']:.3f}",
         )
     out.print(steps)
+    out.print(sharpness_line(stats["sharpness"]))
     even = stats["evenness"]
     out.print(
         f"evenness: final β max {even['beta_max']:.4f}, mean {even['beta_mean']:.4f}, "

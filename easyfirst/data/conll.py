@@ -15,54 +15,41 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from easyfirst.data import schemes
-from easyfirst.data.files import open_binary
+from easyfirst.data.files import BOM, Block, open_source, source_name, text_lines, without_bom
 from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
 
 DOCSTART = "-DOCSTART-"
-BOM = "\ufeff"  # a byte-order mark on the first line is kept, not read as part of the first token
 FIELD = re.compile(r"\S+")
 
 
-@dataclass
-class _Block:
-    """One sentence: its raw lines (without line endings) and the line number of each."""
+def _decoder(encoding: str):
+    def decode(raw: bytes, name: str, number: int) -> str:
+        if b"\x00" in raw:
+            raise InputError("binary data (NUL byte): not a CoNLL column file", name, number)
+        try:
+            return raw.decode(encoding)
+        except UnicodeDecodeError as error:
+            hint = " (the original CoNLL-2002/2003 files are Latin-1: try --encoding latin-1)"
+            raise InputError(
+                f"not valid {encoding} (byte {error.start + 1} of the line)"
+                + (hint if encoding.replace("-", "").lower() == "utf8" else ""),
+                name,
+                number,
+            ) from None
 
-    line: int
-    lines: list[str] = field(default_factory=list)
-    endings: list[str] = field(default_factory=list)
-    numbers: list[int] = field(default_factory=list)
-    words: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
+    return decode
 
 
 def _lines(source: str | Path | BinaryIO, encoding: str, name: str | None) -> Iterator[tuple[int, str, str]]:
     """``(number, text, ending)`` for each line, decoded."""
-    if isinstance(source, str | Path):
-        stream, name, close = open_binary(source), name or str(source), True
-    else:
-        stream, name, close = source, name or getattr(source, "name", "<stream>"), False
+    stream, name, close = open_source(source, name)
     try:
-        for number, raw in enumerate(stream, 1):
-            if b"\x00" in raw:
-                raise InputError("binary data (NUL byte): not a CoNLL column file", name, number)
-            try:
-                text = raw.decode(encoding)
-            except UnicodeDecodeError as error:
-                hint = " (the original CoNLL-2002/2003 files are Latin-1: try --encoding latin-1)"
-                raise InputError(
-                    f"not valid {encoding} (byte {error.start + 1} of the line)"
-                    + (hint if encoding.replace("-", "").lower() == "utf8" else ""),
-                    name,
-                    number,
-                ) from None
-            content = text.rstrip("\r\n")
-            yield number, content, text[len(content) :]
+        yield from text_lines(stream, name, _decoder(encoding))
     finally:
         if close:
             stream.close()
@@ -79,13 +66,13 @@ def _column(index: int, width: int, what: str, name: str, number: int) -> int:
 
 def _blocks(
     source, token_column: int, tag_column: int | None, encoding: str, name: str | None
-) -> Iterator[_Block | tuple[str, str]]:
+) -> Iterator[Block | tuple[str, str]]:
     """Sentences, and ``(text, ending)`` for blank and ``-DOCSTART-`` lines. ``tag_column`` None: no tags."""
-    name = name or (str(source) if isinstance(source, str | Path) else getattr(source, "name", "<stream>"))
+    name = source_name(source, name)
     width: tuple[int, int] | None = None  # (columns, line where first seen)
-    block: _Block | None = None
+    block: Block | None = None
     for number, content, ending in _lines(source, encoding, name):
-        fields = (content[1:] if number == 1 and content.startswith(BOM) else content).split()
+        fields = without_bom(content, number).split()
         if not fields or fields[0] == DOCSTART:
             if block is not None:
                 yield block
@@ -107,10 +94,9 @@ def _blocks(
                 f"expected {width[0]} columns (as on line {width[1]}), found {len(fields)}", name, number
             )
         if block is None:
-            block = _Block(number)
-        block.lines.append(content)
-        block.endings.append(ending)
-        block.numbers.append(number)
+            block = Block(number)
+        block.add(content, ending, number)
+        block.word_lines.append(len(block.lines) - 1)
         block.words.append(fields[token])
         if tag is not None:
             block.tags.append(fields[tag])
@@ -118,7 +104,7 @@ def _blocks(
         yield block
 
 
-def _to_bio(blocks: Sequence[_Block], scheme: str, name: str) -> list[list[str]]:
+def _to_bio(blocks: Sequence[Block], scheme: str, name: str) -> list[list[str]]:
     """Each block's tags converted from ``scheme`` to BIO; a malformed tag is an error at its line."""
     converted = []
     for block in blocks:
@@ -140,8 +126,8 @@ def read_conll(
 
     ``Sentence.extra["scheme"]`` holds the file's scheme. ``path`` may also be a binary stream.
     """
-    name = str(path) if isinstance(path, str | Path) else getattr(path, "name", "<stream>")
-    blocks = [b for b in _blocks(path, token_column, tag_column, encoding, name) if isinstance(b, _Block)]
+    name = source_name(path)
+    blocks = [b for b in _blocks(path, token_column, tag_column, encoding, name) if isinstance(b, Block)]
     found = scheme or schemes.detect([b.tags for b in blocks])
     return [
         Sentence(b.words, tags, b.line, {"scheme": found})
@@ -170,9 +156,9 @@ def tag_conll(
     entity tags, or else BIO. The file is read whole before anything is written (detection needs it),
     so a malformed line is reported before any output. Returns the number of sentences.
     """
-    name = name or (str(source) if isinstance(source, str | Path) else getattr(source, "name", "<stream>"))
+    name = source_name(source, name)
     items = list(_blocks(source, token_column, tag_column if replace else None, encoding, name))
-    blocks = [item for item in items if isinstance(item, _Block)]
+    blocks = [item for item in items if isinstance(item, Block)]
     if scheme is None:
         gold = _existing_tags(blocks, tag_column)
         scheme = schemes.detect(gold) if gold is not None else "bio"
@@ -182,7 +168,7 @@ def tag_conll(
     chunks = []
     tags_of = {id(b): schemes.convert(t, "bio", scheme) for b, t in zip(blocks, predicted, strict=True)}
     for item in items:
-        if not isinstance(item, _Block):
+        if not isinstance(item, Block):
             chunks.append(item[0] + item[1])
             continue
         for content, ending, tag in zip(item.lines, item.endings, tags_of[id(item)], strict=True):
@@ -194,7 +180,7 @@ def tag_conll(
     return len(blocks)
 
 
-def _existing_tags(blocks: Sequence[_Block], tag_column: int) -> list[list[str]] | None:
+def _existing_tags(blocks: Sequence[Block], tag_column: int) -> list[list[str]] | None:
     """The file's tag column if every line has one and all of it are entity tags, else None."""
     tags = []
     for block in blocks:

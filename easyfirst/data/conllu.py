@@ -9,55 +9,33 @@ Both readers stream: memory holds one sentence (one batch of sentences when tagg
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from conllu.parser import ParseException, parse_id_value
 
-from easyfirst.data.files import decode_line, open_binary
+from easyfirst.data.files import Block, decode_line, open_source, text_lines, without_bom
 from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
 
 COLUMNS = {"upos": 3, "xpos": 4}
-BOM = "\ufeff"
 
 
-@dataclass
-class _Block:
-    """One sentence's raw lines (without their line endings) and where its words are."""
-
-    line: int
-    lines: list[str] = field(default_factory=list)
-    endings: list[str] = field(default_factory=list)
-    word_lines: list[int] = field(default_factory=list)  # indices into lines
-    words: list[str] = field(default_factory=list)
-    tags: list[str] = field(default_factory=list)
+def _decode(raw: bytes, name: str, number: int) -> str:
+    return decode_line(raw, name, number, "CoNLL-U")
 
 
-def _open(source: str | Path | BinaryIO, name: str | None) -> tuple[BinaryIO, str, bool]:
-    if isinstance(source, str | Path):
-        return open_binary(source), str(source) if name is None else name, True
-    if isinstance(source, io.TextIOBase):
-        source = source.buffer
-    return source, name or getattr(source, "name", "<stream>"), False
-
-
-def _blocks(source, tag_column: str, name: str | None) -> Iterator[_Block | tuple[str, str]]:
+def _blocks(source, tag_column: str, name: str | None) -> Iterator[Block | tuple[str, str]]:
     """Sentence blocks, and ``(text, ending)`` pairs for the blank lines between them."""
     column = COLUMNS[tag_column]
-    stream, name, close = _open(source, name)
+    stream, name, close = open_source(source, name)
     try:
-        block: _Block | None = None
+        block: Block | None = None
         expected = 1  # next integer ID within the sentence
         range_end = 0
-        for number, raw in enumerate(stream, 1):
-            text = decode_line(raw, name, number, "CoNLL-U")
-            content = text.rstrip("\r\n")
-            ending = text[len(content) :]
-            parsed = content[1:] if number == 1 and content.startswith(BOM) else content
+        for number, content, ending in text_lines(stream, name, _decode):
+            parsed = without_bom(content, number)
             if not parsed.strip():
                 if block is not None:
                     if not block.words:
@@ -67,9 +45,8 @@ def _blocks(source, tag_column: str, name: str | None) -> Iterator[_Block | tupl
                 yield content, ending
                 continue
             if block is None:
-                block, expected, range_end = _Block(number), 1, 0
-            block.lines.append(content)
-            block.endings.append(ending)
+                block, expected, range_end = Block(number), 1, 0
+            block.add(content, ending, number)
             if parsed.startswith("#"):
                 if block.words:
                     raise InputError("comment line inside a sentence", name, number)
@@ -123,7 +100,7 @@ def iter_conllu(
     if tag_column not in COLUMNS:
         raise ValueError(f"tag_column must be one of {', '.join(COLUMNS)}")
     for item in _blocks(source, tag_column, name):
-        if isinstance(item, _Block):
+        if isinstance(item, Block):
             yield Sentence(item.words, item.tags, item.line)
 
 
@@ -146,11 +123,11 @@ def tag_conllu(
     copied unchanged. Returns the number of sentences.
     """
     column = COLUMNS[tag_column]
-    pending: list[_Block | tuple[str, str]] = []
+    pending: list[Block | tuple[str, str]] = []
     count = 0
 
     def flush() -> None:
-        blocks = [item for item in pending if isinstance(item, _Block)]
+        blocks = [item for item in pending if isinstance(item, Block)]
         tags = predict([b.words for b in blocks]) if blocks else []
         for block, predicted in zip(blocks, tags, strict=True):
             for index, tag in zip(block.word_lines, predicted, strict=True):
@@ -158,19 +135,16 @@ def tag_conllu(
                 fields[column] = tag
                 block.lines[index] = "\t".join(fields)
         out.write(
-            "".join(
-                "".join(line + end for line, end in zip(item.lines, item.endings, strict=True))
-                if isinstance(item, _Block)
-                else item[0] + item[1]
-                for item in pending
-            ).encode("utf-8")
+            "".join(item.text() if isinstance(item, Block) else item[0] + item[1] for item in pending).encode(
+                "utf-8"
+            )
         )
         pending.clear()
 
     in_batch = 0
     for item in _blocks(source, tag_column, name):
         pending.append(item)
-        if isinstance(item, _Block):
+        if isinstance(item, Block):
             count += 1
             in_batch += 1
             if in_batch == batch_size:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -28,3 +31,60 @@ def decode_line(raw: bytes, path: str | Path, number: int, kind: str = "text") -
         return raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InputError(f"not valid UTF-8 (byte {error.start + 1} of the line)", path, number) from None
+
+
+BOM = "\ufeff"  # a UTF-8 byte-order mark: kept where a file is copied, never read as part of a token
+
+
+def without_bom(text: str, number: int) -> str:
+    """Line ``number`` (from 1) of a file as its fields are read: the first line without a byte-order mark."""
+    return text[1:] if number == 1 and text.startswith(BOM) else text
+
+
+def source_name(source, name: str | None = None) -> str:
+    """How messages name an input: ``name``, else the path, else the stream's name."""
+    if name:
+        return name
+    return str(source) if isinstance(source, str | Path) else getattr(source, "name", "<stream>")
+
+
+def open_source(source, name: str | None = None) -> tuple[BinaryIO, str, bool]:
+    """``(binary stream, name for messages, whether the caller must close it)`` for a path or a stream
+    (a text stream is read through its binary buffer)."""
+    if isinstance(source, str | Path):
+        return open_binary(source), source_name(source, name), True
+    if isinstance(source, io.TextIOBase):
+        source = source.buffer
+    return source, source_name(source, name), False
+
+
+def text_lines(stream: BinaryIO, name: str, decode) -> Iterator[tuple[int, str, str]]:
+    """``(number, text without its line ending, the ending)`` for each line, decoded by
+    ``decode(raw, name, number)``."""
+    for number, raw in enumerate(stream, 1):
+        text = decode(raw, name, number)
+        content = text.rstrip("\r\n")
+        yield number, content, text[len(content) :]
+
+
+@dataclass
+class Block:
+    """One sentence of a line-based file as read: its raw lines (without their endings), the file line
+    number of each, which lines hold its words, and the words and tags. Writers copy the lines back with
+    only the tag changed."""
+
+    line: int  # where the sentence starts
+    lines: list[str] = field(default_factory=list)
+    endings: list[str] = field(default_factory=list)
+    numbers: list[int] = field(default_factory=list)
+    word_lines: list[int] = field(default_factory=list)  # indices into lines
+    words: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+
+    def add(self, content: str, ending: str, number: int) -> None:
+        self.lines.append(content)
+        self.endings.append(ending)
+        self.numbers.append(number)
+
+    def text(self) -> str:
+        return "".join(line + end for line, end in zip(self.lines, self.endings, strict=True))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from easyfirst.data.files import decode_line, open_binary
+from easyfirst.data.files import decode_line, open_binary, without_bom
 from easyfirst.errors import InputError
 
 QE_TAGS = ("OK", "BAD")
@@ -109,10 +109,7 @@ def _lines(path: Path) -> Iterator[str]:
     """The lines of a UTF-8 text file without their endings (LF or CRLF; a BOM is dropped)."""
     with open_binary(path) as stream:
         for number, raw in enumerate(stream, 1):
-            text = decode_line(raw, path, number)
-            if number == 1 and text.startswith("\ufeff"):
-                text = text[1:]
-            yield text.rstrip("\r\n")
+            yield without_bom(decode_line(raw, path, number), number).rstrip("\r\n")
 
 
 def parse_alignment(line: str, n_source: int, n_mt: int, path: Path, number: int) -> list[tuple[int, int]]:
