@@ -185,11 +185,6 @@ class Config:
             raise InputError("optimizer must be adagrad, adam or sgd", source)
         self.loss.validate(m.crf, source)
 
-    @property
-    def decodes(self) -> bool:
-        """Whether the model has a sketch decoder (N != 0 and not the BiLSTM baseline)."""
-        return self.model.decodes
-
 
 def set_field(target: Any, key: str, value: Any, source: str) -> None:
     """Set ``target.key = value`` after checking ``value`` against the field's annotation."""
