@@ -81,3 +81,35 @@ def test_unreadable_vectors_are_input_errors(tmp_path):
         train_vocabs().add_pretrained_words(path)
     with pytest.raises(InputError, match="missing.txt: no such file"):
         train_vocabs().add_pretrained_words(tmp_path / "missing.txt")
+
+
+@pytest.mark.slow
+def test_training_with_pretrained_vectors_keeps_them_in_the_model_folder(tmp_path):
+    """`train --pretrained`: a word in no training sentence is in vocab.json and model.pt has its
+    vector (fine-tuning never touches it: it is never looked up in training), so tagging needs only the
+    model folder."""
+    from conftest import SAMPLE
+    from easyfirst import Tagger
+    from easyfirst.config import Config
+    from easyfirst.data.conllu import read_conllu
+    from easyfirst.train import train
+
+    training_words = {w for s in read_conllu(SAMPLE) for w in s.words}
+    unseen = "zyzzyva"
+    assert unseen not in training_words
+    vectors = tmp_path / "vectors.txt"
+    vectors.write_text(f"the 1 2 3 4\n{unseen} 0.5 -0.5 0.25 8\naardvark 9 9 9 9\n", encoding="utf-8")
+    config = Config()
+    config.data.train = config.data.dev = str(SAMPLE)
+    config.train.epochs = 1
+    config.model.word_dim = 4
+    config.model.pretrained = str(vectors)
+    config.model.pretrained_words = 2
+    train(config, tmp_path / "run")
+    vectors.unlink()  # the model folder must not need the vectors file any more
+    tagger = Tagger.load(tmp_path / "run")
+    words = tagger.vocabs.words
+    assert unseen in words and "aardvark" not in words  # capped at the first 2 words
+    weight = tagger.model.embedder.words.weight
+    assert weight[words.index(unseen)].tolist() == [0.5, -0.5, 0.25, 8.0]
+    assert len(tagger.tag([unseen, "."])) == 2

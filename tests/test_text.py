@@ -156,3 +156,66 @@ def test_input_kinds():
     assert input_kind([["a"], []]) == "sentences"
     assert input_kind([]) == "sentences"
     assert input_kind((("a",),)) == "sentences"
+
+
+# the command line: `easyfirst tag FILE.txt`, --format, --text, --pretokenized, plot --text
+
+
+def test_tag_a_plain_text_file_detected_from_its_content(tmp_path):
+    from conftest import run_cli
+
+    notes = tmp_path / "notes"  # no .txt: the content decides
+    notes.write_text("She reads a book. He doesn't.\n", encoding="utf-8")
+    result = run_cli("tag", notes)
+    assert result.returncode == 0, result.stderr.decode()
+    lines = result.stdout.decode().splitlines()
+    assert lines[:3] == ["# newpar", "# sent_id = 1", "# text = She reads a book."]
+    rows = [line.split("\t") for line in lines if line and not line.startswith("#")]
+    assert [r[1] for r in rows] == ["She", "reads", "a", "book", ".", "He", "does", "n't", "."]
+    assert [r[0] for r in rows] == ["1", "2", "3", "4", "5", "1", "2", "3", "4"]
+    assert rows[3][3] == "NOUN" and rows[3][9] == "SpaceAfter=No"  # issue #17: not "book." as one token
+    assert "# text = He doesn't." in lines
+    stdin = run_cli("tag", "-", input=notes.read_bytes())
+    assert stdin.stdout == result.stdout
+    forced = run_cli("tag", notes, "--format", "model")  # read as CoNLL-U: the cause is named
+    assert forced.returncode == 2
+    assert "this looks like plain text; this is a pos model, which reads CoNLL-U" in forced.stderr.decode()
+
+
+def test_format_text_reads_any_file_as_text_and_conllu_is_not_mistaken_for_text(tmp_path):
+    from conftest import SAMPLE, run_cli
+
+    tagged = run_cli("tag", SAMPLE)  # auto: CoNLL-U stays CoNLL-U, byte for byte apart from the tags
+    assert tagged.returncode == 0 and tagged.stdout.count(b"\n") == SAMPLE.read_bytes().count(b"\n")
+    columns = tmp_path / "tokens.conll"
+    columns.write_text("The DT\ndog NN\n", encoding="utf-8")
+    as_text = run_cli("tag", columns, "--format", "text")
+    assert "# text = The DT dog NN" in as_text.stdout.decode()
+
+
+def test_tag_text_splits_sentences_and_pretokenized_keeps_whitespace(tmp_path):
+    from conftest import run_cli
+
+    result = run_cli("tag", "--text", "She reads a book. He sleeps.")
+    assert result.returncode == 0, result.stderr.decode()
+    blocks = [b.splitlines() for b in result.stdout.decode().split("\n\n")]
+    assert [[row.split("\t")[0] for row in block] for block in blocks] == [
+        ["She", "reads", "a", "book", "."],
+        ["He", "sleeps", "."],
+    ]
+    raw = run_cli("tag", "--text", "She reads a book.", "--pretokenized")
+    assert [row.split("\t")[0] for row in raw.stdout.decode().splitlines()] == ["She", "reads", "a", "book."]
+    wrong = run_cli("tag", tmp_path / "x.txt", "--pretokenized")
+    assert wrong.returncode == 2 and b"--pretokenized goes with --text" in wrong.stderr
+    bad = run_cli("tag", "--text", "a", "--format", "txt")
+    assert bad.returncode == 2 and b"--format must be auto, text or model" in bad.stderr
+
+
+def test_plot_text_picks_a_sentence(tmp_path):
+    from conftest import run_cli
+
+    result = run_cli("plot", "--text", "She reads. Microsoft bought it.", "--sentence", "2", "--terminal")
+    assert result.returncode == 0, result.stderr.decode()
+    assert "1:Microsoft/" in result.stdout.decode() and "She" not in result.stdout.decode()
+    over = run_cli("plot", "--text", "She reads.", "--sentence", "2", "--terminal")
+    assert over.returncode == 2 and b"--text has 1 sentence(s), fewer than --sentence 2" in over.stderr

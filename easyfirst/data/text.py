@@ -152,8 +152,10 @@ def conllu_lines(
 ) -> Iterable[str]:
     """CoNLL-U lines (with ``\\n``) for tagged sentences: ``# sent_id``, ``# text``, and per token
     ID, FORM, the tag in the UPOS (or XPOS) column, ``SpaceAfter=No`` in MISC where no space follows,
-    ``_`` elsewhere; a blank line after each sentence."""
-    column = {"upos": 3, "xpos": 4}[tag_column]
+    ``_`` elsewhere; a blank line after each sentence. ``tag_column`` ``misc:KEY`` puts the tag in MISC
+    as ``KEY=tag`` instead (entity tags: ``misc:NER``), since CoNLL-U has no column for them."""
+    misc_key = tag_column.removeprefix("misc:") if tag_column.startswith("misc:") else None
+    column = None if misc_key else {"upos": 3, "xpos": 4}[tag_column]
     for number, (sentence, predicted) in enumerate(zip(sentences, tags, strict=True), first_id):
         if sentence.new_paragraph:
             yield "# newpar\n"
@@ -161,9 +163,12 @@ def conllu_lines(
         yield f"# text = {sentence.text}\n"
         for index, (token, tag) in enumerate(zip(sentence.tokens, predicted, strict=True), 1):
             fields = [str(index), token.form] + ["_"] * 8
-            fields[column] = tag
+            misc = [f"{misc_key}={tag}"] if misc_key else []
+            if column is not None:
+                fields[column] = tag
             if not token.space_after and index < len(sentence.tokens):
-                fields[9] = "SpaceAfter=No"
+                misc.append("SpaceAfter=No")
+            fields[9] = "|".join(misc) or "_"
             yield "\t".join(fields) + "\n"
         yield "\n"
 
