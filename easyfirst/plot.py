@@ -21,27 +21,29 @@ from pathlib import Path
 
 import torch
 
-# one colour per tag of a tag set without BIO/QE structure (UPOS has 17): distinct hues, each with a
-# contrast of at least 4.5:1 against white and 3:1 against black (tab10's hues, darkened where light)
+# one colour per tag of a tag set without BIO/QE structure, by the tag's place in the sorted tag set:
+# distinct hues, each with a contrast of at least 4.5:1 against white and 3:1 against black (tab10's
+# hues, darkened where light), ordered so that UPOS's frequent tags differ most: NOUN blue, VERB red,
+# ADJ orange, ADP brown, ADV green, AUX teal, DET grey, PRON purple, PROPN magenta
 PALETTE = [
-    "#1f77b4",
-    "#d62728",
-    "#248424",
-    "#8f60ba",
-    "#8c564b",
-    "#cf2b9c",
-    "#bb5800",
-    "#0f7f8a",
-    "#767600",
-    "#707070",
-    "#4a5fd0",
-    "#a83262",
-    "#7a50b0",
+    "#bb5800",  # ADJ
+    "#8c564b",  # ADP
+    "#248424",  # ADV
+    "#0f7f8a",  # AUX
+    "#a0522d",  # CCONJ
+    "#707070",  # DET
+    "#b5007a",  # INTJ
+    "#1f77b4",  # NOUN
+    "#767600",  # NUM
+    "#a83262",  # PART
+    "#8f60ba",  # PRON
+    "#cf2b9c",  # PROPN
+    "#5a7080",  # PUNCT
+    "#7a50b0",  # SCONJ
+    "#00789a",  # SYM
+    "#d62728",  # VERB
+    "#4a5fd0",  # X
     "#4d7a00",
-    "#a0522d",
-    "#00789a",
-    "#b5007a",
-    "#5a7080",
 ]
 BEGIN, INSIDE, OUTSIDE = "#2079b4", "#c0392b", "#1e8449"  # the paper's light blue, red and green, darker
 WRONG = "#e60000"
