@@ -1,9 +1,13 @@
-"""The Python API: load a trained model and tag tokenized sentences.
+"""The Python API: load a trained model and tag text or tokenized sentences.
 
 >>> from easyfirst import Tagger
 >>> tagger = Tagger.load()                      # the bundled English UPOS model
->>> tagger.tag([["The", "dog", "barks", "."]])
-[['DET', 'NOUN', 'VERB', 'PUNCT']]
+>>> tagger.tag([["She", "reads", "a", "book", "."]])  # a list of sentences, each a list of tokens
+[['PRON', 'VERB', 'DET', 'NOUN', 'PUNCT']]
+>>> tagger.tag(["She", "reads", "."])                # one sentence's tokens
+['PRON', 'VERB', 'PUNCT']
+>>> tagger.tag("She reads. It's late.")              # text: split into sentences and tokenized
+[[('She', 'PRON'), ('reads', 'VERB'), ('.', 'PUNCT')], [('It', 'PRON'), ("'s", 'AUX'), ('late', 'ADJ'), ('.', 'PUNCT')]]
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ class Tagger:
 
     def tag(
         self,
-        sentences: Sequence[Sequence[str]],
+        sentences: str | Sequence[str] | Sequence[Sequence[str]],
         *,
         return_attention: bool = False,
         return_probabilities: bool = False,
@@ -52,19 +56,64 @@ class Tagger:
         max_tokens: int | None = INFERENCE_MAX_TOKENS,
         extras: Sequence[Mapping] | None = None,
     ):
-        """Tag lists of words; ``extras[k]`` holds sentence k's inputs beside its words, for models
-        that use them (quality estimation: ``{"source": words, "alignment": [(i, j), ...]}``).
+        """Tag text, one tokenized sentence, or a list of tokenized sentences.
 
-        Sentences are sorted by length and tagged in batches of at most ``batch_size`` sentences and
-        ``max_tokens`` padded tokens (None: no cap; on a GPU a larger cap may be faster).
+        - **a list of token lists** ``[["The", "dog", "barks", "."], ...]``: returns a list of tag lists,
+          one per sentence (the model's own input: no tokenization happens).
+        - **a list of strings** ``["The", "dog", "barks", "."]``: the tokens of *one* sentence, as Flair's
+          ``Sentence(["The", "dog"])`` and a pretokenized Stanza sentence read it; returns one list of
+          tags. A string with whitespace in such a list is a ValueError (it is not a token: pass text as
+          one string, or tag each text in turn).
+        - **a string**: plain text, split into sentences and tokenized as ``easyfirst tag`` does for a
+          text file (segtok; see easyfirst.data.text); returns one list per sentence of
+          ``(token, tag)`` pairs, since the tokens are the tokenizer's, not the caller's.
 
-        Returns a list of tag lists; with ``return_attention`` and/or ``return_probabilities``, a tuple
-        ``(tags, attention, probabilities)`` of those asked for, in that order. ``attention[k]`` is
-        sentence k's ``(N, L)`` tensor of αⁿ (rows: sketch steps, columns: words; ``(0, L)`` for a model
-        without sketch steps). ``probabilities[k]`` is its ``(L, K)`` output distribution over the tags
-        ``self.tags``: softmax, sparsemax or α-entmax of the scores, as trained (exact zeros for α > 1),
-        or the CRF's per-word marginals.
+        Anything else (bytes, numbers, a list of numbers) is a TypeError.
+
+        ``extras[k]`` holds sentence k's inputs beside its words, for models that use them (quality
+        estimation: ``{"source": words, "alignment": [(i, j), ...]}``). Sentences are sorted by length and
+        tagged in batches of at most ``batch_size`` sentences and ``max_tokens`` padded tokens (None: no
+        cap; on a GPU a larger cap may be faster).
+
+        With ``return_attention`` and/or ``return_probabilities``, returns a tuple ``(tags, attention,
+        probabilities)`` of those asked for, in that order, each per sentence as ``tags`` is (for one
+        sentence's tokens: that sentence's). ``attention[k]`` is sentence k's ``(N, L)`` tensor of αⁿ
+        (rows: sketch steps, columns: words; ``(0, L)`` for a model without sketch steps).
+        ``probabilities[k]`` is its ``(L, K)`` output distribution over the tags ``self.tags``: softmax,
+        sparsemax or α-entmax of the scores, as trained (exact zeros for α > 1), or the CRF's per-word
+        marginals.
         """
+        options = dict(
+            return_attention=return_attention,
+            return_probabilities=return_probabilities,
+            batch_size=batch_size,
+            max_tokens=max_tokens,
+        )
+        kind = input_kind(sentences)
+        if kind == "text":
+            from easyfirst.data.text import split
+
+            split_sentences = split(sentences)
+            words = [s.words for s in split_sentences]
+            result = self._tag_sentences(words, extras=extras, **options)
+            tags = result[0] if isinstance(result, tuple) else result
+            pairs = [list(zip(w, t, strict=True)) for w, t in zip(words, tags, strict=True)]
+            return (pairs, *result[1:]) if isinstance(result, tuple) else pairs
+        if kind == "tokens":
+            result = self._tag_sentences([list(sentences)], extras=extras, **options)
+            return tuple(part[0] for part in result) if isinstance(result, tuple) else result[0]
+        return self._tag_sentences(sentences, extras=extras, **options)
+
+    def _tag_sentences(
+        self,
+        sentences: Sequence[Sequence[str]],
+        *,
+        return_attention: bool,
+        return_probabilities: bool,
+        batch_size: int,
+        max_tokens: int | None,
+        extras: Sequence[Mapping] | None,
+    ):
         tags: list[list[str]] = [[] for _ in sentences]
         attention: list[torch.Tensor] = [torch.zeros(0, 0) for _ in sentences]
         probabilities: list[torch.Tensor] = [torch.zeros(0, len(self.tags)) for _ in sentences]
@@ -95,3 +144,40 @@ class Tagger:
             x for x, asked in ((attention, return_attention), (probabilities, return_probabilities)) if asked
         ]
         return (tags, *extra) if extra else tags
+
+
+def input_kind(value) -> str:
+    """What :meth:`Tagger.tag` was given: ``"text"`` (a string), ``"tokens"`` (a list of strings: one
+    sentence) or ``"sentences"`` (a list of lists of strings); a TypeError or ValueError otherwise."""
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, bytes | bytearray) or not isinstance(value, Sequence):
+        raise TypeError(
+            f"Tagger.tag takes a string (text), a list of strings (one sentence's tokens) or a list of "
+            f"lists of strings (sentences), not {type(value).__name__}"
+            + (
+                ": decode bytes first, e.g. data.decode('utf-8')"
+                if isinstance(value, bytes | bytearray)
+                else ""
+            )
+        )
+    if value and all(isinstance(item, str) for item in value):
+        for item in value:
+            if not item or any(c.isspace() for c in item):
+                raise ValueError(
+                    f"Tagger.tag read a list of strings as one sentence's tokens, and {item!r} is not a token "
+                    "(empty or with whitespace): pass text as one string, or tag each text in turn"
+                )
+        return "tokens"
+    for k, sentence in enumerate(value):
+        if isinstance(sentence, str | bytes | bytearray) or not isinstance(sentence, Sequence):
+            raise TypeError(
+                f"Tagger.tag: item {k} is of type {type(sentence).__name__}; in a list, give either strings (one "
+                "sentence's tokens) or lists of strings (sentences), not a mixture or other types"
+            )
+        for token in sentence:
+            if not isinstance(token, str):
+                raise TypeError(
+                    f"Tagger.tag: sentence {k} holds {token!r} of type {type(token).__name__}; tokens are strings"
+                )
+    return "sentences"

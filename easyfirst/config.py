@@ -55,7 +55,7 @@ class DataConfig:
 
 
 # config keys added after runs were first saved, with the value that matches how those runs behaved
-SAVED_BEFORE = {"model": {"steps_beyond_length": True}}
+SAVED_BEFORE = {"model": {"steps_beyond_length": True, "pretrained_words": 0}}
 
 
 @dataclass

@@ -214,6 +214,12 @@ def prepare_run(
         vocabs = Vocabularies.from_json(read_json(output / VOCAB_FILE))
     else:
         vocabs = build_vocabularies(config, train_sents)
+        if config.model.pretrained and config.model.pretrained_words > 0:
+            added = vocabs.add_pretrained_words(config.model.pretrained, config.model.pretrained_words)
+            log(
+                f"pretrained vectors: {added:,} of their first {config.model.pretrained_words:,} words added "
+                "to the vocabulary (words not in the training set)"
+            )
         if group.main:
             write_json(output / CONFIG_FILE, config.to_dict())  # so that an interrupted run can be resumed
             write_json(output / VOCAB_FILE, vocabs.to_json())

@@ -110,3 +110,19 @@ def test_bundled_default_model_tags_out_of_the_box():
     ]
     size = sum(f.stat().st_size for f in default_model_path().iterdir())
     assert size < 10 * 2**20
+
+
+def test_export_refuses_a_folder_with_a_model_unless_overwrite(tmp_path):
+    from conftest import run_cli
+
+    bundled = default_model_path()
+    out = tmp_path / "shipped"
+    assert run_cli("export", bundled, out).returncode == 0
+    (out / "model.pt").write_bytes(b"old")
+    again = run_cli("export", bundled, out)
+    assert again.returncode == 2
+    assert again.stderr.decode().strip() == f"{out}: already holds a model (--overwrite replaces it)"
+    assert (out / "model.pt").read_bytes() == b"old"
+    replaced = run_cli("export", bundled, out, "--overwrite")
+    assert replaced.returncode == 0, replaced.stderr.decode()
+    assert Tagger.load(out).tag(["She", "reads", "."]) == Tagger.load().tag(["She", "reads", "."])

@@ -26,7 +26,12 @@ BEFORE = {
     "export": "ARG:run_dir ARG:output --half --no-half",
     "data": "",
 }
-ADDED = {"train": {"--set"}}  # new since: generic config overrides (issue #14)
+ADDED = {  # new since: generic config overrides (issue #14); plain text, pretrained words, export (#17)
+    "train": {"--set", "--pretrained-words"},
+    "tag": {"--format", "--pretokenized"},
+    "plot": {"--pretokenized"},
+    "export": {"--overwrite", "--no-overwrite"},
+}
 
 
 def flags(command) -> set[str]:

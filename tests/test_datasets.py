@@ -115,3 +115,43 @@ def test_real_sets_resolve_and_ewt_matches_its_checksums(data_root, monkeypatch,
         path = resolve_split("ud-en-ewt", split, download=False)
         assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
     assert datasets.describe()[0]["splits"]["train"].startswith(str(data_root))
+
+
+def test_describe_says_where_it_looked_and_how_to_get_a_missing_set(isolated, monkeypatch, tmp_path):
+    monkeypatch.setenv("EASYFIRST_DATA", str(tmp_path / "shared"))
+    monkeypatch.setenv("EASYFIRST_CACHE", str(tmp_path / "cache"))
+    rows = {row["name"]: row for row in datasets.describe()}
+    ewt, ner = rows["ud-en-ewt"], rows["conll2003-en"]
+    assert ewt["looked"]["dev"] == [
+        f"$EASYFIRST_DATA/ud/UD_English-EWT/en_ewt-ud-dev.conllu (EASYFIRST_DATA={tmp_path / 'shared'}: missing there)",
+        str(tmp_path / "cache" / "ud" / "UD_English-EWT" / "en_ewt-ud-dev.conllu"),
+    ]
+    assert ewt["get"].startswith(
+        f"downloaded into {tmp_path / 'cache' / 'ud' / 'UD_English-EWT'} on first use"
+    )
+    assert ner["get"] == (
+        "not downloadable: put eng.train, eng.testa, eng.testb under $EASYFIRST_DATA/ner/conll2003/ "
+        "(or pass --train/--dev/--test)"
+    )
+    found = tmp_path / "cache" / "ner" / "conll2003" / "eng.train"
+    found.parent.mkdir(parents=True)
+    found.write_text("EU B-ORG\n")
+    ner = {row["name"]: row for row in datasets.describe()}["conll2003-en"]
+    assert ner["splits"]["train"] == str(found) and set(ner["looked"]) == {"dev", "test"}
+
+
+def test_data_command_says_where_it_looked_and_how_to_get_a_missing_set(tmp_path):
+    from conftest import run_cli
+
+    env = {"EASYFIRST_DATA": str(tmp_path / "shared"), "EASYFIRST_CACHE": str(tmp_path / "cache")}
+    result = run_cli("data", env=env)
+    assert result.returncode == 0, result.stderr.decode()
+    text = result.stdout.decode()
+    assert (
+        "conll2003-en: not downloadable: put eng.train, eng.testa, eng.testb under $EASYFIRST_DATA/ner/conll2003/"
+        in text
+    )
+    assert (
+        f"  dev: looked at $EASYFIRST_DATA/ud/UD_English-EWT/en_ewt-ud-dev.conllu (EASYFIRST_DATA={tmp_path / 'shared'}: missing there); {tmp_path / 'cache'}/ud/UD_English-EWT/en_ewt-ud-dev.conllu"
+        in text
+    )

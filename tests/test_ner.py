@@ -125,3 +125,34 @@ def test_ner_runs_n_as_a_maximum_and_an_older_run_keeps_n_for_every_sentence(ner
     (old / "config.json").write_text(json.dumps(config))
     _, attention = Tagger.load(old).tag([["John", "Smith"]], return_attention=True)
     assert attention[0].shape == (5, 2)
+
+
+def test_a_file_of_the_wrong_kind_says_which_model_reads_what(ner_run, tmp_path):
+    """Issue #17: a CoNLL-U file given to an ner model used to say 'expected 14 columns (as on line 1),
+    found 11'; the CoNLL-2003 file given to the pos model 'expected 10 tab-separated columns'."""
+    result = run_cli("tag", SAMPLE, "-m", ner_run, "--format", "model")
+    assert result.returncode == 2 and b"Traceback" not in result.stderr
+    message = result.stderr.decode().strip()
+    assert message.startswith(f"{SAMPLE}:2: expected ")
+    assert "this looks like CoNLL-U" in message
+    assert message.endswith(
+        "this is an ner model, which reads CoNLL column files (one word per line, its tags in columns)"
+    )
+    result = run_cli("evaluate", NER_SAMPLE)  # the bundled model is a pos model
+    assert result.returncode == 2
+    message = result.stderr.decode().strip()
+    assert "this looks like a CoNLL column file (NER: entity tags in the last column)" in message
+    assert "this is a pos model, which reads CoNLL-U" in message
+
+
+def test_an_ner_model_tags_plain_text_into_conllu_misc(ner_run, tmp_path):
+    text = tmp_path / "news.txt"
+    text.write_text("Peter Blackburn visited Brussels. It rained.\n", encoding="utf-8")
+    result = run_cli("tag", text, "-m", ner_run)
+    assert result.returncode == 0, result.stderr.decode()
+    lines = result.stdout.decode().splitlines()
+    assert lines[:3] == ["# newpar", "# sent_id = 1", "# text = Peter Blackburn visited Brussels."]
+    rows = [line.split("\t") for line in lines if line and not line.startswith("#")]
+    assert [r[1] for r in rows] == ["Peter", "Blackburn", "visited", "Brussels", ".", "It", "rained", "."]
+    assert all(r[3] == "_" and r[9].split("|")[0].startswith("NER=") for r in rows)
+    assert rows[3][9].endswith("|SpaceAfter=No")  # "Brussels" before "."

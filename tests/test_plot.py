@@ -47,11 +47,18 @@ def test_figure_draws_the_models_attention_with_tagged_labels(run_dir):
         assert ("✗" in label.get_text()) == wrong
 
 
+def rgb(colour: str) -> tuple[int, int, int]:
+    return tuple(int(colour[k : k + 2], 16) for k in (1, 3, 5))
+
+
 def test_tag_colours_follow_the_papers_figures():
-    assert tag_style("B-PER", []) == ("#5dade2", False)
-    assert tag_style("I-LOC", []) == ("#c0392b", True)
-    assert tag_style("O", []) == ("#27ae60", False)
-    assert tag_style("BAD", []) == ("#c0392b", True) and tag_style("OK", [])[0] == "#27ae60"
+    """Fig. 3: B-* (light) blue, I-* bold red, O green; Fig. 4: BAD bold red, OK green."""
+    (blue, bold_b), (red, bold_i), (green, bold_o) = (tag_style(t, []) for t in ("B-PER", "I-LOC", "O"))
+    assert (
+        max(rgb(blue)) == rgb(blue)[2] and max(rgb(red)) == rgb(red)[0] and max(rgb(green)) == rgb(green)[1]
+    )
+    assert (bold_b, bold_i, bold_o) == (False, True, False)
+    assert tag_style("BAD", []) == (red, True) and tag_style("OK", []) == (green, False)
     upos = ["ADJ", "NOUN", "VERB"]
     assert len({tag_style(t, upos)[0] for t in upos}) == 3
 
@@ -176,3 +183,96 @@ def test_sharpness_with_a_fixed_number_of_steps_and_budget_refreshed():
     assert stats["per_step"][0]["normalized_entropy"] == pytest.approx(1.0)  # uniform over both words
     assert stats["per_step"][2]["normalized_entropy"] == pytest.approx(0.0)  # both have budget again
     assert stats["sharpness"]["share_focused_first_half"] == pytest.approx(1.0)  # 0.5 counts as ≥ 0.5
+
+
+# readability (issue #17, item 6): contrast, labels inside the figure, axis labels, β explained, the key
+
+
+def contrast_with_white(colour: str) -> float:
+    """WCAG 2 contrast ratio of a #rrggbb colour against white, computed here from the definition."""
+    channels = [int(colour[k : k + 2], 16) / 255 for k in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    return 1.05 / (luminance + 0.05)
+
+
+UPOS = "ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB X".split()
+
+
+def test_every_label_colour_reads_on_white():
+    assert contrast_with_white("#ffff00") < 1.1 and contrast_with_white("#000000") == pytest.approx(21)
+    colours = {tag_style(t, UPOS)[0] for t in [*UPOS, "B-PER", "I-PER", "O", "OK", "BAD"]}
+    from easyfirst.plot import WRONG
+
+    for colour in colours | {WRONG}:
+        assert contrast_with_white(colour) >= 4.5, colour
+    assert len({tag_style(t, UPOS)[0] for t in UPOS}) == len(UPOS)  # one colour per UPOS tag
+
+
+def drop_of(length: int, steps: int | None = None, gold=False) -> Drop:
+    words = ["Microsoft", *[f"w{i}" for i in range(1, length - 1)], "."]
+    steps = length if steps is None else steps
+    attention = torch.full((steps, length), 1.0 / length)  # rows sum to 1; β = steps / length
+    predicted = ["PROPN"] + ["NOUN"] * (length - 2) + ["PUNCT"]
+    return Drop(words, predicted, attention, ["X"] + predicted[1:] if gold else None, "title")
+
+
+@pytest.mark.parametrize("length", [6, 12, 45])
+def test_every_label_is_inside_the_figure(length):
+    """The issue: 'Microsoft' drawn as 'licrosoft', cut off at the bottom edge."""
+    fig = figure([drop_of(length, gold=True)], UPOS)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box = fig.bbox
+    texts = [t for ax in fig.axes for t in [*ax.get_xticklabels(), *ax.get_yticklabels(), ax.title,
+             ax._left_title, ax.xaxis.label, ax.yaxis.label, *ax.texts] if t.get_text()]  # fmt: skip
+    assert any(t.get_text().startswith("Microsoft") for t in texts)
+    for text in texts:
+        extent = text.get_window_extent(renderer)
+        assert extent.x0 >= box.x0 - 0.5 and extent.x1 <= box.x1 + 0.5, text.get_text()
+        assert extent.y0 >= box.y0 - 0.5 and extent.y1 <= box.y1 + 0.5, text.get_text()
+
+
+def test_labels_keep_their_size_on_long_sentences():
+    small, large = figure([drop_of(10)], UPOS), figure([drop_of(45)], UPOS)
+    for fig in (small, large):
+        assert min(t.get_fontsize() for t in fig.axes[1].get_xticklabels()) >= 9
+    assert large.get_size_inches()[0] >= 45 * 0.3  # the figure grows with the words instead
+    # the word labels do not overlap each other
+    large.canvas.draw()
+    renderer = large.canvas.get_renderer()
+    extents = [t.get_window_extent(renderer) for t in large.axes[1].get_xticklabels()]
+    assert all(a.x1 <= b.x0 + 0.5 for a, b in zip(extents, extents[1:], strict=False))
+
+
+def test_axes_and_colour_bar_say_what_they_show():
+    fig = figure([drop_of(8)], UPOS)
+    heat, beta, bar = fig.axes[0], fig.axes[1], fig.axes[2]
+    assert "sketch step" in heat.get_ylabel()
+    assert "words" in beta.get_xlabel()
+    assert "attention" in bar.get_ylabel()
+
+
+def test_the_beta_panel_says_why_it_is_flat():
+    flat = figure([drop_of(8)], UPOS).axes[1]  # N = L: β = 1 for every word
+    assert "1.00 for every word" in flat._left_title.get_text().replace("\n", " ")
+    assert [t.get_text() for t in flat.texts] == ["1.00"] * 8
+    partial = figure([drop_of(8, steps=2)], UPOS).axes[1]  # β = 2/8 everywhere
+    assert "(from 0.25 to 0.25)" in partial._left_title.get_text().replace("\n", " ")
+
+
+def test_terminal_has_a_key_to_its_shades():
+    from easyfirst.plot import SHADES, shade
+
+    attention = torch.tensor([[0.01, 0.2, 0.79], [0.99, 0.005, 0.005]])
+    console = Console(no_color=True, width=200, record=True, file=io.StringIO())
+    console.print(terminal(Drop(["a", "b", "c"], ["X"] * 3, attention), ["X"]))
+    text = console.export_text()
+    key = next(line for line in text.splitlines() if line.startswith("key:"))
+    # each glyph stands for √α in [k/6, (k+1)/6): α from (k/6)² to ((k+1)/6)², written in the key
+    assert "▒▒ .25–.44" in key and "██ ≥.69" in key and "blank .00–.03" in key
+    for value, glyph in [(0.01, " "), (0.2, "░"), (0.3, "▒"), (0.5, "▓"), (0.79, "█")]:
+        assert shade(value)[0] == glyph
+    assert len(SHADES) == 6
+    beta = next(line for line in text.splitlines() if line.strip().startswith("β"))
+    assert beta.split()[1:] == ["██", "░░", "██"]  # β = 1.0, 0.205, 0.795

@@ -112,3 +112,17 @@ def write_output(output: Path | None, write) -> None:
         atomic_write(output, write)
     except OSError as error:
         raise InputError(f"cannot write: {error.strerror}", output) from None
+
+
+def text_words(text: str, pretokenized: bool) -> list[list[str]]:
+    """The sentences of --text: tokenized by segtok, or (``pretokenized``) split on whitespace only."""
+    from easyfirst.data.text import split, whitespace_tokens
+
+    if pretokenized:
+        words = [t.form for t in whitespace_tokens(text)]
+        sentences = [words] if words else []
+    else:
+        sentences = [s.words for s in split(text)]
+    if not sentences:
+        raise InputError("--text has no words")
+    return sentences

@@ -19,13 +19,20 @@ def export(
     half: Annotated[
         bool, typer.Option(help="Store weights as float16 (half the size; loaded as float32).")
     ] = True,
+    overwrite: Annotated[
+        bool, typer.Option(help="Replace the model files of a folder that already holds a model.")
+    ] = False,
 ) -> None:
     """Copy a trained model (weights, config, vocabularies) to a new folder, by default in float16."""
     from easyfirst.runs import load_model, save_model
 
+    if (output / "model.pt").exists() and not overwrite:
+        raise InputError("already holds a model (--overwrite replaces it)", output)
+    if output.exists() and not output.is_dir():
+        raise InputError("is a file, not a folder", output)
     model, config, vocabs = load_model(run_dir)
-    if (output / "model.pt").exists():
-        raise InputError("already holds a model", output)
+    if output.resolve() == Path(run_dir).resolve():
+        raise InputError("is the run folder itself: export into another folder", output)
     save_model(output, model, config, vocabs, half=half)
     size = sum(f.stat().st_size for f in output.iterdir()) / 2**20
     err.print(f"exported {run_dir} to {output} ({size:.1f} MiB{', float16' if half else ''})")
@@ -41,7 +48,14 @@ def data() -> None:
     table = Table(show_edge=False)
     for name in ("set", "task", "split", "location"):
         table.add_column(name)
-    for entry in describe():
+    entries = describe()
+    for entry in entries:
         for split, where in entry["splits"].items():
             table.add_row(entry["name"], entry["task"], split, str(where))
-    console().print(table)
+    out = console()
+    out.print(table)
+    for entry in entries:
+        if "looked" in entry:
+            out.print(f"\n[bold]{entry['name']}[/]: {entry['get']}.", highlight=False)
+            for split, places in entry["looked"].items():
+                out.print(f"  {split}: looked at {'; '.join(places)}", highlight=False, markup=False)

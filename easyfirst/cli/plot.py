@@ -18,6 +18,7 @@ from easyfirst.cli.common import (
     load_tagger,
     read_sentences,
     task_of,
+    text_words,
 )
 from easyfirst.errors import InputError
 
@@ -34,11 +35,18 @@ def read_sentence(path: Path, number: int, tagger):
 @app.command()
 def plot(
     model: ModelOption = None,
-    text: Annotated[str | None, typer.Option(help="Plot this whitespace-tokenized sentence.")] = None,
+    text: Annotated[
+        str | None,
+        typer.Option(help="Plot a sentence of this text (tokenized as `tag --text` does; see --sentence)."),
+    ] = None,
+    pretokenized: Annotated[
+        bool,
+        typer.Option("--pretokenized", help="With --text: one sentence, its tokens separated by whitespace."),
+    ] = False,
     input: Annotated[
         Path | None, typer.Option("--input", "-i", help="File of the model's task (gold tags are shown).")
     ] = None,
-    sentence: Annotated[int, typer.Option(help="Which sentence of --input (from 1).")] = 1,
+    sentence: Annotated[int, typer.Option(help="Which sentence of --input or --text (from 1).")] = 1,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Figure file: .png, .svg or .pdf.")
     ] = None,
@@ -52,6 +60,10 @@ def plot(
 
     if (text is None) == (input is None):
         raise InputError("give exactly one of --text or --input")
+    if pretokenized and text is None:
+        raise InputError("--pretokenized goes with --text")
+    if sentence < 1:
+        raise InputError("--sentence counts from 1")
     if output is None and not terminal:
         raise InputError("give --output FILE (.png, .svg, .pdf) and/or --terminal")
     if output is not None:
@@ -73,9 +85,10 @@ def plot(
             task, _ = task_of(tagger)
             if task.refuses_text is not None:
                 raise InputError(task.refuses_text, path)
-            words = text.split()
-            if not words:
-                raise InputError("--text has no words")
+            sentences = text_words(text, pretokenized)
+            if sentence > len(sentences):
+                raise InputError(f"--text has {len(sentences)} sentence(s), fewer than --sentence {sentence}")
+            words = sentences[sentence - 1]
         tags, attention = tagger.tag([words], return_attention=True, extras=[extra] if extra else None)
         m = tagger.config.model
         steps = "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"

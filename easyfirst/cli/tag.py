@@ -24,9 +24,11 @@ from easyfirst.cli.common import (
     load_tagger,
     open_input,
     task_of,
+    text_words,
     write_output,
 )
 from easyfirst.cli.options import tag_option_parameters
+from easyfirst.data.text import read_text, tag_text
 from easyfirst.errors import InputError
 from easyfirst.tasks import TASKS
 
@@ -37,7 +39,7 @@ def tag(
         typer.Argument(
             help="File to tag in the format of the model's task ("
             + "; ".join(f"{t.name}: {t.input_kind}" for t in TASKS.values())
-            + "), or - for stdin."
+            + "), or plain text (see --format), or - for stdin."
         ),
     ] = None,
     model: ModelOption = None,
@@ -45,8 +47,25 @@ def tag(
         Path | None, typer.Option("--output", "-o", help="Output file (default: stdout).")
     ] = None,
     text: Annotated[
-        str | None, typer.Option(help="Tag this whitespace-tokenized sentence instead of a file.")
+        str | None,
+        typer.Option(
+            help="Tag this text instead of a file: split into sentences and tokenized (segtok), unless "
+            "--pretokenized. Prints word<TAB>tag, a blank line between sentences."
+        ),
     ] = None,
+    pretokenized: Annotated[
+        bool,
+        typer.Option("--pretokenized", help="With --text: one sentence, its tokens separated by whitespace."),
+    ] = False,
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="auto: plain text if the file looks like it (not CoNLL-U, a column file or QE data), else "
+            "the model's format; text: plain text, split into sentences and tokenized (segtok), written "
+            "as CoNLL-U with # text and SpaceAfter=No; model: the model's format.",
+        ),
+    ] = "auto",
     batch_size: BatchOption = 256,
     device: DeviceOption = "cpu",
     probabilities: Annotated[
@@ -65,10 +84,16 @@ def tag(
     models): the tag is added as a last column (or replaces the tag column with --replace), in the
     input's tagging scheme; -DOCSTART- and blank lines are kept. QE models: --src, --mt and
     --alignments (or a PREFIX) in, a tags file out, one OK/BAD per MT word, or 2N+1 tags with gaps
-    when --tags (or PREFIX.tags) has that format or --gaps is given.
+    when --tags (or PREFIX.tags) has that format or --gaps is given. Plain text (pos and ner models):
+    split into sentences and tokenized with segtok, written as CoNLL-U with # sent_id, # text and
+    SpaceAfter=No, the tags in the UPOS (or XPOS) column, or as NER=tag in MISC for ner models.
     """
     if text is not None and input is not None:
         raise InputError("give either an input file or --text, not both")
+    if format not in FORMATS:
+        raise InputError(f"--format must be {', '.join(FORMATS[:-1])} or {FORMATS[-1]}, not {format!r}")
+    if pretokenized and text is None:
+        raise InputError("--pretokenized goes with --text (a file of tokens is a CoNLL file: --format model)")
     if batch_size < 1:
         raise InputError("--batch-size must be >= 1")
     check_device(device)
@@ -85,9 +110,10 @@ def tag(
         raise InputError(f"give either --text or {claimed[0].name.upper()} input files, not both")
     if claimed is not None and probabilities:
         raise InputError(f"--probabilities: not for {claimed[0].name.upper()} input (it writes a tags file)")
-    stream, name = (None, None)
+    stream, name, plain = None, None, False
     if claimed is None and text is None:
         stream, name = open_input(input)  # fail fast, before the model
+        plain = format == "text" or (format == "auto" and looks_like_text(stream, input))
     try:
         tagger = load_tagger(model, device)
         task, data = task_of(tagger)
@@ -101,17 +127,30 @@ def tag(
         options = task.tag_options(task_options)
         task.configure(data, options)
         source = claimed[1] if claimed is not None else stream
+        column = task.text_column(data)
+        if (plain or text is not None) and column is None:
+            raise InputError(f"a {task.name} model cannot tag plain text: give it {task.input_kind}", input)
         if probabilities:
             if text is not None:
-                sentences = iter([text.split()])
+                sentences = iter(text_words(text, pretokenized))
+            elif plain:
+                sentences = iter(s.words for s in read_text(stream, name))
             else:  # one batch at a time where the format allows (CoNLL-U), so a large file fits in memory
                 sentences = (s.words for s in task.stream(stream, data, name))
             write_output(output, lambda out: write_distributions(out, tagger, sentences, batch_size))
         elif text is not None:
-            words = text.split()
-            tags = tagger.tag([words])[0]
-            rows = "".join(f"{w}\t{t}\n" for w, t in zip(words, tags, strict=True))
+            words = text_words(text, pretokenized)
+            tags = tagger.tag(words, batch_size=batch_size)
+            rows = "\n".join(
+                "".join(f"{w}\t{t}\n" for w, t in zip(sentence, predicted, strict=True))
+                for sentence, predicted in zip(words, tags, strict=True)
+            )
             write_output(output, lambda out: out.write(rows.encode()))
+        elif plain:
+            write_output(
+                output,
+                lambda out: tag_text(stream, out, tagger.tag, column, batch_size=batch_size, name=name),
+            )
         else:
             write_output(
                 output,
@@ -122,6 +161,20 @@ def tag(
     finally:
         if stream is not None and stream is not sys.stdin.buffer:
             stream.close()
+
+
+FORMATS = ("auto", "text", "model")
+
+
+def looks_like_text(stream, input: str | None) -> bool:
+    """Whether the file (or stdin, from the bytes buffered so far) looks like plain text."""
+    from easyfirst.data import detect
+
+    if input is None or input == "-":
+        looks = detect.sniff_bytes(stream.peek(detect.HEAD_BYTES)[: detect.HEAD_BYTES])
+    else:
+        looks = detect.sniff(input)
+    return looks.kind == detect.TEXT
 
 
 def write_distributions(out, tagger, sentences, batch_size: int) -> None:

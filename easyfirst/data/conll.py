@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from easyfirst.data import schemes
-from easyfirst.data.files import BOM, Block, open_source, source_name, text_lines, without_bom
+from easyfirst.data import detect, schemes
+from easyfirst.data.files import BOM, Block, magic_hint, open_source, source_name, text_lines, without_bom
 from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
 
@@ -30,14 +30,17 @@ FIELD = re.compile(r"\S+")
 def _decoder(encoding: str):
     def decode(raw: bytes, name: str, number: int) -> str:
         if b"\x00" in raw:
-            raise InputError("binary data (NUL byte): not a CoNLL column file", name, number)
+            raise InputError(
+                f"binary data (NUL byte): not a CoNLL column file{magic_hint(raw, number)}", name, number
+            )
         try:
             return raw.decode(encoding)
         except UnicodeDecodeError as error:
             hint = " (the original CoNLL-2002/2003 files are Latin-1: try --encoding latin-1)"
+            hint = magic_hint(raw, number) or hint
             raise InputError(
                 f"not valid {encoding} (byte {error.start + 1} of the line)"
-                + (hint if encoding.replace("-", "").lower() == "utf8" else ""),
+                + (hint if encoding.replace("-", "").lower() == "utf8" or hint.startswith(":") else ""),
                 name,
                 number,
             ) from None
@@ -71,6 +74,12 @@ def _blocks(
     name = source_name(source, name)
     width: tuple[int, int] | None = None  # (columns, line where first seen)
     block: Block | None = None
+
+    def wrong(message: str, number: int) -> InputError:  # the cause, if the file is of another kind
+        lines = [*(block.lines if block is not None else []), content]
+        path = source if isinstance(source, str | Path) else None
+        return detect.explain(InputError(message, name, number), detect.COLUMNS, path, lines)
+
     for number, content, ending in _lines(source, encoding, name):
         fields = without_bom(content, number).split()
         if not fields or fields[0] == DOCSTART:
@@ -84,15 +93,11 @@ def _blocks(
             token = _column(token_column, width[0], "token", name, number)
             tag = None if tag_column is None else _column(tag_column, width[0], "tag", name, number)
             if tag is not None and tag == token:
-                raise InputError(
-                    "the tag column is the token column: this file has only one column (no tags)",
-                    name,
-                    number,
+                raise wrong(
+                    "the tag column is the token column: this file has only one column (no tags)", number
                 )
         elif len(fields) != width[0]:
-            raise InputError(
-                f"expected {width[0]} columns (as on line {width[1]}), found {len(fields)}", name, number
-            )
+            raise wrong(f"expected {width[0]} columns (as on line {width[1]}), found {len(fields)}", number)
         if block is None:
             block = Block(number)
         block.add(content, ending, number)
@@ -104,14 +109,15 @@ def _blocks(
         yield block
 
 
-def _to_bio(blocks: Sequence[Block], scheme: str, name: str) -> list[list[str]]:
+def _to_bio(blocks: Sequence[Block], scheme: str, name: str, path: str | Path | None) -> list[list[str]]:
     """Each block's tags converted from ``scheme`` to BIO; a malformed tag is an error at its line."""
     converted = []
     for block in blocks:
         try:
             converted.append(schemes.convert(block.tags, scheme, "bio"))
         except schemes.SchemeError as error:
-            raise InputError(str(error), name, block.numbers[error.index]) from None
+            problem = InputError(str(error), name, block.numbers[error.index])
+            raise detect.explain(problem, detect.COLUMNS, path, block.lines) from None
     return converted
 
 
@@ -131,7 +137,9 @@ def read_conll(
     found = scheme or schemes.detect([b.tags for b in blocks])
     return [
         Sentence(b.words, tags, b.line, {"scheme": found})
-        for b, tags in zip(blocks, _to_bio(blocks, found, name), strict=True)
+        for b, tags in zip(
+            blocks, _to_bio(blocks, found, name, path if isinstance(path, str | Path) else None), strict=True
+        )
     ]
 
 

@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 from conllu.parser import ParseException, parse_id_value
 
+from easyfirst.data import detect
 from easyfirst.data.files import Block, decode_line, open_source, text_lines, without_bom
 from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
@@ -30,6 +31,13 @@ def _blocks(source, tag_column: str, name: str | None) -> Iterator[Block | tuple
     """Sentence blocks, and ``(text, ending)`` pairs for the blank lines between them."""
     column = COLUMNS[tag_column]
     stream, name, close = open_source(source, name)
+
+    def wrong(message: str, number: int) -> InputError:  # the cause, if the file is of another kind
+        lines = block.lines if block is not None else [content]
+        return detect.explain(
+            InputError(message, name, number), detect.CONLLU, source if close else None, lines
+        )
+
     try:
         block: Block | None = None
         expected = 1  # next integer ID within the sentence
@@ -53,15 +61,13 @@ def _blocks(source, tag_column: str, name: str | None) -> Iterator[Block | tuple
                 continue
             fields = parsed.split("\t")
             if len(fields) != 10:
-                raise InputError(f"expected 10 tab-separated columns, found {len(fields)}", name, number)
+                raise wrong(f"expected 10 tab-separated columns, found {len(fields)}", number)
             try:
                 identifier = parse_id_value(fields[0])
             except ParseException:
                 identifier = None
             if identifier is None:
-                raise InputError(
-                    f"ID {fields[0]!r} is not an integer, a range (3-4) or a decimal (8.1)", name, number
-                )
+                raise wrong(f"ID {fields[0]!r} is not an integer, a range (3-4) or a decimal (8.1)", number)
             if isinstance(identifier, tuple):
                 if identifier[1] == "-":
                     if identifier[0] != expected:

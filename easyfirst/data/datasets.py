@@ -116,14 +116,7 @@ def resolve_split(name: str, split: str, *, download: bool = True, progress: boo
     if found is not None:
         return found
     relative = dataset.splits[split]
-    looked = []
-    if os.environ.get("EASYFIRST_DATA"):
-        looked.append(
-            f"$EASYFIRST_DATA/{relative} (EASYFIRST_DATA={os.environ['EASYFIRST_DATA']}: missing there)"
-        )
-    else:
-        looked.append("$EASYFIRST_DATA (not set)")
-    looked.append(str(cache_root() / relative))
+    looked = looked_at(name, split)
     if dataset.remote and download:
         target = cache_root() / relative
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -184,15 +177,46 @@ def _copy(response, out, digest, total: int | None, show: bool, label: str) -> N
             bar.advance(task, len(chunk))
 
 
+def looked_at(name: str, split: str) -> list[str]:
+    """Where :func:`locate` looks for ``split`` of the set, in order, said for a user."""
+    relative = DATASETS[name].splits[split]
+    if os.environ.get("EASYFIRST_DATA"):
+        first = f"$EASYFIRST_DATA/{relative} (EASYFIRST_DATA={os.environ['EASYFIRST_DATA']}: missing there)"
+    else:
+        first = "$EASYFIRST_DATA (not set)"
+    return [first, str(cache_root() / relative)]
+
+
+def how_to_get(name: str) -> str:
+    """One sentence on how to get a set that is missing."""
+    dataset = DATASETS[name]
+    folder = str(Path(next(iter(dataset.splits.values()))).parent)
+    if dataset.remote:
+        return (
+            f"downloaded into {cache_root() / folder} on first use (easyfirst train --task {dataset.task}), "
+            f"checked against its SHA-256; or put the files under $EASYFIRST_DATA/{folder}/"
+        )
+    files = ", ".join(
+        Path(path).name + (".*" if dataset.task == "qe" else "") for path in dataset.splits.values()
+    )
+    return f"not downloadable: put {files} under $EASYFIRST_DATA/{folder}/ (or pass --train/--dev/--test)"
+
+
 def describe() -> list[dict]:
-    """Each set with its task and, per split, where it is found (or 'missing')."""
+    """Each set with its task and, per split, where it is found (or 'missing'); for a set with a
+    missing split, ``looked`` (split → the places searched) and ``get`` (how to get it)."""
     rows = []
     for dataset in DATASETS.values():
-        splits = {}
+        splits, looked = {}, {}
         for split in dataset.splits:
             found = locate(dataset.name, split)
             splits[split] = (
                 str(found) if found else ("missing (downloadable)" if dataset.remote else "missing")
             )
-        rows.append({"name": dataset.name, "task": dataset.task, "note": dataset.note, "splits": splits})
+            if found is None:
+                looked[split] = looked_at(dataset.name, split)
+        row = {"name": dataset.name, "task": dataset.task, "note": dataset.note, "splits": splits}
+        if looked:
+            row |= {"looked": looked, "get": how_to_get(dataset.name)}
+        rows.append(row)
     return rows

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from easyfirst.data import detect
 from easyfirst.data.files import decode_line, open_binary, without_bom
 from easyfirst.errors import InputError
 
@@ -80,11 +81,15 @@ class QEFiles:
         required = ["src", "mt", "alignments"] + (["tags"] if need_tags else [])
         missing = [str(paths[key]) for key in required if not paths[key].is_file()]
         if missing:
-            raise InputError(
+            error = InputError(
                 "a QE data set is the files PREFIX.src, PREFIX.mt, PREFIX.src-mt.alignments and "
                 f"PREFIX.tags; missing: {', '.join(missing)}",
                 prefix,
             )
+            if Path(prefix).is_file():  # a file of another kind, given where a data set was expected
+                error = InputError("a file, not the prefix of a QE data set", prefix)
+                raise detect.explain(error, detect.QE, prefix)
+            raise error
         return cls(
             paths["src"],
             paths["mt"],

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from easyfirst.data.vocab import Vocabularies
+from easyfirst.data.vocab import Vocabularies, vector_lines
 from easyfirst.errors import InputError
 
 
@@ -56,31 +56,27 @@ class Embedder(nn.Module):
         """Initialise word embeddings from a word2vec/GloVe text file; returns how many words it covered.
 
         Lines are ``word v1 … vd``; an optional word2vec header line ``count dim`` is skipped. Words of
-        the vocabulary missing from the file keep their random initialisation.
+        the vocabulary missing from the file keep their random initialisation. With lower-cased lookups
+        a word takes the vector of its first (most frequent) spelling in the file ("The" before "THE").
+        Words of the file outside the vocabulary are skipped: add them first with
+        :meth:`Vocabularies.add_pretrained_words`.
         """
         dim, found = self.words.embedding_dim, 0
-        path = Path(path)
-        try:
-            handle = path.open(encoding="utf-8", errors="strict")
-        except OSError as error:
-            raise InputError(f"cannot read pretrained vectors: {error.strerror}", path) from None
-        with handle:
-            for number, line in enumerate(handle, 1):
-                fields = line.rstrip().split(" ")
-                if number == 1 and len(fields) == 2:
-                    continue
-                if len(fields) != dim + 1:
-                    raise InputError(
-                        f"expected a word and {dim} numbers (the word embedding size), found {len(fields) - 1}",
-                        path,
-                        number,
-                    )
-                index = vocabs.words.stoi.get(fields[0])
-                if index is None:
-                    continue
-                try:
-                    self.words.weight[index] = torch.tensor([float(x) for x in fields[1:]])
-                except ValueError:
-                    raise InputError("not a number in the vector", path, number) from None
-                found += 1
+        done: set[int] = set()
+        for number, fields in vector_lines(path):
+            if len(fields) != dim + 1:
+                raise InputError(
+                    f"expected a word and {dim} numbers (the word embedding size), found {len(fields) - 1}",
+                    path,
+                    number,
+                )
+            index = vocabs.words.stoi.get(fields[0].lower() if vocabs.lowercase else fields[0])
+            if index is None or index == 0 or index in done:
+                continue
+            done.add(index)
+            try:
+                self.words.weight[index] = torch.tensor([float(x) for x in fields[1:]])
+            except ValueError:
+                raise InputError("not a number in the vector", path, number) from None
+            found += 1
         return found

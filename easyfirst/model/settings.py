@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from easyfirst.data.vocab import DEFAULT_PRETRAINED_WORDS
 from easyfirst.errors import InputError
 from easyfirst.fields import option
 
@@ -66,6 +67,14 @@ class ModelConfig:
     word_min_freq: int = 2  # training words seen fewer times map to UNK (so UNK gets trained)
     pretrained: str | None = field(
         default=None, metadata=option("word2vec/GloVe text file for the word embeddings.", metavar="PATH")
+    )
+    pretrained_words: int = field(  # Lample et al. (2016), Flair: the vectors' words join the vocabulary
+        default=DEFAULT_PRETRAINED_WORDS,
+        metadata=option(
+            "With --pretrained: its first K words (the most frequent) join the vocabulary, so that words "
+            "unseen in training get their vector, not UNK's (0: training words only).",
+            metavar="K",
+        ),
     )
     hidden_dim: int = 50  # BiLSTM units per direction
     window: int = 2  # w in Eq. 1

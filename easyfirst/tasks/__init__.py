@@ -17,6 +17,7 @@ This module imports no torch, so that ``easyfirst --help`` stays fast.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -82,6 +83,11 @@ class Task:
     def validate(self, data, source: str) -> None:
         """Check the task's own ``[data]`` keys."""
 
+    def text_column(self, data) -> str | None:
+        """Where the tags of plain text go in the CoNLL-U written for it (easyfirst.data.text):
+        ``upos``, ``xpos`` or ``misc:KEY``; None when this task cannot tag plain text."""
+        return "upos"
+
     def configure(self, data, options) -> None:
         """Apply tag options that change how files are read (e.g. their encoding) to ``data``."""
 
@@ -118,6 +124,29 @@ class Task:
                     f"this is a {self.name} model"
                 )
         return self.TagOptions(**{k: v for k, v in given.items() if k in own})
+
+
+def names_task(method: Callable) -> Callable:
+    """Wrap a task's reading or writing method so that a file of the wrong kind says which model reads
+    what ("this is an ner model, which reads CoNLL column files"; see easyfirst.data.detect). A
+    method that returns an iterator (``stream``) is wrapped as it is consumed."""
+    from easyfirst.data.detect import WrongKind
+
+    def renamed(items: Iterator, task: str) -> Iterator:
+        try:
+            yield from items
+        except WrongKind as error:
+            raise error.for_task(task) from None
+
+    @functools.wraps(method)
+    def wrapper(self: Task, *args, **kwargs):
+        try:
+            result = method(self, *args, **kwargs)
+        except WrongKind as error:
+            raise error.for_task(self.name) from None
+        return renamed(result, self.name) if isinstance(result, Iterator) else result
+
+    return wrapper
 
 
 def _registry() -> dict[str, Task]:

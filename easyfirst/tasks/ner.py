@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
-from easyfirst.tasks import Predict, Tags, Task
+from easyfirst.tasks import Predict, Tags, Task, names_task
 
 SCHEMES = ("bio", "iob1", "bioes")
 
@@ -63,10 +63,14 @@ class NER(Task):
         },
     }
 
+    def text_column(self, data) -> str:
+        return "misc:NER"  # CoNLL-U has no column for entity tags: NER=B-PER in MISC
+
     def configure(self, data, options: ColumnOptions) -> None:
         if options.encoding is not None:
             data.encoding = options.encoding
 
+    @names_task
     def read(self, path: str | Path | BinaryIO, data) -> list[Sentence]:
         from easyfirst.data.conll import read_conll
 
@@ -74,6 +78,7 @@ class NER(Task):
             path, token_column=data.token_column, tag_column=data.label_column, encoding=data.encoding
         )
 
+    @names_task
     def write(
         self,
         source,

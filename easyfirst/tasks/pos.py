@@ -8,7 +8,7 @@ from typing import BinaryIO
 
 from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
-from easyfirst.tasks import Predict, Tags, Task
+from easyfirst.tasks import Predict, Tags, Task, names_task
 
 
 class POS(Task):
@@ -18,11 +18,13 @@ class POS(Task):
     metric, metric_label = "accuracy", "acc"
     input_kind = "CoNLL-U files"
 
+    @names_task
     def read(self, path: str | Path | BinaryIO, data) -> list[Sentence]:
         from easyfirst.data.conllu import read_conllu
 
         return read_conllu(path, tag_column=data.tag_column)
 
+    @names_task
     def stream(self, source: BinaryIO, data, name: str | None) -> Iterator[Sentence]:
         from easyfirst.data.conllu import iter_conllu
 
@@ -32,6 +34,10 @@ class POS(Task):
         if data.tag_column not in ("upos", "xpos"):
             raise InputError("tag_column must be upos or xpos", source)
 
+    def text_column(self, data) -> str:
+        return data.tag_column
+
+    @names_task
     def write(
         self, source, out: BinaryIO, predict: Predict, data, options, *, batch_size: int, name: str
     ) -> int:

@@ -12,7 +12,7 @@ from typing import Any, BinaryIO
 
 from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
-from easyfirst.tasks import Predict, Tags, Task
+from easyfirst.tasks import Predict, Tags, Task, names_task
 
 
 @dataclass
@@ -58,6 +58,9 @@ class QE(Task):
         "loss": {"class_weights": {"BAD": 5.0}},
     }
 
+    def text_column(self, data) -> None:
+        return None  # a QE model tags sentence pairs, not one text
+
     def exists(self, path: str | Path) -> bool:
         from easyfirst.data.qe import is_qe_prefix
 
@@ -66,6 +69,7 @@ class QE(Task):
     def check_exists(self, path: str | Path, split: str) -> None:
         """Nothing to check before reading: :func:`~easyfirst.data.qe.read_qe` names each missing file."""
 
+    @names_task
     def read(self, path: str | Path, data) -> list[Sentence]:
         from easyfirst.data.qe import read_qe
 
@@ -98,6 +102,7 @@ class QE(Task):
             files = QEFiles(src, mt, alignments, tags)
         return read_qe(files, with_tags=files.tags is not None)
 
+    @names_task
     def write(
         self, source, out: BinaryIO, predict: Predict, data, options: QEOptions, *, batch_size: int, name: str
     ) -> int:

@@ -1,0 +1,115 @@
+"""Pretrained vectors (issue #17, item 8): the file's most frequent words join the vocabulary, so that
+a word never seen in training gets its pretrained vector rather than UNK's."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from easyfirst.data.vocab import Vocabularies, pretrained_words
+from easyfirst.errors import InputError
+from easyfirst.model.embedder import Embedder
+
+VECTORS = {  # in file order: most frequent first
+    "the": [0.1, 0.2, 0.3, 0.4],
+    "zebra": [1.0, -1.0, 0.5, 2.0],
+    "dog": [0.0, 0.5, 0.0, -0.5],
+    "aardvark": [9.0, 9.0, 9.0, 9.0],
+    "barks": [-0.25, 0.75, 1.5, 3.0],
+}
+
+
+@pytest.fixture
+def vectors(tmp_path):
+    path = tmp_path / "vectors.txt"
+    lines = [f"{len(VECTORS)} 4"] + [" ".join([w] + [str(x) for x in v]) for w, v in VECTORS.items()]
+    path.write_text("\n".join(lines) + "\n\n", encoding="utf-8")  # a blank line at the end is skipped
+    return path
+
+
+def train_vocabs(lowercase=False):
+    return Vocabularies.build(
+        [(["the", "dog", "barks"], ["DET", "NOUN", "VERB"])], word_min_freq=1, lowercase=lowercase
+    )
+
+
+def test_the_first_words_of_the_file_join_the_vocabulary_up_to_the_cap(vectors):
+    assert pretrained_words(vectors, 3) == ["the", "zebra", "dog"]  # the header line is skipped
+    vocabs = train_vocabs()
+    before = list(vocabs.words.itos)
+    assert vocabs.add_pretrained_words(vectors, max_words=3) == 1  # zebra; aardvark is past the cap
+    assert vocabs.words.itos == before + ["zebra"]  # training ids unchanged
+    assert "aardvark" not in vocabs.words
+    assert Vocabularies.from_json(vocabs.to_json()).words.itos == vocabs.words.itos  # saved in vocab.json
+
+
+def test_a_word_never_seen_in_training_gets_its_pretrained_vector(vectors):
+    vocabs = train_vocabs()
+    vocabs.add_pretrained_words(vectors, max_words=3)
+    torch.manual_seed(0)
+    embedder = Embedder(vocabs, word_dim=4, affix_dim=0)
+    unk_before = embedder.words.weight[1].clone()
+    assert embedder.load_pretrained(vectors, vocabs) == 4  # the, zebra, dog, barks (barks: a training word)
+    ids = torch.tensor([[vocabs.word_index(w) for w in ["zebra", "barks", "aardvark"]]])
+    none = torch.zeros(1, 3, 0, dtype=torch.long)
+    out = embedder(ids, none, none)[0]
+    assert torch.allclose(out[0], torch.tensor(VECTORS["zebra"]))
+    assert torch.allclose(out[1], torch.tensor(VECTORS["barks"]))
+    assert vocabs.word_index("aardvark") == 1 and torch.equal(out[2], unk_before)  # capped out: UNK
+
+
+def test_lowercased_lookups_take_the_first_spelling(tmp_path):
+    path = tmp_path / "cased.txt"
+    path.write_text("The 1 1\nthe 2 2\nZebra 3 3\n", encoding="utf-8")
+    vocabs = train_vocabs(lowercase=True)
+    assert vocabs.add_pretrained_words(path) == 1 and "zebra" in vocabs.words
+    embedder = Embedder(vocabs, word_dim=2, affix_dim=0)
+    assert embedder.load_pretrained(path, vocabs) == 2
+    assert embedder.words.weight[vocabs.word_index("THE")].tolist() == [1.0, 1.0]
+    assert embedder.words.weight[vocabs.word_index("Zebra")].tolist() == [3.0, 3.0]
+
+
+def test_no_words_are_added_with_a_cap_of_zero(vectors):
+    vocabs = train_vocabs()
+    assert vocabs.add_pretrained_words(vectors, max_words=0) == 0
+
+
+def test_unreadable_vectors_are_input_errors(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"caf\xe9 1 2\n")
+    with pytest.raises(InputError, match="bad.txt:1: not valid UTF-8"):
+        train_vocabs().add_pretrained_words(path)
+    with pytest.raises(InputError, match="missing.txt: no such file"):
+        train_vocabs().add_pretrained_words(tmp_path / "missing.txt")
+
+
+@pytest.mark.slow
+def test_training_with_pretrained_vectors_keeps_them_in_the_model_folder(tmp_path):
+    """`train --pretrained`: a word in no training sentence is in vocab.json and model.pt has its
+    vector (fine-tuning never touches it: it is never looked up in training), so tagging needs only the
+    model folder."""
+    from conftest import SAMPLE
+    from easyfirst import Tagger
+    from easyfirst.config import Config
+    from easyfirst.data.conllu import read_conllu
+    from easyfirst.train import train
+
+    training_words = {w for s in read_conllu(SAMPLE) for w in s.words}
+    unseen = "zyzzyva"
+    assert unseen not in training_words
+    vectors = tmp_path / "vectors.txt"
+    vectors.write_text(f"the 1 2 3 4\n{unseen} 0.5 -0.5 0.25 8\naardvark 9 9 9 9\n", encoding="utf-8")
+    config = Config()
+    config.data.train = config.data.dev = str(SAMPLE)
+    config.train.epochs = 1
+    config.model.word_dim = 4
+    config.model.pretrained = str(vectors)
+    config.model.pretrained_words = 2
+    train(config, tmp_path / "run")
+    vectors.unlink()  # the model folder must not need the vectors file any more
+    tagger = Tagger.load(tmp_path / "run")
+    words = tagger.vocabs.words
+    assert unseen in words and "aardvark" not in words  # capped at the first 2 words
+    weight = tagger.model.embedder.words.weight
+    assert weight[words.index(unseen)].tolist() == [0.5, -0.5, 0.25, 8.0]
+    assert len(tagger.tag([unseen, "."])) == 2
