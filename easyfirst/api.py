@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from easyfirst.data.batching import INFERENCE_MAX_TOKENS, encode, iterate_batches
+from easyfirst.model.qe_heads import HEADS, decode_heads
 from easyfirst.model.sketch import sentence_steps
 from easyfirst.runs import load_model
 
@@ -55,6 +56,7 @@ class Tagger:
         batch_size: int = 256,
         max_tokens: int | None = INFERENCE_MAX_TOKENS,
         extras: Sequence[Mapping] | None = None,
+        return_heads: bool = False,
     ):
         """Tag text, one tokenized sentence, or a list of tokenized sentences.
 
@@ -81,7 +83,10 @@ class Tagger:
         (rows: sketch steps, columns: words; ``(0, L)`` for a model without sketch steps).
         ``probabilities[k]`` is its ``(L, K)`` output distribution over the tags ``self.tags``: softmax,
         sparsemax or α-entmax of the scores, as trained (exact zeros for α > 1), or the CRF's per-word
-        marginals.
+        marginals. With ``return_heads`` (quality estimation: a list of sentences with their ``extras``),
+        the last item is a dict of the tags of the model's QE heads (easyfirst.model.qe_heads): ``gaps``
+        (N + 1 per sentence) and/or ``source_tags`` (one per source word); empty for a model without
+        heads. An empty MT sentence gets an ``OK`` gap and ``BAD`` source words (nothing translates them).
         """
         options = dict(
             return_attention=return_attention,
@@ -90,6 +95,10 @@ class Tagger:
             max_tokens=max_tokens,
         )
         kind = input_kind(sentences)
+        if return_heads:
+            if kind != "sentences":
+                raise ValueError("return_heads: for a list of tokenized sentences with their extras (QE)")
+            return self._tag_sentences(sentences, extras=extras, return_heads=True, **options)
         if kind == "text":
             from easyfirst.data.text import split
 
@@ -113,6 +122,7 @@ class Tagger:
         batch_size: int,
         max_tokens: int | None,
         extras: Sequence[Mapping] | None,
+        return_heads: bool = False,
     ):
         tags: list[list[str]] = [[] for _ in sentences]
         attention: list[torch.Tensor] = [torch.zeros(0, 0) for _ in sentences]
@@ -120,10 +130,16 @@ class Tagger:
         keep = [k for k, s in enumerate(sentences) if len(s) > 0]
         items = [encode(self.vocabs, sentences[k], extra=extras[k] if extras else None) for k in keep]
         itos = self.vocabs.tags.itos
+        heads = {
+            name: [[] for _ in sentences]
+            for name in HEADS
+            if return_heads and getattr(self.config.model, name)
+        }
         with torch.inference_mode():
             for batch in iterate_batches(items, batch_size, max_tokens=max_tokens):
                 batch = batch.to(self.device)
-                scores, alpha = self.model(batch)
+                scores, alpha, head_scores = self.model(batch, heads=True)
+                decoded = decode_heads(head_scores, batch) if return_heads else {}
                 best, distribution = (t.cpu() for t in self.model.predict(scores, batch.mask))
                 lengths = batch.lengths.tolist()
                 if return_attention:  # each sentence's rows of the attention history: the steps it ran
@@ -137,11 +153,23 @@ class Tagger:
                         attention[k] = matrix.float().cpu().clone()
                     if return_probabilities:
                         probabilities[k] = distribution[row, :n].float().clone()
+                    for name, rows in decoded.items():
+                        heads[name][k] = rows[row]
         for k, sentence in enumerate(sentences):
             if not sentence:
                 attention[k] = torch.zeros(0, 0)
+                if "gaps" in heads:
+                    heads["gaps"][k] = ["OK"]
+                if "source_tags" in heads:
+                    heads["source_tags"][k] = ["BAD"] * len(extras[k]["source"])
         extra = [
-            x for x, asked in ((attention, return_attention), (probabilities, return_probabilities)) if asked
+            x
+            for x, asked in (
+                (attention, return_attention),
+                (probabilities, return_probabilities),
+                (heads, return_heads),
+            )
+            if asked
         ]
         return (tags, *extra) if extra else tags
 

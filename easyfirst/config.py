@@ -55,7 +55,9 @@ class DataConfig:
 
 
 # config keys added after runs were first saved, with the value that matches how those runs behaved
-SAVED_BEFORE = {"model": {"steps_beyond_length": True, "pretrained_words": 0}}
+SAVED_BEFORE = {
+    "model": {"steps_beyond_length": True, "pretrained_words": 0, "gaps": False, "source_tags": False}
+}
 
 
 @dataclass
@@ -75,6 +77,16 @@ class TrainConfig:
     )
     checkpoint_every: int = field(  # also checkpoint every K updates within an epoch (0: at epoch ends only)
         default=0, metadata=option("Also checkpoint every K updates (0: at epoch ends only).", metavar="K")
+    )
+    # the dev score that chooses the best epoch (a report key, higher is better); unset: the task's
+    best_metric: str | None = field(
+        default=None,
+        metadata=option(
+            "The dev score that chooses the best epoch, a metrics.json key (qe: f1_mult, mcc, "
+            "target_f1_mult, target_mcc, gaps_f1_mult, source_f1_mult, ...).",
+            metavar="KEY",
+            show=lambda value: "the task's (qe with gaps: target_f1_mult)" if value is None else value,
+        ),
     )
 
 

@@ -112,7 +112,8 @@ def qe_report(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]])
     """Word-level QE scores (WMT16): F1 of OK, F1 of BAD, F1-MULT = F1_OK × F1_BAD, and accuracy.
 
     F1-MULT, the official WMT16 word-level score, is the product of the two classes' F1 (each 0 when
-    the class is never predicted or never gold). All values are fractions.
+    the class is never predicted or never gold); MCC is Matthews' correlation coefficient (see
+    :func:`binary_scores`). All values are fractions.
     """
     report = tag_report(gold, predicted)
     f1 = {tag: report["per_tag"].get(tag, {"f1": 0.0})["f1"] for tag in ("OK", "BAD")}
@@ -120,7 +121,70 @@ def qe_report(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]])
         "f1_mult": f1["OK"] * f1["BAD"],
         "f1_ok": f1["OK"],
         "f1_bad": f1["BAD"],
+        "mcc": binary_scores(gold, predicted)["mcc"],
         "accuracy": report["accuracy"],
         "tokens": report["tokens"],
         "per_tag": report["per_tag"],
     }
+
+
+def binary_scores(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> dict:
+    """The WMT word-level scores of OK/BAD tags pooled over all sentences: ``f1_ok``, ``f1_bad``,
+    ``f1_mult`` = F1-OK × F1-BAD and ``mcc``, Matthews' correlation coefficient (WMT20's primary word-level
+    score), (TP·TN − FP·FN) / √((TP + FP)(TP + FN)(TN + FP)(TN + FN)) with BAD as the positive class
+    (0 when a factor of the denominator is 0); plus ``tokens``, the number of tags scored."""
+    import math
+
+    counts = Counter()
+    for gold_tags, pred_tags in zip(gold, predicted, strict=True):
+        if len(gold_tags) != len(pred_tags):
+            raise ValueError("gold and predicted sentences differ in length")
+        counts.update(zip(gold_tags, pred_tags, strict=True))
+    tp, fn = counts["BAD", "BAD"], counts["BAD", "OK"]
+    fp, tn = counts["OK", "BAD"], counts["OK", "OK"]
+    f1_bad = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+    f1_ok = 2 * tn / (2 * tn + fn + fp) if tn else 0.0
+    denominator = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
+    mcc = (tp * tn - fp * fn) / math.sqrt(denominator) if denominator else 0.0
+    return {
+        "f1_mult": f1_ok * f1_bad,
+        "f1_ok": f1_ok,
+        "f1_bad": f1_bad,
+        "mcc": mcc,
+        "tokens": sum(counts.values()),
+    }
+
+
+# the parts of a WMT18–20 word-level QE output that are scored, each with F1-OK, F1-BAD, F1-MULT and MCC:
+# the MT words (unprefixed report keys, as for WMT16), the gaps, the target (MT words and gaps together:
+# WMT19's target score) and the source words
+QE_PARTS = {"words": "", "gaps": "gaps_", "target": "target_", "source": "source_"}
+QE_SCORES = ("f1_mult", "f1_ok", "f1_bad", "mcc")
+
+
+def qe_heads_report(
+    gold_words: Sequence[Sequence[str]],
+    predicted_words: Sequence[Sequence[str]],
+    gold: dict[str, Sequence[Sequence[str]]],
+    predicted: dict[str, Sequence[Sequence[str]]],
+) -> dict:
+    """The scores of the gap and source tags (``gold`` and ``predicted``: ``gaps``/``source_tags`` → tags
+    per sentence) and of words and gaps together, as report keys ``gaps_*``, ``target_*``, ``source_*``
+    (``*`` in :data:`QE_SCORES`, and ``*_tokens``); a part is scored when both sides have it."""
+    report: dict = {}
+
+    def add(prefix: str, scores: dict) -> None:
+        report.update({prefix + key: value for key, value in scores.items()})
+
+    if "gaps" in gold and "gaps" in predicted:
+        add("gaps_", binary_scores(gold["gaps"], predicted["gaps"]))
+        add(
+            "target_",
+            binary_scores(
+                [[*w, *g] for w, g in zip(gold_words, gold["gaps"], strict=True)],
+                [[*w, *g] for w, g in zip(predicted_words, predicted["gaps"], strict=True)],
+            ),
+        )
+    if "source_tags" in gold and "source_tags" in predicted:
+        add("source_", binary_scores(gold["source_tags"], predicted["source_tags"]))
+    return report

@@ -13,6 +13,7 @@ from easyfirst.data.batching import IGNORE, INFERENCE_MAX_TOKENS, Encoded, itera
 from easyfirst.data.sentence import Sentence
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.metrics import distribution_report, tag_report
+from easyfirst.model.qe_heads import decode_heads
 from easyfirst.model.tagger import EasyFirstTagger
 
 
@@ -24,22 +25,31 @@ def evaluate_sentences(
     batch_size: int,
     device: torch.device,
     score=tag_report,
+    score_heads=None,
 ) -> dict:
     """Tag encoded sentences and score them against their gold tags with ``score`` (the task's), plus ECE
-    and support of the output distributions."""
+    and support of the output distributions; a model with QE heads (easyfirst.model.qe_heads) also has
+    their tags scored, by ``score_heads(gold, predicted, heads)`` (the task's ``score_heads``)."""
     model.eval()
     itos = vocabs.tags.itos
     predicted: list[list[str]] = [[] for _ in items]
     ids: list[torch.Tensor] = [torch.zeros(0, dtype=torch.long) for _ in items]
     distributions: list[torch.Tensor] = [torch.zeros(0, len(itos)) for _ in items]
+    heads: dict[str, list] = {}
     with torch.inference_mode():
         for batch in iterate_batches(items, batch_size, max_tokens=INFERENCE_MAX_TOKENS):
             batch = batch.to(device)
-            best, probabilities = (t.cpu() for t in model.predict(model(batch)[0], batch.mask))
+            scores, _, head_scores = model(batch, heads=True)
+            best, probabilities = (t.cpu() for t in model.predict(scores, batch.mask))
+            decoded = decode_heads(head_scores, batch)
             for row, (index, n) in enumerate(zip(batch.order, batch.lengths.tolist(), strict=True)):
                 predicted[index] = [itos[t] for t in best[row, :n].tolist()]
                 ids[index], distributions[index] = best[row, :n], probabilities[row, :n]
+                for name, tags in decoded.items():
+                    heads.setdefault(name, [None] * len(items))[index] = tags[row]
     report = score([s.tags for s in gold], predicted)
+    if heads and score_heads is not None:
+        report |= score_heads(gold, predicted, heads)
     gold_ids = [
         torch.tensor([vocabs.tags.stoi.get(t, IGNORE) for t in s.tags], dtype=torch.long) for s in gold
     ]

@@ -1,6 +1,7 @@
 """The training loop: the configured optimizer (Adagrad by default, as in the paper) with gradient-norm
-clipping, the best epoch chosen on the task's dev score (``Task.metric``: accuracy for POS, entity F1
-for NER, F1-MULT for QE; see easyfirst.tasks).
+clipping, the best epoch chosen on the task's dev score (``Task.selection``: accuracy for POS, entity F1
+for NER, F1-MULT for QE, of MT words and gaps together for a model that predicts gaps; see
+easyfirst.tasks; ``[train] best_metric`` chooses another).
 
 A run is four named steps, each readable alone: :func:`prepare_run` (data, vocabularies, model,
 optimizer, and the state of an interrupted run), :func:`train_epoch` (one pass over the batches),
@@ -187,6 +188,9 @@ class Run:
     dev_items: list[Encoded]
     drop_probabilities: torch.Tensor | None  # word dropout (NER), per word id
     progress: RunProgress
+    metric: str  # the dev score that chooses the best epoch (Task.selection)
+    metric_label: str
+    columns: tuple[tuple[str, str], ...]  # more dev scores in the per-epoch log (Task.report_columns)
 
 
 def prepare_run(
@@ -205,6 +209,14 @@ def prepare_run(
     limit = config.data.max_train_length
     train_sents = [s for s in splits.train if len(s.words) <= limit and s.words]
     dropped = len(splits.train) - len(train_sents)
+    task.prepare(config, train_sents)  # settings that depend on the data (QE: which heads to train)
+    metric, metric_label = task.selection(config)
+    columns = task.report_columns(config)
+    known = {"accuracy", task.metric, *task.selectable, *(key for key, _ in columns)}
+    if metric not in known:
+        raise InputError(
+            f"best_metric {metric!r} is not a dev score of this model (known: {', '.join(sorted(known))})"
+        )
     test = f"test {splits.paths['test']} ({len(splits.test)})" if splits.test else "no test set"
     log(
         f"[bold]data[/] train {splits.paths['train']} ({len(train_sents)} sentences, {dropped} longer than "
@@ -261,10 +273,13 @@ def prepare_run(
         trainer,
         make_optimizer(config, model),
         generator,
-        [encode(vocabs, s.words, s.tags, s.extra) for s in train_sents],
+        [encode(vocabs, s.words, s.tags, s.extra, task.targets(s)) for s in train_sents],
         [encode(vocabs, s.words, extra=s.extra) for s in splits.dev],
         drop_probabilities,
-        RunProgress(best={task.metric: -1.0, "epoch": 0}),
+        RunProgress(best={metric: -1.0, "epoch": 0}),
+        metric,
+        metric_label,
+        columns,
     )
     distributed.seed_dropout(t.seed, group)
     if checkpoint is not None:
@@ -334,8 +349,10 @@ def train_epoch(run: Run, epoch: int) -> float:
             batch = batches[step - 1].to(run.device)
             if run.drop_probabilities is not None:
                 batch.words = drop_words(batch.words, run.drop_probabilities)
-            scores, _ = run.trainer(batch)
+            scores, _, head_scores = run.trainer(batch, heads=True)
             loss = model.loss(scores, batch.tags, batch.mask)
+            if model.heads is not None:  # QE: the gap and source heads' losses (easyfirst.model.qe_heads)
+                loss = loss + model.head_loss(head_scores, batch)
             run.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)
@@ -365,7 +382,7 @@ def evaluate_and_select(run: Run, epoch: int, seconds: float) -> None:
     """Score the epoch's model on dev (process 0, shared with the others), save it if it is the best so
     far, add the epoch's row to the history and log it."""
     p, task, group = run.progress, run.task, run.group
-    metric = task.metric
+    metric = run.metric
     p.loss_sum, p.seen = distributed.sum_over([p.loss_sum, p.seen], group, run.device)
     dev = None
     if group.main:  # dev on process 0 only; all processes then agree on the result
@@ -377,6 +394,7 @@ def evaluate_and_select(run: Run, epoch: int, seconds: float) -> None:
             run.config.train.eval_batch_size,
             run.device,
             task.score,
+            task.score_heads,
         )
     dev = distributed.broadcast(dev, group)
     improved = dev[metric] > p.best[metric]
@@ -390,15 +408,15 @@ def evaluate_and_select(run: Run, epoch: int, seconds: float) -> None:
         "loss": p.loss_sum / p.seen,
         "dev_accuracy": dev["accuracy"],
         f"dev_{metric}": dev[metric],
-        **{f"dev_{key}": dev[key] for key, _ in task.columns},
+        **{f"dev_{key}": dev[key] for key, _ in run.columns},
         "seconds": seconds,
         "tokens_per_second": words / seconds,
     }
     p.history.append(row)
     p.step, p.loss_sum, p.seen, p.elapsed = 0, 0.0, 0, 0.0
     run.log(
-        f"epoch {epoch:>3}  loss {row['loss']:.4f}  dev {task.metric_label} {100 * dev[metric]:6.2f}  "
-        + "".join(f"{label} {100 * dev[key]:6.2f}  " for key, label in task.columns)
+        f"epoch {epoch:>3}  loss {row['loss']:.4f}  dev {run.metric_label} {100 * dev[metric]:6.2f}  "
+        + "".join(f"{label} {100 * dev[key]:6.2f}  " for key, label in run.columns if key != metric)
         + f"{seconds:6.1f} s  {row['tokens_per_second']:>8,.0f} tok/s"
         + ("  [green]best[/]" if improved else "")
     )
@@ -436,13 +454,13 @@ def finish(run: Run) -> dict:
     model, _, _ = load_model(run.output, run.device)
     metrics: dict = {
         "dev": evaluate_sentences(
-            model, run.vocabs, run.dev_items, splits.dev, batch_size, run.device, task.score
+            model, run.vocabs, run.dev_items, splits.dev, batch_size, run.device, task.score, task.score_heads
         )
     }
     if splits.test:
         test_items = [encode(run.vocabs, s.words, extra=s.extra) for s in splits.test]
         metrics["test"] = evaluate_sentences(
-            model, run.vocabs, test_items, splits.test, batch_size, run.device, task.score
+            model, run.vocabs, test_items, splits.test, batch_size, run.device, task.score, task.score_heads
         )
     metrics.update(
         best_epoch=p.best["epoch"],
@@ -454,12 +472,14 @@ def finish(run: Run) -> dict:
         device=str(run.device),
         threads=torch.get_num_threads(),
         processes=run.group.size,
+        best_metric=run.metric,
     )
     for split in ("dev", "test"):
         if split in metrics:
             metrics[split].pop("per_tag", None)
     write_json(run.output / "metrics.json", metrics)
-    run.log(summary_table(metrics, task.metric, task.metric_label, task.columns))
+    columns = tuple(c for c in run.columns if c[0] != run.metric)
+    run.log(summary_table(metrics, run.metric, run.metric_label, columns))
     run.log(f"model and metrics written to {run.output}")
     return metrics
 

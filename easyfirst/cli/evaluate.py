@@ -43,9 +43,10 @@ def evaluate(
     ] = None,
 ) -> None:
     """Tag a gold file and score it: accuracy and per-tag precision, recall and F1 (pos), or entity
-    precision, recall and F1, micro-averaged and per entity type (ner), or F1-MULT = F1-OK × F1-BAD (the
-    WMT16 word-level score), F1 of OK and of BAD, and accuracy (qe); calibration (ECE) and sparsity
-    (mean support size of the output distributions)."""
+    precision, recall and F1, micro-averaged and per entity type (ner), or for qe F1-OK, F1-BAD, F1-MULT =
+    F1-OK × F1-BAD and MCC of the MT words, and, when the model predicts them and the gold files have them,
+    of the gaps, of MT words and gaps together (WMT19's target score) and of the source words;
+    calibration (ECE) and sparsity (mean support size of the output distributions)."""
     check_input(gold, "no such file (nor a QE prefix: PREFIX.mt is missing too)")
     check_device(device)
     tagger = load_tagger(model, device)
@@ -71,13 +72,16 @@ def score(tagger, task, sentences, batch_size: int) -> dict:
 
     from easyfirst.metrics import distribution_report
 
-    predicted, distributions = tagger.tag(
+    predicted, distributions, heads = tagger.tag(
         [s.words for s in sentences],
         return_probabilities=True,
         batch_size=batch_size,
         extras=[s.extra for s in sentences],
+        return_heads=True,
     )
     report = task.score([s.tags for s in sentences], predicted)
+    if heads:  # QE: gap and source tags
+        report |= task.score_heads(sentences, predicted, heads)
     ids = tagger.vocabs.tags.stoi
 
     def as_ids(tags: list[str]) -> torch.Tensor:
@@ -111,6 +115,8 @@ def print_report(report: dict, task, name: str, n_tags: int) -> None:
             f"{row['support']:,}",
         )
     out.print(table)
+    if "mcc" in report:  # QE: the WMT word-level scores of each part the report has
+        out.print(qe_scores_table(report))
     out.print(
         f"calibration: ECE {100 * report['ece']:.2f}% (10 equal-width bins on the predicted tag's "
         f"probability); sparsity: {report['mean_support']:.2f} of {n_tags} tags with p > 0 per word"
@@ -119,3 +125,23 @@ def print_report(report: dict, task, name: str, n_tags: int) -> None:
     if unseen:
         listed = ", ".join(f"{t} ({n})" for t, n in sorted(unseen.items()))
         err.print(f"[yellow]note:[/] gold tags the model never saw, counted as errors: {listed}")
+
+
+def qe_scores_table(report: dict):
+    """F1-MULT, F1-OK, F1-BAD and MCC of MT words, gaps, both and source words, where the report has them."""
+    from rich.table import Table
+
+    from easyfirst.metrics import QE_PARTS, QE_SCORES
+
+    table = Table(title="WMT word-level scores (BAD is the positive class of MCC)", show_edge=False)
+    names = {"f1_mult": "F1-MULT", "f1_ok": "F1-OK", "f1_bad": "F1-BAD", "mcc": "MCC"}
+    for name in ("part", *(names[key] for key in QE_SCORES), "tags"):
+        table.add_column(name, justify="left" if name == "part" else "right")
+    what = {"words": "MT words", "gaps": "gaps", "target": "MT words + gaps", "source": "source words"}
+    for part, prefix in QE_PARTS.items():
+        if prefix + "f1_mult" in report:
+            count = report["tokens"] if part == "words" else report[prefix + "tokens"]
+            table.add_row(
+                what[part], *(f"{100 * report[prefix + key]:.2f}" for key in QE_SCORES), f"{count:,}"
+            )
+    return table

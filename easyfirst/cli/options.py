@@ -129,8 +129,8 @@ def tag_option_parameters(option_types: Iterable[type]) -> list[inspect.Paramete
             help_text = f.metadata.get("help", "")
             flag = "--" + f.name.replace("_", "-")
             decls = (f"{flag}/--no-{flag[2:]}",) if kind is bool else (flag,)
-            annotation = bool if kind is bool else kind | None
             default = _default(f)
+            annotation = bool if kind is bool and default is not None else kind | None
             parameters.append(
                 inspect.Parameter(
                     f.name,

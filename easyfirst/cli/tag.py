@@ -1,7 +1,7 @@
 """``easyfirst tag``: a file (or stdin, or --text) in, the same file with the predicted tags out.
 
 The options that only one task reads (--replace, --scheme, --encoding for column files; --src, --mt,
---alignments, --tags, --gaps for QE) are the fields of the tasks' ``TagOptions`` (easyfirst.tasks).
+--alignments, --gaps for QE) are the fields of the tasks' ``TagOptions`` (easyfirst.tasks).
 """
 
 from __future__ import annotations
@@ -83,10 +83,11 @@ def tag(
     CoNLL-U (pos models): the UPOS (or XPOS) column of each word is filled in. CoNLL column files (ner
     models): the tag is added as a last column (or replaces the tag column with --replace), in the
     input's tagging scheme; -DOCSTART- and blank lines are kept. QE models: --src, --mt and
-    --alignments (or a PREFIX) in, a tags file out, one OK/BAD per MT word, or 2N+1 tags with gaps
-    when --tags (or PREFIX.tags) has that format or --gaps is given. Plain text (pos and ner models):
-    split into sentences and tokenized with segtok, written as CoNLL-U with # sent_id, # text and
-    SpaceAfter=No, the tags in the UPOS (or XPOS) column, or as NER=tag in MISC for ner models.
+    --alignments (or a PREFIX) in, a tags file out: 2N+1 tags (gaps predicted) from a model trained
+    with gaps, else one OK/BAD per MT word; the predicted source tags go to OUT.source_tags (OUT being
+    -o without its .tags ending) when the model predicts them. Gold tags are never read. Plain text (pos
+    and ner models): split into sentences and tokenized with segtok, written as CoNLL-U with # sent_id,
+    # text and SpaceAfter=No, the tags in the UPOS (or XPOS) column, or as NER=tag in MISC for ner models.
     """
     if text is not None and input is not None:
         raise InputError("give either an input file or --text, not both")
@@ -155,7 +156,7 @@ def tag(
             write_output(
                 output,
                 lambda out: task.write(
-                    source, out, tagger.tag, data, options, batch_size=batch_size, name=name
+                    source, out, tagger.tag, data, options, batch_size=batch_size, name=name, output=output
                 ),
             )
     finally:

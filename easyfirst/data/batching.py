@@ -7,7 +7,11 @@ A :class:`Batch` holds, for ``B`` sentences padded to the longest length ``L`` o
 - ``mask``: ``(B, L)`` bool, true on real words;
 - ``tags``: ``(B, L)`` gold tag ids, ``IGNORE`` on padding and on tags the vocabulary lacks (or None);
 - ``order``: the positions of these sentences in the input list, to restore the input order;
-- ``features``: name → ``(B, L, k)`` ids of each extra per-word input (easyfirst.data.features; 0 = padding).
+- ``features``: name → ``(B, L, k)`` ids of each extra per-word input (easyfirst.data.features; 0 = padding);
+- ``heads``: for quality estimation, the inputs and gold tags of the gap and source heads
+  (easyfirst.data.qe_heads): ``source`` ``(B, S)`` source word ids (0 = padding), ``alignment``
+  ``(B, S, L)`` 1 where source word i is aligned to MT word j, and when known ``gaps`` ``(B, L + 1)`` and
+  ``source_tags`` ``(B, S)`` gold ids (0 OK, 1 BAD, ``IGNORE`` on padding).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass, field
 import torch
 
 from easyfirst.data.features import encode_features
+from easyfirst.data.qe_heads import collate_heads, encode_heads
 from easyfirst.data.vocab import Vocabularies, prefixes, suffixes
 
 IGNORE = -100  # target id ignored by the loss
@@ -35,6 +40,7 @@ class Batch:
     tags: torch.Tensor | None
     order: list[int]
     features: dict[str, torch.Tensor] = field(default_factory=dict)
+    heads: dict[str, torch.Tensor] = field(default_factory=dict)
 
     @property
     def lengths(self) -> torch.Tensor:
@@ -52,19 +58,21 @@ class Batch:
             move(self.tags),
             self.order,
             {name: move(ids) for name, ids in self.features.items()},
+            {name: move(t) for name, t in self.heads.items()},
         )
 
 
 @dataclass
 class Encoded:
     """One sentence as ids: ``words`` ``(n,)``, ``prefixes``/``suffixes`` ``(n, max_affix)``, ``tags`` ``(n,)``,
-    ``features`` name → ``(n, k)``."""
+    ``features`` name → ``(n, k)``, ``heads`` the QE heads' inputs and gold tags (see :func:`encode`)."""
 
     words: torch.Tensor
     prefixes: torch.Tensor
     suffixes: torch.Tensor
     tags: torch.Tensor | None
     features: dict[str, torch.Tensor] = field(default_factory=dict)
+    heads: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.words)
@@ -75,8 +83,14 @@ def encode(
     words: Sequence[str],
     tags: Sequence[str] | None = None,
     extra: Mapping | None = None,
+    targets: Mapping[str, Sequence[str]] | None = None,
 ) -> Encoded:
-    """Index one sentence (``extra``: its task's inputs beside the words); unknown tags become ``IGNORE``."""
+    """Index one sentence (``extra``: its task's inputs beside the words); unknown tags become ``IGNORE``.
+
+    For quality estimation (``extra`` with ``source`` and ``alignment``, and a model with a source
+    vocabulary) the QE heads' inputs are indexed too, and ``targets`` (``gaps``, ``source_tags``: gold
+    tags, for training) become their gold ids.
+    """
     k = vocabs.max_affix
 
     def affix_ids(grams: list[str], vocab) -> list[int]:
@@ -95,6 +109,7 @@ def encode(
         if tags is None
         else torch.tensor([vocabs.tags.stoi.get(t, IGNORE) for t in tags], dtype=torch.long),
         encode_features(vocabs.features, words, extra),
+        encode_heads(vocabs, len(words), extra, targets),
     )
 
 
@@ -119,7 +134,7 @@ def collate(items: Sequence[Encoded], order: list[int]) -> Batch:
         ids = features[name] = torch.zeros(size, length, width, dtype=torch.long)
         for b, item in enumerate(items):
             ids[b, : len(item), : item.features[name].shape[1]] = item.features[name]
-    return Batch(words, pre, suf, mask, gold, order, features)
+    return Batch(words, pre, suf, mask, gold, order, features, collate_heads(items, length))
 
 
 def bucket_indices(

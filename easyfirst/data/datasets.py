@@ -79,6 +79,13 @@ DATASETS = {
             {},
             note="WMT16 word-level QE en-de (place the files yourself)",
         ),
+        DataSet(
+            "wmt19-qe-en-de",
+            "qe",
+            {"train": "qe/wmt19-en-de/train", "dev": "qe/wmt19-en-de/dev"},
+            {},
+            note="WMT19 word-level QE en-de, 2N+1 tags with gaps and source tags (place the files yourself)",
+        ),
     )
 }
 

@@ -9,7 +9,12 @@ A data set ``PREFIX`` is the files
 - ``PREFIX.tags`` (optional when tagging): ``OK``/``BAD`` tags, either one per MT word (WMT16/17) or
   2N+1 for N MT words (WMT18 onward): a gap tag before, between and after the words, so that the word
   tags are at the odd positions (0-based). All lines of a file must use the same format;
+- ``PREFIX.source_tags`` (optional): one ``OK``/``BAD`` tag per source word (WMT18 onward: source words
+  that were mistranslated or left out), read with the ``.tags`` file for training and scoring;
 - ``PREFIX.pe`` (optional): the post-edited translation, read and kept but not used for tagging.
+
+Tagging never reads ``.tags`` or ``.source_tags``: a model predicts word, gap and source tags from the
+source, the MT words and the alignment alone.
 
 Every mistake is an :class:`~easyfirst.errors.InputError` naming the file and line: files with different
 line counts, a tag count that fits neither format, a tag other than OK/BAD, a malformed alignment pair,
@@ -29,7 +34,14 @@ from easyfirst.data.files import decode_line, open_binary, without_bom
 from easyfirst.errors import InputError
 
 QE_TAGS = ("OK", "BAD")
-SUFFIXES = {"src": ".src", "mt": ".mt", "alignments": ".src-mt.alignments", "tags": ".tags", "pe": ".pe"}
+SUFFIXES = {
+    "src": ".src",
+    "mt": ".mt",
+    "alignments": ".src-mt.alignments",
+    "tags": ".tags",
+    "source_tags": ".source_tags",
+    "pe": ".pe",
+}
 WORD_FORMAT, GAP_FORMAT = "words", "gaps"  # one tag per MT word; 2N+1 tags with gap tags
 FORMAT_NAMES = {WORD_FORMAT: "one tag per word", GAP_FORMAT: "2N+1 tags (with gaps)"}
 _PAIR = re.compile(r"(\d+)-(\d+)")
@@ -42,7 +54,8 @@ class QESentence:
 
     ``words`` and ``tags`` are the MT words and their OK/BAD tags (``tags`` is None without a tags
     file); ``alignment`` holds ``(source index, MT index)`` pairs, 0-based, sorted and unique;
-    ``gaps`` holds the N+1 gap tags of a 2N+1 tags line (None in the one-tag-per-word format).
+    ``gaps`` holds the N+1 gap tags of a 2N+1 tags line (None in the one-tag-per-word format);
+    ``source_tags`` one tag per source word (None without a source tags file).
     """
 
     words: list[str]
@@ -52,22 +65,31 @@ class QESentence:
     gaps: list[str] | None = None
     post_edit: list[str] | None = None
     line: int = 0
+    source_tags: list[str] | None = None
 
     @property
     def extra(self) -> dict:
         """The inputs beside the MT words, for the QE features (easyfirst.data.features)."""
         return {"source": self.source, "alignment": self.alignment}
 
+    @property
+    def head_tags(self) -> dict[str, list[str]]:
+        """The gold tags beside the word tags, for training the QE heads (easyfirst.model.qe_heads):
+        ``gaps`` and ``source_tags`` where they were read."""
+        found = {"gaps": self.gaps, "source_tags": self.source_tags}
+        return {name: tags for name, tags in found.items() if tags is not None}
+
 
 @dataclass
 class QEFiles:
-    """The paths of one QE data set; ``tags`` and ``pe`` may be absent."""
+    """The paths of one QE data set; ``tags``, ``pe`` and ``source_tags`` may be absent."""
 
     src: Path
     mt: Path
     alignments: Path
     tags: Path | None = None
     pe: Path | None = None
+    source_tags: Path | None = None
 
     @classmethod
     def from_prefix(cls, prefix: str | Path, *, need_tags: bool = True) -> QEFiles:
@@ -96,6 +118,7 @@ class QEFiles:
             paths["alignments"],
             paths["tags"] if paths["tags"].is_file() else None,
             paths["pe"] if paths["pe"].is_file() else None,
+            paths["source_tags"] if paths["source_tags"].is_file() else None,
         )
 
 
@@ -162,13 +185,30 @@ def split_tags(tags: list[str], n_words: int, path: Path, number: int) -> tuple[
     )
 
 
+def check_source_tags(tags: list[str], source: list[str], path: Path, number: int) -> list[str]:
+    """A source tags line: one OK/BAD per source word."""
+    for tag in tags:
+        if tag not in QE_TAGS:
+            raise InputError(f"source tag {tag!r} is neither OK nor BAD", path, number)
+    if len(tags) != len(source):
+        raise InputError(
+            f"{len(tags)} source tags for {len(source)} source words: expected one per source word",
+            path,
+            number,
+        )
+    return tags
+
+
 def read_qe(files: QEFiles | str | Path, *, with_tags: bool = True) -> list[QESentence]:
-    """Read a QE data set (a :class:`QEFiles` or a prefix); ``with_tags=False`` ignores any tags file."""
+    """Read a QE data set (a :class:`QEFiles` or a prefix); ``with_tags=False`` ignores any tags and
+    source tags files (tagging reads the inputs only)."""
     if not isinstance(files, QEFiles):
         files = QEFiles.from_prefix(files, need_tags=with_tags)
     streams = {"src": files.src, "mt": files.mt, "alignments": files.alignments}
     if with_tags and files.tags is not None:
         streams["tags"] = files.tags
+    if with_tags and files.source_tags is not None:
+        streams["source_tags"] = files.source_tags
     if files.pe is not None:
         streams["pe"] = files.pe
     readers = {key: _lines(path) for key, path in streams.items()}
@@ -208,6 +248,10 @@ def read_qe(files: QEFiles | str | Path, *, with_tags: bool = True) -> list[QESe
                     files.tags,
                     number,
                 )
+        if "source_tags" in lines:
+            sentence.source_tags = check_source_tags(
+                tokens(lines["source_tags"]), source, files.source_tags, number
+            )
         if "pe" in lines:
             sentence.post_edit = tokens(lines["pe"])
         sentences.append(sentence)
@@ -250,8 +294,9 @@ def write_tags(
 ) -> None:
     """Write a tags file: one line per sentence, in the one-tag-per-word or (``with_gaps``) 2N+1 format.
 
-    In the 2N+1 format, ``gaps[k]`` are sentence k's gap tags (kept from the input); where they are not
-    known, gaps are written ``OK``. The caller makes the write atomic (see easyfirst.atomic).
+    In the 2N+1 format, ``gaps[k]`` are sentence k's gap tags (predicted); where they are not known (a
+    model that predicts word tags only), gaps are written ``OK``. The caller makes the write atomic (see
+    easyfirst.atomic).
     """
     gaps = gaps if gaps is not None else [None] * len(tags)
     text = "".join(
@@ -265,14 +310,26 @@ def tag_qe(
     out: BinaryIO,
     predict,
     *,
-    with_gaps: bool,
+    gaps: bool | None = None,
     batch_size: int = 256,
+    write_source_tags=None,
 ) -> int:
-    """Write a tags file for ``sentences`` with ``predict``'s word tags; returns the number of lines.
+    """Write a tags file for ``sentences`` with ``predict``'s tags; returns the number of lines.
 
-    ``predict(words, extras=..., batch_size=...)`` is :meth:`easyfirst.api.Tagger.tag`. In the 2N+1
-    format the sentences' gap tags are kept where they were read (from a tags file), else written OK.
+    ``predict(words, extras=..., batch_size=..., return_heads=True)`` is :meth:`easyfirst.api.Tagger.tag`.
+    Only the sentences' inputs are read (never gold tags). ``gaps``: write 2N+1 tags (True), one per word
+    (False), or 2N+1 exactly when the model predicts gaps (None); a model that does not writes every gap
+    ``OK``. When the model predicts source tags, ``write_source_tags(bytes)`` gets them, one line per
+    sentence, before anything is written to ``out``.
     """
-    tags = predict([s.words for s in sentences], extras=[s.extra for s in sentences], batch_size=batch_size)
-    write_tags(out, tags, [s.gaps for s in sentences], with_gaps=with_gaps)
+    tags, heads = predict(
+        [s.words for s in sentences],
+        extras=[s.extra for s in sentences],
+        batch_size=batch_size,
+        return_heads=True,
+    )
+    if write_source_tags is not None and "source_tags" in heads:
+        write_source_tags("".join(" ".join(line) + "\n" for line in heads["source_tags"]).encode("utf-8"))
+    with_gaps = "gaps" in heads if gaps is None else gaps
+    write_tags(out, tags, heads.get("gaps"), with_gaps=with_gaps)
     return len(sentences)

@@ -38,7 +38,7 @@ def parse_steps(value: str) -> int | None:
     return steps
 
 
-def parse_class_weights(values: list[str]) -> dict[str, float]:
+def parse_class_weights(values: list[str], flag: str = "--class-weight") -> dict[str, float]:
     """``["NOUN=2", "X=0.5"]`` → ``{"NOUN": 2.0, "X": 0.5}``."""
     weights = {}
     for value in values:
@@ -48,8 +48,24 @@ def parse_class_weights(values: list[str]) -> dict[str, float]:
         except ValueError:
             sign = ""
         if not sign or not tag:
-            raise InputError(f"--class-weight must be TAG=WEIGHT (e.g. NOUN=2), not {value!r}") from None
+            raise InputError(f"{flag} must be TAG=WEIGHT (e.g. NOUN=2), not {value!r}") from None
     return weights
+
+
+def show_weights(value: dict[str, float]) -> str:
+    return " ".join(f"{k}={v:g}" for k, v in value.items()) or "none"
+
+
+def qe_weights(flag: str, what: str) -> dict:
+    """The ``option`` of a QE head's class weights (OK/BAD → weight)."""
+    return option(
+        f"QE: OK=W or BAD=W, the weight of {what} with that gold tag (repeatable).",
+        flag=flag,
+        metavar="TAG=W",
+        parse=lambda values: parse_class_weights(values, flag),
+        repeatable=True,
+        show=show_weights,
+    )
 
 
 @dataclass
@@ -140,6 +156,24 @@ class ModelConfig:
             metavar="D",
         ),
     )
+    # QE heads (easyfirst.model.qe_heads): an OK/BAD tag for every gap of the MT sentence (2N+1 tags) and
+    # for every source word; unset: on when the training data has gap tags / a .source_tags file
+    gaps: bool | None = field(
+        default=None,
+        metadata=option(
+            "QE: also predict a tag for every gap (between, before and after the MT words).",
+            show=lambda value: "when the training tags are 2N+1" if value is None else str(value).lower(),
+        ),
+    )
+    source_tags: bool | None = field(
+        default=None,
+        metadata=option(
+            "QE: also predict a tag for every source word.",
+            show=lambda value: (
+                "when PREFIX.source_tags exists for training" if value is None else str(value).lower()
+            ),
+        ),
+    )
 
     @property
     def decodes(self) -> bool:
@@ -215,8 +249,14 @@ class LossConfig:
             metavar="TAG=W",
             parse=parse_class_weights,
             repeatable=True,
-            show=lambda value: " ".join(f"{k}={v:g}" for k, v in value.items()) or "none",
+            show=show_weights,
         ),
+    )
+    gap_class_weights: dict[str, float] = field(
+        default_factory=dict, metadata=qe_weights("--gap-class-weight", "gaps")
+    )
+    source_class_weights: dict[str, float] = field(
+        default_factory=dict, metadata=qe_weights("--source-class-weight", "source words")
     )
 
     @property
@@ -244,6 +284,12 @@ class LossConfig:
                 raise InputError(
                     f"class weight of {tag!r} must be a non-negative number, not {weight}", source
                 )
+        for name in ("gap_class_weights", "source_class_weights"):
+            for tag, weight in getattr(self, name).items():
+                if tag not in ("OK", "BAD") or not 0.0 <= weight < float("inf"):
+                    raise InputError(
+                        f"{name}: OK and BAD take non-negative weights, not {tag} = {weight}", source
+                    )
         if crf and (self != LossConfig() and self != LossConfig(alpha=1.0)):
             raise InputError(
                 "with crf the training loss is the CRF's sequence likelihood: loss, alpha, label_smoothing, "

@@ -19,6 +19,7 @@ from easyfirst.losses import class_weight_vector, fenchel_young_loss, output_dis
 from easyfirst.model.crf import CRF, is_bio
 from easyfirst.model.embedder import Embedder
 from easyfirst.model.encoder import BiLSTMEncoder
+from easyfirst.model.qe_heads import HeadLoss, QEHeads
 from easyfirst.model.settings import LossConfig, ModelConfig
 from easyfirst.model.sketch import SketchDecoder
 
@@ -58,6 +59,18 @@ class EasyFirstTagger(nn.Module):
         if m.crf:
             constrained = is_bio(tags) if m.bio_constraints is None else m.bio_constraints
             self.crf = CRF(len(tags), tags if constrained else None)
+        # QE: gap and source tags from the same features (easyfirst.model.qe_heads); registered last, so
+        # that the other parameters are initialised as in a model without them
+        self.heads = None
+        if m.gaps or m.source_tags:
+            self.heads = QEHeads(
+                output_in,
+                m.hidden_dim,
+                gaps=bool(m.gaps),
+                source_dim=m.source_dim if m.source_tags else 0,
+                dropout=m.dropout,
+            )
+            self.head_loss = HeadLoss(loss)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -78,8 +91,9 @@ class EasyFirstTagger(nn.Module):
         if self.crf is not None:
             self.crf.reset_parameters()
 
-    def forward(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Tag scores ``(B, L, K)`` and the attention history ``(B, N, L)`` (None without a decoder)."""
+    def forward(self, batch: Batch, heads: bool = False):
+        """Tag scores ``(B, L, K)`` and the attention history ``(B, N, L)`` (None without a decoder); with
+        ``heads``, also the QE heads' scores (name → scores; empty for a model without them)."""
         x = self.dropout(self.embedder(batch.words, batch.prefixes, batch.suffixes, batch.features))
         states = self.dropout(self.encoder(x, batch.mask))
         attention = None
@@ -94,7 +108,13 @@ class EasyFirstTagger(nn.Module):
             )
             features = self.features(states, self.dropout(sketch))
         # every input of the output layer has been through dropout exactly once
-        return self.output(features), attention
+        if not heads:
+            return self.output(features), attention
+        head_scores = {}
+        if self.heads is not None:
+            source_table = self.embedder.features["source"] if self.heads.source else None
+            head_scores = self.heads(features, batch.mask, batch.heads, source_table)
+        return self.output(features), attention, head_scores
 
     def features(self, states: torch.Tensor, sketch: torch.Tensor) -> torch.Tensor:
         """The output layer's input: concat(h_i, s_i) ``(B, L, D_h + D_s)``, or s_i alone without concat."""
@@ -133,6 +153,9 @@ class EasyFirstTagger(nn.Module):
         words += [f"label smoothing ε = {o.label_smoothing:g}"] if o.label_smoothing else []
         words += [f"temperature T = {o.temperature:g}"] if o.temperature != 1 else []
         words += [f"class weights {o.class_weights}"] if o.class_weights else []
+        if self.heads is not None:  # QE (easyfirst.model.qe_heads)
+            words += [f"gap tags (class weights {o.gap_class_weights})"] if self.heads.gaps else []
+            words += [f"source tags (class weights {o.source_class_weights})"] if self.heads.source else []
         return ", ".join(words)
 
     def predict(self, scores: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -48,6 +48,7 @@ class Task:
     breakdown: ClassVar[str] = "per_tag"  # the report key of the per-label table (label → P/R/F1/support)
     breakdown_label: ClassVar[str] = "tag"  # what a row of that table is
     columns: ClassVar[tuple[tuple[str, str], ...]] = ()  # more (report key, label) in per-epoch tables
+    selectable: ClassVar[tuple[str, ...]] = ()  # more report keys that [train] best_metric may name
     defaults: ClassVar[dict[str, dict[str, Any]]] = {}  # config changes from the POS values
     input_kind: ClassVar[str]  # what its files are, for help and errors ("CoNLL-U files")
     # why `plot --text` cannot give this task a sentence (None: it can)
@@ -91,12 +92,49 @@ class Task:
     def configure(self, data, options) -> None:
         """Apply tag options that change how files are read (e.g. their encoding) to ``data``."""
 
+    # training
+
+    def prepare(self, config, sentences: Sequence[Sentence]) -> None:
+        """Settle the config values that depend on the training ``sentences`` before the model is built.
+        Only QE has output heads beside the word tags (``[model] gaps``, ``source_tags``)."""
+        for key in ("gaps", "source_tags"):
+            if getattr(config.model, key):
+                raise InputError(f"[model] {key}: only for the qe task, not {self.name}")
+
+    def selection(self, config) -> tuple[str, str]:
+        """The report key that chooses the best epoch (``[train] best_metric``, else ``metric``) and its
+        label in the log."""
+        key = config.train.best_metric or self.metric
+        return key, self.metric_label if key == self.metric else key
+
+    def report_columns(self, config) -> tuple[tuple[str, str], ...]:
+        """The (report key, label) pairs of the per-epoch log beside the selecting score."""
+        return self.columns
+
+    def targets(self, sentence: Sentence) -> dict[str, list[str]] | None:
+        """Gold tags beside the word tags that the model trains on (QE: gaps, source words)."""
+        return None
+
+    def score_heads(self, gold: Sequence[Sentence], predicted: Tags, heads: dict[str, list]) -> dict:
+        """The report of the model's other outputs (QE: gap and source tags) against ``gold``."""
+        return {}
+
     # writing and scoring
 
     def write(
-        self, source, out: BinaryIO, predict: Predict, data, options, *, batch_size: int, name: str
+        self,
+        source,
+        out: BinaryIO,
+        predict: Predict,
+        data,
+        options,
+        *,
+        batch_size: int,
+        name: str,
+        output: Path | None = None,
     ) -> int:
-        """Write ``source`` tagged by ``predict`` to ``out``; returns the number of sentences."""
+        """Write ``source`` tagged by ``predict`` to ``out`` (which becomes the file ``output``, None for
+        stdout); returns the number of sentences."""
         raise NotImplementedError
 
     def score(self, gold: Tags, predicted: Tags) -> dict:

@@ -89,6 +89,7 @@ class NER(Task):
         *,
         batch_size: int,
         name: str,
+        **_,
     ) -> int:
         from easyfirst.data.conll import tag_conll
 

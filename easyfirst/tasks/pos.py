@@ -39,7 +39,7 @@ class POS(Task):
 
     @names_task
     def write(
-        self, source, out: BinaryIO, predict: Predict, data, options, *, batch_size: int, name: str
+        self, source, out: BinaryIO, predict: Predict, data, options, *, batch_size: int, name: str, **_
     ) -> int:
         from easyfirst.data.conllu import tag_conllu
 

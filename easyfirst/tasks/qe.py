@@ -1,11 +1,13 @@
-"""Word-level translation quality estimation: OK/BAD per MT word (WMT16 en-de by default).
+"""Word-level translation quality estimation: OK/BAD per MT word (WMT16 en-de by default), and as
+WMT18–20 scored it, per gap and per source word (easyfirst.model.qe_heads).
 
 A data set is a path prefix of parallel files (easyfirst.data.qe); `easyfirst tag` takes the prefix,
-or the files one by one with --src, --mt and --alignments.
+or the files one by one with --src, --mt and --alignments, and never reads gold tags.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -13,6 +15,21 @@ from typing import Any, BinaryIO
 from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
 from easyfirst.tasks import Predict, Tags, Task, names_task
+
+HEADS = ("gaps", "source_tags")  # the outputs beside the MT word tags: [model] keys and gold tag names
+# the per-epoch log's columns for a model with heads: (report key, label)
+HEAD_COLUMNS = {
+    "gaps": (
+        ("f1_mult", "F1-MULT"),
+        ("mcc", "MCC"),
+        ("gaps_f1_mult", "gaps MULT"),
+        ("gaps_mcc", "gaps MCC"),
+        ("target_f1_mult", "target MULT"),
+        ("target_mcc", "target MCC"),
+    ),
+    "source_tags": (("source_f1_mult", "source MULT"), ("source_mcc", "source MCC")),
+}
+SCORE_LABELS = {"f1_mult": "F1-MULT", "f1_ok": "F1-OK", "f1_bad": "F1-BAD", "mcc": "MCC"}
 
 
 @dataclass
@@ -24,29 +41,49 @@ class QEOptions:
     alignments: Path | None = field(
         default=None, metadata={"help": "QE: Pharaoh source-MT alignments (i-j, source index first)."}
     )
-    tags: Path | None = field(
+    gaps: bool | None = field(
         default=None,
-        metadata={"help": "QE: a tags file for these sentences; the output takes its format and gap tags."},
+        metadata={
+            "help": "QE: write 2N+1 tags with the predicted gap tags, or one per MT word (default: 2N+1 "
+            "when the model predicts gaps; --gaps with a model that does not writes every gap OK)."
+        },
     )
-    gaps: bool = field(
-        default=False, metadata={"help": "QE: write 2N+1 tags (gap tags OK) rather than one per word."}
-    )
+
+
+def source_tags_path(output: Path) -> Path:
+    """Where `easyfirst tag -o OUT` writes source tags: ``out.tags`` → ``out.source_tags``, else
+    OUT.source_tags."""
+    name = output.name[: -len(".tags")] if output.name.endswith(".tags") else output.name
+    return output.with_name(name + ".source_tags")
+
+
+def score_label(key: str) -> str:
+    """A report key's short name: ``target_f1_mult`` → ``target F1-MULT``."""
+    part, _, score = key.partition("_")
+    if part in ("gaps", "target", "source") and score in SCORE_LABELS:
+        return f"{part} {SCORE_LABELS[score]}"
+    return SCORE_LABELS.get(key, key)
 
 
 class QE(Task):
     name = "qe"
-    help = "word-level translation quality estimation, OK/BAD per MT word (WMT16 en-de by default)"
+    help = (
+        "word-level translation quality estimation, OK/BAD per MT word, and per gap and source word "
+        "when the data has those tags (WMT16 en-de by default)"
+    )
     dataset = "wmt16-qe-en-de"
     metric, metric_label = "f1_mult", "F1-MULT"
     columns = (("f1_ok", "F1-OK"), ("f1_bad", "F1-BAD"), ("accuracy", "acc"))
-    input_kind = "QE file prefixes: PREFIX.src, .mt, .src-mt.alignments, .tags"
+    selectable = ("mcc",)
+    input_kind = "QE file prefixes: PREFIX.src, .mt, .src-mt.alignments, .tags (.source_tags)"
     refuses_text = "a qe model needs the source and alignment: plot --input PREFIX"
     unclaimed_input = "a qe model tags sentence pairs: give --src, --mt and --alignments (or a PREFIX)"
     TagOptions = QEOptions
     # paper §5.3: the POS values but dropout 0.1, N = 5, the target word ⊕ its aligned source words
     # instead of affixes (64 + 64 dimensions), BAD weighted 5 in the loss; plus the WMT16 baseline's
     # context (4 × 64: MT neighbours, aligned words' source neighbours), which took dev F1-MULT above
-    # 0.37 here (see README, "Results: WMT16 word-level QE")
+    # 0.37 here (see README, "Results: WMT16 word-level QE"). WMT18+ data: gaps and source words get
+    # heads of their own; BAD gaps are ~2% of the gaps (BAD words 12%), so they are weighted more
     defaults = {
         "model": {
             "sketch_steps": 5,
@@ -55,7 +92,11 @@ class QE(Task):
             "source_dim": 64,
             "qe_context_dim": 64,
         },
-        "loss": {"class_weights": {"BAD": 5.0}},
+        "loss": {
+            "class_weights": {"BAD": 5.0},
+            "gap_class_weights": {"BAD": 10.0},
+            "source_class_weights": {"BAD": 5.0},
+        },
     }
 
     def text_column(self, data) -> None:
@@ -76,15 +117,14 @@ class QE(Task):
         return read_qe(path)
 
     def claim_input(self, input: str | None, options: dict[str, Any]):
-        """The QE files to tag, from --src/--mt/--alignments/--tags or a PREFIX; None when the input is
-        not a QE data set. Read here, before the model is loaded, so that input errors come first."""
+        """The QE sentences to tag, from --src/--mt/--alignments or a PREFIX; None when the input is not
+        a QE data set. Read here, before the model is loaded, so that input errors come first. Only the
+        inputs are read: never a .tags or .source_tags file beside them."""
         from easyfirst.data.qe import QEFiles, is_qe_prefix, read_qe
 
-        src, mt, alignments, tags = (options.get(k) for k in ("src", "mt", "alignments", "tags"))
+        src, mt, alignments = (options.get(k) for k in ("src", "mt", "alignments"))
         given = {"--src": src, "--mt": mt, "--alignments": alignments}
         if all(path is None for path in given.values()):
-            if tags is not None:
-                raise InputError("--tags goes with --src, --mt and --alignments (QE)")
             if input is None or input == "-" or Path(input).is_file() or not is_qe_prefix(input):
                 return None
             files = QEFiles.from_prefix(input, need_tags=False)
@@ -96,21 +136,43 @@ class QE(Task):
                 )
             if input is not None:
                 raise InputError("give either an input file or --src/--mt/--alignments, not both")
-            for path in (src, mt, alignments, tags):
-                if path is not None and not path.is_file():
+            for path in (src, mt, alignments):
+                if not path.is_file():
                     raise InputError("no such file", path)
-            files = QEFiles(src, mt, alignments, tags)
-        return read_qe(files, with_tags=files.tags is not None)
+            files = QEFiles(src, mt, alignments)
+        return read_qe(files, with_tags=False)
 
     @names_task
     def write(
-        self, source, out: BinaryIO, predict: Predict, data, options: QEOptions, *, batch_size: int, name: str
+        self,
+        source,
+        out: BinaryIO,
+        predict: Predict,
+        data,
+        options: QEOptions,
+        *,
+        batch_size: int,
+        name: str,
+        output: Path | None = None,
     ) -> int:
-        """``source``: the sentences :meth:`claim_input` read (QESentence, with ``gaps`` where known)."""
-        from easyfirst.data.qe import GAP_FORMAT, tag_qe, tags_format
+        """``source``: the sentences :meth:`claim_input` read. The tags go to ``out``; the source tags, when
+        the model predicts them and there is an ``output`` file, to OUT.source_tags (written first, and
+        atomically, so that a failure leaves neither)."""
+        from easyfirst.atomic import atomic_write
+        from easyfirst.data.qe import tag_qe
 
-        with_gaps = options.gaps or tags_format(source) == GAP_FORMAT  # read with a 2N+1 tags file
-        return tag_qe(source, out, predict, with_gaps=with_gaps, batch_size=batch_size)
+        def write_source_tags(text: bytes) -> None:
+            if output is not None:
+                atomic_write(source_tags_path(output), lambda stream: stream.write(text))
+
+        return tag_qe(
+            source,
+            out,
+            predict,
+            gaps=options.gaps,
+            batch_size=batch_size,
+            write_source_tags=write_source_tags,
+        )
 
     def score(self, gold: Tags, predicted: Tags) -> dict:
         from easyfirst.metrics import qe_report
@@ -120,5 +182,53 @@ class QE(Task):
     def title(self, name: str, report: dict) -> str:
         return (
             f"{name}: F1-MULT {100 * report['f1_mult']:.2f} (F1-OK {100 * report['f1_ok']:.2f} × F1-BAD "
-            f"{100 * report['f1_bad']:.2f}), accuracy {100 * report['accuracy']:.2f}% over {report['tokens']:,} words"
+            f"{100 * report['f1_bad']:.2f}), MCC {100 * report['mcc']:.2f}, accuracy "
+            f"{100 * report['accuracy']:.2f}% over {report['tokens']:,} MT words"
         )
+
+    # the gap and source heads (easyfirst.model.qe_heads)
+
+    def prepare(self, config, sentences: Sequence[Sentence]) -> None:
+        """Settle ``[model] gaps`` and ``source_tags`` left unset: on when the training sentences have gap
+        tags / source tags (source tags also need the aligned-source embeddings, ``source_dim`` > 0).
+        Asking for a head the data cannot train is an error."""
+        m = config.model
+        found = {
+            name: any(getattr(s, name, None) is not None and s.words for s in sentences) for name in HEADS
+        }
+        what = {"gaps": "gap tags (a 2N+1 .tags file)", "source_tags": "source tags (a .source_tags file)"}
+        for name in HEADS:
+            if getattr(m, name) is None:
+                setattr(m, name, found[name] and (name != "source_tags" or m.source_dim > 0))
+            elif getattr(m, name) and not found[name]:
+                raise InputError(
+                    f"[model] {name} = true, but the training data has no {what[name]}", config.data.train
+                )
+        if m.source_tags and m.source_dim <= 0:
+            raise InputError(
+                "source tags are predicted from the aligned-source embeddings: they need source_dim > 0"
+            )
+
+    def selection(self, config) -> tuple[str, str]:
+        """``[train] best_metric``, else the F1-MULT of MT words and gaps together (WMT19's target score)
+        for a model that predicts gaps, else the MT words' F1-MULT (WMT16)."""
+        if config.train.best_metric is None and config.model.gaps:
+            return "target_f1_mult", score_label("target_f1_mult")
+        key, label = super().selection(config)
+        return key, score_label(key) if key != self.metric else label
+
+    def report_columns(self, config) -> tuple[tuple[str, str], ...]:
+        heads = (column for name in HEADS if getattr(config.model, name) for column in HEAD_COLUMNS[name])
+        return self.columns + tuple(heads)
+
+    def targets(self, sentence) -> dict[str, list[str]] | None:
+        return sentence.head_tags
+
+    def score_heads(self, gold: Sequence[Sentence], predicted: Tags, heads: dict[str, list]) -> dict:
+        """The ``gaps_*``, ``target_*`` (MT words and gaps pooled) and ``source_*`` scores, for the parts
+        both the model and the gold sentences have."""
+        from easyfirst.metrics import qe_heads_report
+
+        tags = [getattr(s, "head_tags", {}) for s in gold]
+        known = {name: [t[name] for t in tags] for name in HEADS if tags and all(name in t for t in tags)}
+        return qe_heads_report([s.tags for s in gold], predicted, known, heads)
