@@ -1,0 +1,103 @@
+"""Train BiLSTM, NEF-S N = 5 and NEF-F N = 5 on WMT19 en-de word-level QE (train → dev) with one budget and
+seed, predicting MT word, gap and source tags, and print the README's results table (Markdown) from
+their metrics.json files.
+
+    python benchmarks/qe19_table.py --epochs 10 --seed 1 --out runs/qe19          # trains
+    python benchmarks/qe19_table.py --dropout 0.3 --out runs/qe19-d03              # another dropout
+    python benchmarks/qe19_table.py --out runs/qe19 --report-only                  # table only
+    python benchmarks/qe19_table.py --save benchmarks/results/qe19 --report-only   # and keep the scores
+    python benchmarks/qe19_table.py --from benchmarks/results/qe19                 # table from kept scores
+
+Each row is one `easyfirst train --task qe` run on `$EASYFIRST_DATA/qe/wmt19-en-de/{train,dev}` with the
+task's defaults (BAD words weighted 5, BAD gaps 10, BAD source words 5; gap and source heads on, since
+the data has 2N+1 tags and source tags; best epoch by dev target F1-MULT, words and gaps together). At
+most ``--parallel`` runs go at a time, one torch thread each. Rows whose run folder already has a
+metrics.json are not trained again. ``--save DIR`` copies each finished run's metrics.json (small JSON) to
+DIR/ROW.json, from which ``--from DIR`` rebuilds the table without the run folders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+from pathlib import Path
+
+from pos_table import run_trainings, train_command
+
+ROWS = {
+    "bilstm": ("BiLSTM (N = 0)", ["--model", "bilstm"]),
+    "nef-s-5": ("NEF-S, N = 5", ["--model", "nef-s", "--sketch-steps", "5"]),
+    "nef-f-5": ("NEF-F, N = 5", ["--model", "nef-f", "--sketch-steps", "5"]),
+}
+PARTS = (("words", ""), ("gaps", "gaps_"), ("target", "target_"), ("source", "source_"))
+
+
+def data_flags() -> list[str]:
+    root = Path(os.environ.get("EASYFIRST_DATA", "/work/shared/data")) / "qe" / "wmt19-en-de"
+    return ["--train", str(root / "train"), "--dev", str(root / "dev")]
+
+
+def train(keys: list[str], args: argparse.Namespace) -> None:
+    waiting = [k for k in keys if not (args.out / k / "metrics.json").is_file()]
+    extra = data_flags() + ([] if args.dropout is None else ["--dropout", str(args.dropout)])
+    commands = {
+        key: train_command(
+            ROWS[key][1] + extra, args.epochs, args.seed, args.out, task="qe", output=args.out / key
+        )
+        for key in waiting
+    }
+    run_trainings(commands, args.parallel)
+
+
+def table(metrics: dict[str, dict]) -> str:
+    """The README table: per row, F1-MULT and MCC of MT words, gaps, target (words + gaps) and source."""
+    head = "| model | " + " | ".join(f"{part} F1-MULT | {part} MCC" for part, _ in PARTS)
+    head += " | gaps F1-BAD | best epoch | s/epoch |"
+    lines = [head, "|---|" + "---:|" * (2 * len(PARTS) + 3)]
+    best = max(m["dev"]["target_f1_mult"] for m in metrics.values())
+    for key, m in metrics.items():
+        dev = m["dev"]
+        cells = []
+        for part, prefix in PARTS:
+            mult = f"{100 * dev[prefix + 'f1_mult']:.2f}"
+            cells += [f"**{mult}**" if part == "target" and dev["target_f1_mult"] == best else mult]
+            cells += [f"{100 * dev[prefix + 'mcc']:.2f}"]
+        lines.append(
+            f"| {ROWS[key][0]} | " + " | ".join(cells) + f" | {100 * dev['gaps_f1_bad']:.2f} | "
+            f"{m['best_epoch']}/{len(m['epochs'])} | {m['seconds_per_epoch']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=Path("runs/qe19"))
+    parser.add_argument("--rows", nargs="+", choices=list(ROWS), default=list(ROWS))
+    parser.add_argument("--dropout", type=float, help="--dropout of every row (default: the task's, 0.1)")
+    parser.add_argument("--parallel", type=int, default=2, help="trainings at a time (default 2)")
+    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--save", type=Path, help="copy each finished run's metrics.json to SAVE/ROW.json")
+    parser.add_argument("--from", dest="source", type=Path, help="build the table from SAVE/ROW.json files")
+    args = parser.parse_args()
+    if args.source is None and not args.report_only:
+        train(args.rows, args)
+    found = {}
+    for key in args.rows:
+        path = args.source / f"{key}.json" if args.source else args.out / key / "metrics.json"
+        if path.is_file():
+            found[key] = json.loads(path.read_text())
+            if args.save:
+                args.save.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, args.save / f"{key}.json")
+    if found:
+        print(table(found))
+
+
+if __name__ == "__main__":
+    main()
