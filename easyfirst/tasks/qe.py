@@ -7,6 +7,7 @@ or the files one by one with --src, --mt and --alignments, and never reads gold 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,7 +163,11 @@ class QE(Task):
         from easyfirst.data.qe import tag_qe
 
         def write_source_tags(text: bytes) -> None:
-            if output is not None:
+            if output is None:  # stdout holds the MT tags alone
+                sys.stderr.write(
+                    "note: the predicted source tags are written with -o OUT only (OUT.source_tags)\n"
+                )
+            else:
                 atomic_write(source_tags_path(output), lambda stream: stream.write(text))
 
         return tag_qe(
