@@ -4,13 +4,14 @@ predicted beside the MT words' tags from the same features.
 Let fⱼ be MT word j's output-layer input (concat(hⱼ, sⱼᴺ) for the easy-first tagger, hⱼ for the BiLSTM;
 easyfirst.model.tagger), after dropout.
 
-- **Gaps** follow OpenKiwi's predictor-estimator and NuQE (Kepler et al. 2019, "OpenKiwi: An Open Source
-  Framework for Quality Estimation"; Kim et al. 2017): gap j, between MT words j and j + 1, is
-  represented by its neighbours' features, gⱼ = [fⱼ; fⱼ₊₁] for j = 0 … N, with learned boundary vectors
-  f₀ = b_start and f_{N+1} = b_end for the gaps before the first and after the last word; its scores are
-  W₂ tanh(W₁gⱼ + c₁) + c₂ (a one-hidden-layer MLP of ``hidden_dim`` units).
-- **Source words** (also as in OpenKiwi, whose models tag the source from its own encoder and the
-  alignment): source word i is the embedding of the word (the table of the aligned-source feature, shared)
+- **Gaps** follow the estimator of the predictor-estimator (Kim et al. 2017) as OpenKiwi implements it
+  (Kepler et al. 2019, "OpenKiwi: An Open Source Framework for Quality Estimation"; its
+  ``Estimator.make_contexts_gaps`` concatenates each pair of neighbouring states, with learned start and
+  stop vectors at the ends): gap j, between MT words j and j + 1, is gⱼ = [fⱼ; fⱼ₊₁] for j = 0 … N, with
+  learned boundary vectors f₀ = b_start and f_{N+1} = b_end for the gaps before the first and after the
+  last word; its scores are W₂ tanh(W₁gⱼ + c₁) + c₂ (a one-hidden-layer MLP of ``hidden_dim`` units,
+  where OpenKiwi has one affine layer).
+- **Source words** (OpenKiwi tags them from an encoder over the source side): source word i is the embedding of the word (the table of the aligned-source feature, shared)
   ⊕ the mean of f over the MT words aligned to it (a learned NULL vector when none is), read by a BiLSTM
   over the source sentence, then an affine layer.
 
