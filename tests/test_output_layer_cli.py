@@ -47,6 +47,8 @@ def test_loss_options_are_saved_in_the_config(sparse_run):
         "label_smoothing": 0.01,
         "temperature": 2.0,
         "class_weights": {"NOUN": 2.0, "PUNCT": 0.5},
+        "gap_class_weights": {},  # QE only (issue #16)
+        "source_class_weights": {},
     }
     assert config["model"]["crf"] is False
     metrics = json.loads((sparse_run / "metrics.json").read_text())
