@@ -7,6 +7,8 @@ their metrics.json files.
     python benchmarks/qe19_table.py --out runs/qe19 --report-only                  # table only
     python benchmarks/qe19_table.py --save benchmarks/results/qe19 --report-only   # and keep the scores
     python benchmarks/qe19_table.py --from benchmarks/results/qe19                 # table from kept scores
+    python benchmarks/qe19_table.py --seeds benchmarks/results/qe19 benchmarks/results/qe19-seed2 \
+        benchmarks/results/qe19-seed3                                                # BiLSTM vs NEF-F per seed
 
 Each row is one `easyfirst train --task qe` run on `$EASYFIRST_DATA/qe/wmt19-en-de/{train,dev}` with the
 task's defaults (BAD words weighted 5, BAD gaps 10, BAD source words 5; gap and source heads on, since
@@ -21,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 from pathlib import Path
 
 from pos_table import run_trainings, train_command
@@ -72,6 +73,32 @@ def table(metrics: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def seeds_table(folders: list[Path]) -> str:
+    """Per kept-scores folder (one seed each): the BiLSTM's and NEF-F N = 5's target F1-MULT (best epoch)
+    and gaps F1-BAD, and the mean ± standard deviation of the target F1-MULT over the folders."""
+    import statistics
+
+    keys = ("bilstm", "nef-f-5")
+    lines = [
+        "| seed | BiLSTM target F1-MULT | NEF-F N = 5 target F1-MULT | BiLSTM gaps F1-BAD | NEF-F gaps F1-BAD |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    scores: dict[str, list[float]] = {key: [] for key in keys}
+    for folder in folders:
+        runs = {key: json.loads((folder / f"{key}.json").read_text()) for key in keys}
+        seed = runs["bilstm"].get("seed", "")
+        cells = []
+        for key in keys:
+            scores[key].append(100 * runs[key]["dev"]["target_f1_mult"])
+            cells.append(f"{scores[key][-1]:.2f} ({runs[key]['best_epoch']})")
+        cells += [f"{100 * runs[key]['dev']['gaps_f1_bad']:.2f}" for key in keys]
+        lines.append(f"| {seed or folder.name} | " + " | ".join(cells) + " |")
+    if len(folders) > 1:
+        spread = [f"{statistics.mean(v):.2f} ± {statistics.stdev(v):.2f}" for v in scores.values()]
+        lines.append(f"| mean ± sd | {spread[0]} | {spread[1]} | | |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -85,7 +112,11 @@ def main() -> None:
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--save", type=Path, help="copy each finished run's metrics.json to SAVE/ROW.json")
     parser.add_argument("--from", dest="source", type=Path, help="build the table from SAVE/ROW.json files")
+    parser.add_argument("--seeds", nargs="+", type=Path, help="kept-scores folders, one per seed: compare")
     args = parser.parse_args()
+    if args.seeds:
+        print(seeds_table(args.seeds))
+        return
     if args.source is None and not args.report_only:
         train(args.rows, args)
     found = {}
@@ -93,9 +124,11 @@ def main() -> None:
         path = args.source / f"{key}.json" if args.source else args.out / key / "metrics.json"
         if path.is_file():
             found[key] = json.loads(path.read_text())
-            if args.save:
+            if args.save:  # the run's metrics.json, with its seed (from config.json) for --seeds
+                config = json.loads((path.parent / "config.json").read_text())
                 args.save.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, args.save / f"{key}.json")
+                kept = {"seed": config["train"]["seed"], **found[key]}
+                (args.save / f"{key}.json").write_text(json.dumps(kept, indent=2) + "\n")
     if found:
         print(table(found))
 
