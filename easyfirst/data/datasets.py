@@ -40,6 +40,7 @@ class DataSet:
     sha256: dict[str, str]  # split → digest, for sets that can be downloaded
     remote: bool = False
     note: str = ""
+    prefixes: bool = False  # each split is a path prefix of several files (PREFIX.src, PREFIX.mt, ...)
 
     def url(self, split: str) -> str:
         base = os.environ.get("EASYFIRST_UD_BASE_URL", UD_BASE_URL).rstrip("/")
@@ -78,6 +79,7 @@ DATASETS = {
             {"train": "qe/wmt16-en-de/train", "dev": "qe/wmt16-en-de/dev"},
             {},
             note="WMT16 word-level QE en-de (place the files yourself)",
+            prefixes=True,
         ),
         DataSet(
             "wmt19-qe-en-de",
@@ -85,6 +87,7 @@ DATASETS = {
             {"train": "qe/wmt19-en-de/train", "dev": "qe/wmt19-en-de/dev"},
             {},
             note="WMT19 word-level QE en-de, 2N+1 tags with gaps and source tags (place the files yourself)",
+            prefixes=True,
         ),
     )
 }
@@ -204,7 +207,7 @@ def how_to_get(name: str) -> str:
             f"checked against its SHA-256; or put the files under $EASYFIRST_DATA/{folder}/"
         )
     files = ", ".join(
-        Path(path).name + (".*" if dataset.task == "qe" else "") for path in dataset.splits.values()
+        Path(path).name + (".*" if dataset.prefixes else "") for path in dataset.splits.values()
     )
     return f"not downloadable: put {files} under $EASYFIRST_DATA/{folder}/ (or pass --train/--dev/--test)"
 

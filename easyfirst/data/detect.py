@@ -125,7 +125,9 @@ def reader_phrase(expected: str, task: str | None = None) -> str:
     """``this is a pos model, which reads CoNLL-U ...`` (or, without a task, ``expected CoNLL-U ...``)."""
     if task is None:
         return f"expected {EXPECTED[expected]}"
-    article = "an" if task[0] in "aeiou" or task == "ner" else "a"
+    # a short name is read letter by letter ("an NER model"), a longer one as a word
+    sounds_vowel = task[0] in ("aefhilmnorsx" if len(task) <= 3 else "aeiou")
+    article = "an" if sounds_vowel else "a"
     return f"this is {article} {task} model, which reads {EXPECTED[expected]}"
 
 

@@ -31,9 +31,9 @@ from typing import BinaryIO
 
 from easyfirst.data import detect
 from easyfirst.data.files import decode_line, open_binary, without_bom
+from easyfirst.data.qe_heads import QE_TAGS
 from easyfirst.errors import InputError
 
-QE_TAGS = ("OK", "BAD")
 SUFFIXES = {
     "src": ".src",
     "mt": ".mt",

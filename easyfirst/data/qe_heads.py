@@ -12,8 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from easyfirst.data.qe import QE_TAGS
-
+QE_TAGS = ("OK", "BAD")  # word, gap and source-word tags of word-level QE
 TAG_IDS = {tag: index for index, tag in enumerate(QE_TAGS)}  # OK 0, BAD 1: the heads' fixed tag set
 TARGETS = ("gaps", "source_tags")
 

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from easyfirst.data.batching import IGNORE, Batch
-from easyfirst.data.qe import QE_TAGS
+from easyfirst.data.qe_heads import QE_TAGS
 from easyfirst.losses import class_weight_vector, fenchel_young_loss
 from easyfirst.model.encoder import BiLSTMEncoder
 

@@ -154,11 +154,12 @@ class Task:
         given is an error naming the task it belongs to."""
         own = {f.name for f in fields(self.TagOptions)}
         for key, value in given.items():
-            if key not in own and value not in (None, False):
-                owners = [t.name for t in TASKS.values() if key in {f.name for f in fields(t.TagOptions)}]
+            owners = [t for t in TASKS.values() if key in {f.name for f in fields(t.TagOptions)}]
+            default = next(f.default for f in fields(owners[0].TagOptions) if f.name == key)
+            if key not in own and value != default:  # --no-gaps is given too, where gaps default to None
                 flag = "--" + key.replace("_", "-")
                 raise InputError(
-                    f"{flag}: only for {TASKS[owners[0]].input_kind} ({' and '.join(owners)} models); "
+                    f"{flag}: only for {owners[0].input_kind} ({' and '.join(t.name for t in owners)} models); "
                     f"this is a {self.name} model"
                 )
         return self.TagOptions(**{k: v for k, v in given.items() if k in own})
