@@ -53,8 +53,14 @@ _display_type = typer.core.TyperOption.display_type
 
 def _display_type_of_values(self, ctx):
     """Typer shows a type for every option; a flag takes no value, so it shows none (``--json``, not
-    ``--json <bool>``)."""
-    return None if self.is_flag else _display_type(self, ctx)
+    ``--json <bool>``), and an option whose values come from a registry shows them (``<csoftmax|…>``)."""
+    from easyfirst.cli.options import LAZY_CHOICES
+
+    if self.is_flag:
+        return None
+    if self.name in LAZY_CHOICES:
+        return f"<{'|'.join(LAZY_CHOICES[self.name]())}>"
+    return _display_type(self, ctx)
 
 
 typer.core.TyperOption.display_type = _display_type_of_values

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import MISSING, Field, fields
 from pathlib import Path
 from typing import Annotated, Any
@@ -39,6 +39,11 @@ def _show(spec: Option, value: Any) -> str:
     return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
+# parameter name → the registry names it takes, looked up only when --help shows them (the attention
+# registry imports torch: building the commands must not, or every `easyfirst ...` waits for it)
+LAZY_CHOICES: dict[str, Callable[[], list[str]]] = {}
+
+
 def flag_of(f: Field) -> str:
     spec: Option = f.metadata["option"]
     return spec.flag or "--" + f.name.replace("_", "-")
@@ -61,7 +66,7 @@ def config_parameters(section: str, cls: type, defaults: dict[str, Any]) -> list
         values = [getattr(v, f.name) for v in defaults.values()]
         help_text = spec.help
         if spec.choices is not None:
-            help_text += f" One of: {', '.join(spec.choices())}."
+            LAZY_CHOICES[f"{section}__{f.name}"] = spec.choices
         if spec.show is not None or any(v is not None for v in values):
             shown = {task: _show(spec, value) for task, value in zip(defaults, values, strict=True)}
             first = next(iter(shown.values()))
