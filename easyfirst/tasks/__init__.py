@@ -38,7 +38,16 @@ class NoOptions:
 
 
 class Task:
-    """What one task does differently; the defaults fit a task whose data set is one file."""
+    """What one task does differently; the defaults fit a task whose data set is one file.
+
+    A subclass's ``read``, ``stream`` and ``write`` are wrapped by :func:`names_task`,
+    so that every reader's wrong-kind error names the model's task."""
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        for method in ("read", "stream", "write"):
+            if method in cls.__dict__:
+                setattr(cls, method, names_task(cls.__dict__[method]))
 
     name: ClassVar[str]
     help: ClassVar[str]  # one line, for --help

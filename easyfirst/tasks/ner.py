@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
-from easyfirst.tasks import Predict, Tags, Task, names_task
+from easyfirst.tasks import Predict, Tags, Task
 
 SCHEMES = ("bio", "iob1", "bioes")
 
@@ -70,7 +70,6 @@ class NER(Task):
         if options.encoding is not None:
             data.encoding = options.encoding
 
-    @names_task
     def read(self, path: str | Path | BinaryIO, data) -> list[Sentence]:
         from easyfirst.data.conll import read_conll
 
@@ -78,7 +77,6 @@ class NER(Task):
             path, token_column=data.token_column, tag_column=data.label_column, encoding=data.encoding
         )
 
-    @names_task
     def write(
         self,
         source,

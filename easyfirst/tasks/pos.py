@@ -8,7 +8,7 @@ from typing import BinaryIO
 
 from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
-from easyfirst.tasks import Predict, Tags, Task, names_task
+from easyfirst.tasks import Predict, Tags, Task
 
 
 class POS(Task):
@@ -18,13 +18,11 @@ class POS(Task):
     metric, metric_label = "accuracy", "acc"
     input_kind = "CoNLL-U files"
 
-    @names_task
     def read(self, path: str | Path | BinaryIO, data) -> list[Sentence]:
         from easyfirst.data.conllu import read_conllu
 
         return read_conllu(path, tag_column=data.tag_column)
 
-    @names_task
     def stream(self, source: BinaryIO, data, name: str | None) -> Iterator[Sentence]:
         from easyfirst.data.conllu import iter_conllu
 
@@ -37,7 +35,6 @@ class POS(Task):
     def text_column(self, data) -> str:
         return data.tag_column
 
-    @names_task
     def write(
         self, source, out: BinaryIO, predict: Predict, data, options, *, batch_size: int, name: str, **_
     ) -> int:

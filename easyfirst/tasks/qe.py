@@ -15,7 +15,7 @@ from typing import Any, BinaryIO
 
 from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
-from easyfirst.tasks import Predict, Tags, Task, names_task
+from easyfirst.tasks import Predict, Tags, Task
 
 HEADS = ("gaps", "source_tags")  # the outputs beside the MT word tags: [model] keys and gold tag names
 # the per-epoch log's columns for a model with heads: (report key, label)
@@ -111,7 +111,6 @@ class QE(Task):
     def check_exists(self, path: str | Path, split: str) -> None:
         """Nothing to check before reading: :func:`~easyfirst.data.qe.read_qe` names each missing file."""
 
-    @names_task
     def read(self, path: str | Path, data) -> list[Sentence]:
         from easyfirst.data.qe import read_qe
 
@@ -143,7 +142,6 @@ class QE(Task):
             files = QEFiles(src, mt, alignments)
         return read_qe(files, with_tags=False)
 
-    @names_task
     def write(
         self,
         source,
