@@ -44,8 +44,9 @@ from easyfirst.data.conllu import read_conllu
 from easyfirst.data.datasets import resolve_split
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.model.tagger import EasyFirstTagger
+from easyfirst.optim import make_optimizer
 from easyfirst.tasks import get_task
-from easyfirst.train import make_optimizer
+from easyfirst.train import backward_step
 
 MODELS = {  # name → (model, sketch steps)
     "bilstm": ("bilstm", 0),
@@ -83,12 +84,11 @@ def load_ewt(limit: int) -> tuple[list, list]:
     return train, test
 
 
-def train_step(model: EasyFirstTagger, optimizer: torch.optim.Optimizer, batch: Batch, clip: float) -> None:
-    scores, _ = model(batch)
-    loss = model.loss(scores, batch.tags)
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+def train_step(
+    model: EasyFirstTagger, optimizer: torch.optim.Optimizer, batch: Batch, config: Config
+) -> None:
+    """One update as `easyfirst train` makes it."""
+    backward_step(model, model, optimizer, list(model.parameters()), batch, config.train)
     optimizer.step()
 
 
@@ -124,9 +124,9 @@ def memory_child(args: argparse.Namespace) -> None:
     if args.job == "train":
         longest = [encode(vocabs, w, t) for w, t in inputs["longest"]]
         batches = [collate(longest[k : k + 16], []) for k in range(0, len(longest), 16)]
-        optimizer = make_optimizer(config, model)
+        optimizer = make_optimizer(config.train.optimizer, config.train.lr, model)
         shortest = collate([encode(vocabs, w, t) for w, t in inputs["shortest"]], [])
-        train_step(model, optimizer, shortest.to(args.device), config.train.clip)
+        train_step(model, optimizer, shortest.to(args.device), config)
     elif args.job == "tag":
         sentences = inputs["test"]
     else:
@@ -140,7 +140,7 @@ def memory_child(args: argparse.Namespace) -> None:
         before = rss_bytes("VmRSS")
     if args.job == "train":
         for batch in batches:
-            train_step(model, optimizer, batch.to(args.device), config.train.clip)
+            train_step(model, optimizer, batch.to(args.device), config)
     else:
         model.eval()
         Tagger(model, config, vocabs, args.device).tag(sentences)
@@ -222,7 +222,7 @@ def main() -> None:
         model = EasyFirstTagger(config.model, config.loss, vocabs).to(device)
         if name == GENERIC:
             model.decoder.fused = False
-        states[name] = (config, model, make_optimizer(config, model))
+        states[name] = (config, model, make_optimizer(config.train.optimizer, config.train.lr, model))
         results["models"][name] = {"train_tokens": 0, "train_wall": 0.0, "train_cpu": 0.0}
     # training: the models take turns, each round a share of the same batches
     if batches:
@@ -237,7 +237,7 @@ def main() -> None:
                 sync()
                 start = clocks()
                 for batch in moved:
-                    train_step(model, optimizer, batch, config.train.clip)
+                    train_step(model, optimizer, batch, config)
                 sync()
                 wall, cpu = since(start)
                 row = results["models"][name]

@@ -26,6 +26,8 @@ else:  # Python 3.10: the same parser, as a package
     import tomli as tomllib
 
 SECTIONS = ("data", "model", "loss", "train")
+REDUCTIONS = ("mean", "sum")
+OPTIMIZERS = ("adagrad", "adam", "sgd")
 
 
 @dataclass
@@ -63,10 +65,26 @@ SAVED_BEFORE = {
 @dataclass
 class TrainConfig:
     epochs: int = field(default=20, metadata=option("Training epochs."))
-    optimizer: str = "adagrad"  # adagrad (the paper's), adam or sgd
+    optimizer: str = "adagrad"  # adagrad (the paper's), adam or sgd (easyfirst.optim)
     lr: float = field(default=0.1, metadata=option("Learning rate."))
     clip: float = 5.0  # gradient-norm clipping
     batch_size: int = field(default=16, metadata=option("Sentences per update."))
+    # how an update's loss combines its words; "sum" with batch_size = 1 is the paper's own code
+    # (configs/pos-reference.toml), where clipping then acts on a sentence's summed gradient
+    reduction: str = field(
+        default="mean",
+        metadata=option(
+            "An update's loss: the mean over its words, or their sum (the paper's code: one sentence per "
+            "update, its words' losses summed).",
+            choices=lambda: list(REDUCTIONS),
+        ),
+    )
+    shuffle: bool = field(
+        default=True,
+        metadata=option(
+            "Shuffle the training sentences every epoch (--no-shuffle: file order, as the paper's code)."
+        ),
+    )
     eval_batch_size: int = 256
     seed: int = field(default=1, metadata=option("Random seed."))
     threads: int = field(  # torch intra-op threads; 0 leaves torch's default
@@ -193,8 +211,10 @@ class Config:
         for name in ("epochs", "batch_size", "eval_batch_size"):
             if getattr(t, name) < 1:
                 raise InputError(f"{name} must be >= 1", source)
-        if t.optimizer not in ("adagrad", "adam", "sgd"):
-            raise InputError("optimizer must be adagrad, adam or sgd", source)
+        if t.optimizer not in OPTIMIZERS:
+            raise InputError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {t.optimizer!r}", source)
+        if t.reduction not in REDUCTIONS:
+            raise InputError(f"reduction must be one of {', '.join(REDUCTIONS)}, not {t.reduction!r}", source)
         self.loss.validate(m.crf, source)
 
 

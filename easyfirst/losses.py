@@ -102,6 +102,15 @@ def fenchel_young_loss(
         raise ValueError(f"temperature must be > 0, not {temperature}")
     k = logits.shape[-1]
     scores, gold = logits.reshape(-1, k), target.reshape(-1)
+    if alpha == 1.0 and not label_smoothing:  # softmax cross-entropy: torch's kernel, a few operations
+        losses = temperature * torch.nn.functional.cross_entropy(
+            scores / temperature if temperature != 1.0 else scores,
+            gold,
+            weight=None if weight is None else weight.to(scores.dtype),
+            ignore_index=ignore_index,
+            reduction=reduction,
+        )
+        return losses.view(target.shape) if reduction == "none" else losses
     keep = gold != ignore_index
     scores, y = scores[keep], gold[keep]
     q = torch.nn.functional.one_hot(y, k).to(scores.dtype)

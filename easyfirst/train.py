@@ -39,8 +39,8 @@ from rich.progress import (
 
 from easyfirst import distributed
 from easyfirst.atomic import atomic_write, read_json, write_json
-from easyfirst.config import Config
-from easyfirst.data.batching import Encoded, encode, iterate_batches
+from easyfirst.config import Config, TrainConfig
+from easyfirst.data.batching import Batch, Encoded, batches_in_order, encode, iterate_batches
 from easyfirst.data.features import (
     active_features,
     build_feature_vocabs,
@@ -52,6 +52,7 @@ from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
 from easyfirst.losses import class_weight_vector
 from easyfirst.model.tagger import EasyFirstTagger
+from easyfirst.optim import clip_gradients, make_optimizer
 from easyfirst.reporting import RunLog, evaluate_sentences, summary_table
 from easyfirst.runs import CONFIG_FILE, VOCAB_FILE, load_model, save_model
 from easyfirst.tasks import Task, get_task
@@ -255,6 +256,12 @@ def prepare_run(
         f"{len(vocabs.tags)} tags"
     )
     log(f"[bold]output[/] {model.describe_output()}")
+    per_update = "1 sentence" if t.batch_size == 1 else f"{t.batch_size} sentences"
+    log(
+        f"[bold]updates[/] {t.optimizer}, lr {t.lr:g}, gradient norm clipped at {t.clip:g}; {per_update} per "
+        f"update, the loss {'summed' if t.reduction == 'sum' else 'averaged'} over its words; training "
+        f"sentences {'shuffled every epoch' if t.shuffle else 'in file order'}"
+    )
     drop_probabilities = None
     if m.word_dropout > 0:
         counts = Counter(w.lower() if vocabs.lowercase else w for s in train_sents for w in s.words)
@@ -271,7 +278,7 @@ def prepare_run(
         vocabs,
         model,
         trainer,
-        make_optimizer(config, model),
+        make_optimizer(t.optimizer, t.lr, model, sparse=not group.parallel),
         generator,
         [encode(vocabs, s.words, s.tags, s.extra, task.targets(s)) for s in train_sents],
         [encode(vocabs, s.words, extra=s.extra) for s in splits.dev],
@@ -329,10 +336,16 @@ def train_epoch(run: Run, epoch: int) -> float:
     returns the epoch's seconds. Stops with FloatingPointError on a non-finite loss or gradient."""
     t, p, model = run.config.train, run.progress, run.model
     model.train()
+    parameters = list(model.parameters())
     started = time.perf_counter() - p.elapsed
     epoch_generator = run.generator.get_state()  # the data order below is drawn from this state
     batches = distributed.shard(
-        list(iterate_batches(run.train_items, t.batch_size, run.generator)), run.group
+        list(
+            iterate_batches(run.train_items, t.batch_size, run.generator)
+            if t.shuffle
+            else batches_in_order(run.train_items, t.batch_size)
+        ),
+        run.group,
     )
     console = run.log.console
     columns = (
@@ -349,13 +362,7 @@ def train_epoch(run: Run, epoch: int) -> float:
             batch = batches[step - 1].to(run.device)
             if run.drop_probabilities is not None:
                 batch.words = drop_words(batch.words, run.drop_probabilities)
-            scores, _, head_scores = run.trainer(batch, heads=True)
-            loss = model.loss(scores, batch.tags, batch.mask)
-            if model.heads is not None:  # QE: the gap and source heads' losses (easyfirst.model.qe_heads)
-                loss = loss + model.head_loss(head_scores, batch)
-            run.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)
+            loss, norm = backward_step(model, run.trainer, run.optimizer, parameters, batch, t)
             if not (torch.isfinite(loss) and torch.isfinite(norm)):
                 what = "loss" if not torch.isfinite(loss) else "gradient norm"
                 value = (loss if what == "loss" else norm).item()
@@ -365,7 +372,7 @@ def train_epoch(run: Run, epoch: int) -> float:
                 )
             run.optimizer.step()
             n = int(batch.mask.sum())
-            p.loss_sum += loss.item() * n
+            p.loss_sum += loss.item() * (n if t.reduction == "mean" else 1)
             p.seen += n
             bar.update(
                 shown,
@@ -376,6 +383,26 @@ def train_epoch(run: Run, epoch: int) -> float:
             if t.checkpoint_every and step % t.checkpoint_every == 0 and step < len(batches):
                 save_checkpoint(run, epoch, step, epoch_generator, time.perf_counter() - started)
     return time.perf_counter() - started
+
+
+def backward_step(
+    model: EasyFirstTagger,
+    trainer: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    parameters: list[torch.nn.Parameter],
+    batch: Batch,
+    t: TrainConfig,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The loss of ``batch`` (``t.reduction`` over its words; QE: plus the gap and source heads'), its
+    gradients, clipped to norm ``t.clip``: ``(loss, norm before clipping)``. ``optimizer.step()`` is
+    the caller's, after checking both are finite. ``trainer``: the model, or DDP around it."""
+    scores, _, head_scores = trainer(batch, heads=True)
+    loss = model.loss(scores, batch.tags, batch.mask, t.reduction)
+    if model.heads is not None:  # QE: the gap and source heads' losses (easyfirst.model.qe_heads)
+        loss = loss + model.head_loss(head_scores, batch, t.reduction)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    return loss, clip_gradients(parameters, t.clip)
 
 
 def evaluate_and_select(run: Run, epoch: int, seconds: float) -> None:
@@ -482,12 +509,3 @@ def finish(run: Run) -> dict:
     run.log(summary_table(metrics, run.metric, run.metric_label, columns))
     run.log(f"model and metrics written to {run.output}")
     return metrics
-
-
-def make_optimizer(config: Config, model: torch.nn.Module) -> torch.optim.Optimizer:
-    t = config.train
-    if t.optimizer == "adagrad":
-        return torch.optim.Adagrad(model.parameters(), lr=t.lr)
-    if t.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=t.lr)
-    return torch.optim.SGD(model.parameters(), lr=t.lr)

@@ -132,6 +132,9 @@ def test_no_concat_predicts_from_the_sketch_alone():
         ({"attention_temperature": 0.0}, "attention_temperature"),
         ({"attention_temperature": float("inf")}, "attention_temperature"),
         ({"coverage_penalty": -1.0}, "coverage_penalty"),
+        ({"v_init": -1.0}, "v_init"),
+        ({"v_init": float("nan")}, "v_init"),
+        ({"attention": "left-to-right", "v_init": 3.0}, "has none"),
         ({"attention": "hard", "coverage_penalty": 1.0}, "has none"),
         ({"attention": "uniform", "attention_temperature": 2.0}, "has none"),
         ({"model": "bilstm", "concat": False}, "needs sketch steps"),
@@ -142,6 +145,22 @@ def test_no_concat_predicts_from_the_sketch_alone():
 def test_config_rejects_meaningless_attention_settings(model, message):
     with pytest.raises(InputError, match=message):
         Config.from_dict({"model": model}, "x.toml")
+
+
+def test_v_init_scales_the_initial_score_vector_only():
+    from easyfirst.data.vocab import Vocabularies
+    from easyfirst.model.tagger import EasyFirstTagger
+
+    vocabs = Vocabularies.build([(["a", "b"], ["X", "Y"])])
+    models = []
+    for scale in (1.0, 4.0):
+        config = Config.from_dict({"model": {"v_init": scale}})
+        torch.manual_seed(3)
+        models.append(dict(EasyFirstTagger(config.model, config.loss, vocabs).named_parameters()))
+    plain, scaled = models
+    for name in plain:
+        expected = plain[name] * 4 if name == "decoder.v.weight" else plain[name]
+        torch.testing.assert_close(scaled[name], expected, msg=name)
 
 
 def test_config_accepts_every_attention_with_its_options():

@@ -27,9 +27,10 @@ BEFORE = {
     "data": "",
 }
 ADDED = {  # new since: generic config overrides (issue #14); plain text, pretrained words, export (#17);
-    # QE gap and source heads (#16)
+    # QE gap and source heads (#16); the paper's code's training regime (#15)
     "train": {"--set", "--pretrained-words", "--gaps", "--no-gaps", "--source-tags", "--no-source-tags"}
-    | {"--gap-class-weight", "--source-class-weight", "--best-metric"},
+    | {"--gap-class-weight", "--source-class-weight", "--best-metric"}
+    | {"--reduction", "--shuffle", "--no-shuffle", "--v-init"},
     "tag": {"--format", "--pretokenized"},
     "plot": {"--pretokenized"},
     "export": {"--overwrite", "--no-overwrite"},

@@ -188,3 +188,11 @@ def iterate_batches(
     """Batches over encoded sentences (see :func:`bucket_indices`), each with its ``order``."""
     for indices in bucket_indices([len(e) for e in items], batch_size, generator, max_tokens):
         yield collate([items[i] for i in indices], indices)
+
+
+def batches_in_order(items: Sequence[Encoded], batch_size: int) -> Iterator[Batch]:
+    """Batches of consecutive sentences in the order given (training without shuffling, as the paper's
+    own code reads its training file), neither sorted by length nor shuffled."""
+    for start in range(0, len(items), batch_size):
+        indices = list(range(start, min(start + batch_size, len(items))))
+        yield collate([items[i] for i in indices], indices)

@@ -6,6 +6,15 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from easyfirst.model.lean import LeanBiLSTMFunction, lean_applies
+
+# nn.LSTM's parameters in the order LeanBiLSTMFunction takes them: forward direction, then reverse
+LSTM_WEIGHTS = [
+    f"{kind}_{part}_l0{direction}"
+    for direction in ("", "_reverse")
+    for kind, part in (("weight", "ih"), ("weight", "hh"), ("bias", "ih"), ("bias", "hh"))
+]
+
 
 class BiLSTMEncoder(nn.Module):
     def __init__(self, input_dim: int, hidden_dim: int):
@@ -14,6 +23,9 @@ class BiLSTMEncoder(nn.Module):
         self.output_dim = 2 * hidden_dim
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if lean_applies(x) and bool(mask.all()):  # one sentence on the CPU: NumPy (easyfirst.model.lean)
+            lstm = self.lstm
+            return LeanBiLSTMFunction.apply(x[0], *(getattr(lstm, name) for name in LSTM_WEIGHTS))[None]
         lengths = mask.sum(1).cpu()
         packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
         out, _ = self.lstm(packed)

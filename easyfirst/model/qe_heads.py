@@ -102,7 +102,7 @@ def aligned_features(
 
 class HeadLoss(nn.Module):
     """The heads' training loss: per head the Fenchel–Young loss of the model's objective with the head's
-    class weights, averaged over its gold tags; summed over the heads."""
+    class weights, averaged over its gold tags (``reduction = "sum"``: summed); summed over the heads."""
 
     def __init__(self, objective):
         super().__init__()
@@ -115,7 +115,7 @@ class HeadLoss(nn.Module):
                 f"{name}_weight", class_weight_vector(weights, list(QE_TAGS)), persistent=False
             )
 
-    def forward(self, scores: dict[str, torch.Tensor], batch: Batch) -> torch.Tensor:
+    def forward(self, scores: dict[str, torch.Tensor], batch: Batch, reduction: str = "mean") -> torch.Tensor:
         o = self.objective
         total = None
         for name, head_scores in scores.items():
@@ -130,6 +130,7 @@ class HeadLoss(nn.Module):
                 temperature=o.temperature,
                 weight=getattr(self, f"{name}_weight"),
                 ignore_index=IGNORE,
+                reduction=reduction,
             )
             total = loss if total is None else total + loss
         if total is None:  # no gold tags in this batch: a zero that keeps the heads in the graph

@@ -121,6 +121,10 @@ class ModelConfig:
     attention_temperature: float = field(  # scores z/T before ρ (learned attentions only)
         default=1.0, metadata=option("Divide the attention scores by T before ρ.", metavar="T")
     )
+    v_init: float = field(  # v of Eq. 2 starts as Glorot-uniform × this: the initial scale of the scores
+        default=1.0,
+        metadata=option("Scale of v's initial values (Eq. 2): how spread the first scores are.", metavar="C"),
+    )
     coverage_penalty: float = field(  # λ: scores z − λβ before ρ (§4; learned attentions only)
         default=0.0, metadata=option("λ: attend with ρ(z − λβ), penalising covered words.", metavar="λ")
     )
@@ -194,9 +198,11 @@ class ModelConfig:
         if not (math.isfinite(self.coverage_penalty) and self.coverage_penalty >= 0):
             raise InputError("coverage_penalty must be a finite number >= 0", source)
         learned = ATTENTIONS[self.attention].scores == "attention"
-        if (self.attention_temperature != 1 or self.coverage_penalty) and not learned:
+        if not (math.isfinite(self.v_init) and self.v_init >= 0):
+            raise InputError("v_init must be a finite number >= 0", source)
+        if (self.attention_temperature != 1 or self.coverage_penalty or self.v_init != 1) and not learned:
             raise InputError(
-                f"attention_temperature and coverage_penalty act on learned attention scores; "
+                f"attention_temperature, v_init and coverage_penalty act on learned attention scores; "
                 f"{self.attention!r} has none",
                 source,
             )

@@ -31,6 +31,7 @@ class EasyFirstTagger(nn.Module):
     def __init__(self, m: ModelConfig, loss: LossConfig, vocabs: Vocabularies):
         super().__init__()
         self.steps = m.sketch_steps
+        self.v_init = m.v_init
         self.steps_beyond_length = m.steps_beyond_length
         self.concat = m.concat
         self.embedder = Embedder(vocabs, m.word_dim, m.affix_dim, active_features(m))
@@ -74,7 +75,8 @@ class EasyFirstTagger(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """Glorot-uniform weight matrices and zero biases, as DyNet (the paper's toolkit) initialises.
+        """Glorot-uniform weight matrices and zero biases, as DyNet (the paper's toolkit) initialises;
+        v of Eq. 2 then scaled by ``v_init`` (the spread of the first attention scores).
 
         PyTorch's default N(0, 1) embeddings train markedly worse with Adagrad here: the BiLSTM
         baseline reached 93.2% dev UPOS on EWT after 6 epochs with them, 94.6% with Glorot.
@@ -88,6 +90,9 @@ class EasyFirstTagger(nn.Module):
             if isinstance(table, nn.Embedding) and table.padding_idx is not None:
                 with torch.no_grad():
                     table.weight[table.padding_idx].zero_()
+        if self.decoder is not None:
+            with torch.no_grad():
+                self.decoder.v.weight.mul_(self.v_init)
         if self.crf is not None:
             self.crf.reset_parameters()
 
@@ -121,17 +126,23 @@ class EasyFirstTagger(nn.Module):
         return torch.cat([states, sketch], dim=-1) if self.concat else sketch
 
     def loss(
-        self, scores: torch.Tensor, gold: torch.Tensor, mask: torch.Tensor | None = None
+        self,
+        scores: torch.Tensor,
+        gold: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        reduction: str = "mean",
     ) -> torch.Tensor:
-        """The training loss per word: scores ``(B, L, K)``, gold tag ids and mask ``(B, L)``.
+        """The training loss: scores ``(B, L, K)``, gold tag ids and mask ``(B, L)``.
 
         The configured Fenchel–Young loss, averaged over words (padding and unknown gold tags,
         ``IGNORE``, do not count); with the CRF, the sentences' negative log-likelihoods summed and
-        divided by the number of words.
+        divided by the number of words. ``reduction = "sum"``: summed over the words, not averaged
+        (the paper's own code sums each sentence's word losses).
         """
         if self.crf is not None:
             mask = gold != IGNORE if mask is None else mask
-            return self.crf.nll(scores, gold, mask).sum() / mask.sum()
+            total = self.crf.nll(scores, gold, mask).sum()
+            return total if reduction == "sum" else total / mask.sum()
         o = self.objective
         return fenchel_young_loss(
             scores,
@@ -141,6 +152,7 @@ class EasyFirstTagger(nn.Module):
             temperature=o.temperature,
             weight=self.class_weight,
             ignore_index=IGNORE,
+            reduction=reduction,
         )
 
     def describe_output(self) -> str:

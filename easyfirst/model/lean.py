@@ -1,0 +1,390 @@
+"""The csoftmax sketch loop for ONE sentence on the CPU, in NumPy: the per-sentence-update path.
+
+Same mathematics as :mod:`easyfirst.model.fused_sketch` (Eqs. 1–7, 11; NEF-F and NEF-S, N fixed or
+N = L, a fresh unit of budget every L steps, temperature and coverage penalty), which stays the
+reference it is tested against, restricted to a batch of one sentence on the CPU.
+
+Why: training with one sentence per update, as the paper's own code does (github.com/Unbabel/
+neural-easy-first, dynet/neftagger.py), runs the step loop on a single row of L words, where every
+operation is tiny and its fixed cost is all there is. A torch operation costs about 1.3–5 µs there, the
+NumPy one about 0.3–1 µs, and a step of the loop is some forty of them forward and as many backward.
+With no padding and one sentence, the masks, the per-sentence step counts and the ``common`` split of the
+batched loop all disappear. The matrix products stay in torch (on NumPy views of the same memory), so
+that ``torch.set_num_threads`` (``--threads``) still bounds the threads used.
+
+The forward keeps, per step, the windows of Sⁿ⁻¹, tanh(aⁿ), αⁿ, the free set and βⁿ⁻¹ (and for NEF-S
+the affine map and the pooled tanh); the backward walks the steps from N down to 1 as
+:class:`easyfirst.model.fused_sketch.FusedSketchFunction` does, with Prop. 1's Jacobian for csoftmax.
+csoftmax itself is computed in float64 exp space (the CPU path of easyfirst.ops.constrained) when every
+score lies within 600 nats of 0, and otherwise by :func:`easyfirst.ops.constrained.csoftmax_forward`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
+
+from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_forward
+from easyfirst.ops.window import flat_weight
+
+# False sends single sentences through the batched torch paths too (benchmarks/reference_speed.py and the
+# tests compare the two)
+enabled = True
+_blas_limited = False
+
+
+def lean_applies(x: torch.Tensor) -> bool:
+    """Whether ``x`` ``(B, L, …)`` can take this path: one sentence on the CPU, in float32 or float64.
+
+    The first time it does, NumPy's BLAS is limited to one thread for the rest of the process: its
+    products here are tiny, and a multi-threaded OpenBLAS that finds the other cores busy waits for
+    them (one sentence per update ran 7× slower on this project's 2-core machine with another job on
+    the second core).
+    """
+    global _blas_limited
+    applies = (
+        enabled and x.shape[0] == 1 and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
+    )
+    if applies and not _blas_limited:
+        threadpool_limits(1, user_api="blas")
+        _blas_limited = True
+    return applies
+
+
+def csoftmax_row(z: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """α and the free set A of csoftmax(z; u) for one row (see easyfirst.ops.constrained)."""
+    if np.abs(z).max() > _EXP_RANGE:  # rare: the log-space path of the batched function
+        alpha, free = csoftmax_forward(torch.from_numpy(z)[None], torch.from_numpy(u)[None])
+        return alpha[0].numpy(), free[0].numpy()
+    e = np.exp(z.astype(np.float64))
+    wide = u.astype(np.float64)
+    # u = 0 gives q = +inf (clamped first); a clamped word's share e·w may overflow to +inf (still clamped)
+    with np.errstate(divide="ignore", over="ignore"):
+        order = np.argsort(-(e / wide), kind="stable")  # decreasing q = exp(z)/u
+        budgets = wide[order]
+        used = np.cumsum(budgets)
+        if used[-1] <= 1:  # no slack: every constraint is tight
+            return u.copy(), np.zeros(z.shape, dtype=bool)
+        left = budgets - used + 1  # r_k = 1 − Σ_{j<k} u_j
+        tail = np.cumsum(e[order][::-1])[::-1]  # T_k = Σ_{j≥k} exp(z_j), from the small end
+        share = e * (left / tail).max()
+    free = share < wide
+    return np.where(free, share, wide).astype(z.dtype), free
+
+
+def csoftmax_row_backward(
+    alpha: np.ndarray, free: np.ndarray, grad: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Prop. 1 for one row: ``(dz, du)`` from α, A and dα."""
+    weighted = np.where(free, alpha, 0)
+    mass = weighted.sum()
+    centred = grad - (weighted @ grad) / (mass if mass > 0 else 1)
+    return weighted * centred, np.where(free, 0, centred)
+
+
+class _Records:
+    """What the forward keeps for the backward, in arrays preallocated for the N steps."""
+
+    def __init__(self, steps: int, length: int, out: int, cols: int, full_state: bool, dtype) -> None:
+        self.cols = np.empty((max(steps - 1, 0), length, cols), dtype)  # windows of Sⁿ⁻¹, steps n ≥ 2
+        self.tanhs = np.empty((steps, length, out), dtype)  # tanh(aⁿ)
+        self.free = np.empty((steps, length), bool)  # csoftmax's free set A
+        self.betas = np.zeros((steps + 1, length), dtype)  # β⁰..βᴺ
+        self.affines = None if full_state else np.empty((steps, length, out), dtype)  # NEF-S: aⁿ
+        self.pooled: np.ndarray | None = None  # NEF-S: tanh(Σ_j α_j a_s,j), (N, D_s)
+
+
+def lean_loop(
+    fixed: np.ndarray,
+    weight_t: np.ndarray,
+    v: np.ndarray,
+    steps: int,
+    full_state: bool,
+    temperature: float,
+    coverage_penalty: float,
+    store: bool,
+) -> tuple[np.ndarray, np.ndarray, _Records]:
+    """Sᴺ ``(L, D_s)``, the history ``(N, L)`` (αⁿ of every step) and the records for the backward.
+    ``fixed`` ``(L, O)`` (the encoder half, bias included), ``weight_t`` ``(K·D_s, O)`` (the sketch
+    half, windows' column order), ``v`` ``(D_z,)``. Without ``store``, the records keep one step."""
+    length, out = fixed.shape
+    score_dim = v.shape[0]
+    sketch_dim = out - score_dim
+    width = weight_t.shape[0] // sketch_dim
+    pad = width // 2
+    slots = steps if store else 1
+    records = _Records(slots, length, out, width * sketch_dim, full_state, fixed.dtype)
+    if not full_state:
+        records.pooled = np.empty((slots, sketch_dim), fixed.dtype)
+    padded = np.zeros((length + 2 * pad, sketch_dim), dtype=fixed.dtype)  # Sⁿ with w zero words each side
+    sketch = padded[pad : pad + length]
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (width, sketch_dim))[:, 0]  # (L, K, D_s)
+    history = np.empty((steps, length), dtype=fixed.dtype)
+    beta = np.zeros(length, dtype=fixed.dtype)
+    for n in range(1, steps + 1):
+        k = n - 1 if store else 0
+        t = records.tanhs[k]
+        if n == 1:  # S⁰ = 0
+            affine = fixed
+        else:  # the windows of Sⁿ⁻¹ (Eq. 1), copied: S is updated in place below
+            cols = records.cols[k - 1] if store else np.empty((length, width * sketch_dim), fixed.dtype)
+            np.copyto(cols.reshape(length, width, sketch_dim), windows)
+            affine = cols @ weight_t
+            affine += fixed
+        if not full_state:
+            records.affines[k] = affine
+        np.tanh(affine, out=t)
+        z = t[:, :score_dim] @ v  # Eq. 2
+        if temperature != 1.0:
+            z /= temperature
+        if coverage_penalty:
+            z -= coverage_penalty * beta
+        budget = (1 if n <= length else np.ceil(n / length)) - beta  # a fresh unit every L steps
+        np.maximum(budget, 0, out=budget)
+        alpha, records.free[k] = csoftmax_row(z, budget)  # Eq. 3
+        history[n - 1] = alpha
+        if full_state:  # Eq. 7
+            sketch += alpha[:, None] * t[:, score_dim:]
+        else:  # Eq. 4
+            pooled = records.pooled[k]
+            np.tanh(alpha @ affine[:, score_dim:], out=pooled)
+            sketch += alpha[:, None] * pooled
+        if store:
+            np.add(records.betas[k], alpha, out=records.betas[k + 1])
+        beta += alpha
+    return sketch.copy(), history, records
+
+
+def lean_backward(
+    records: _Records,
+    history: np.ndarray,
+    weight: np.ndarray,
+    v: np.ndarray,
+    grad_sketch: np.ndarray | None,
+    grad_history: np.ndarray | None,
+    full_state: bool,
+    temperature: float,
+    coverage_penalty: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """d fixed ``(L, O)``, d weight in the windows' column order ``(O, K·D_s)`` and dv ``(D_z,)``.
+
+    Per step only what the next (earlier) step needs: dα, Prop. 1's Jacobian, daⁿ and dSⁿ⁻¹; the
+    weight, v and encoder-half gradients sum over the steps, so they are one product each at the end.
+    """
+    steps, length = history.shape
+    out = records.tanhs.shape[2]
+    score_dim = v.shape[0]
+    sketch_dim = out - score_dim
+    width = weight.shape[1] // sketch_dim
+    pad = width // 2
+    dtype = history.dtype
+    # the transposed window map: dS_j = Σ_k W_{K−1−k}ᵀ da_{j+k−w}, a product with the windows of da
+    back = np.ascontiguousarray(
+        weight.reshape(out, width, sketch_dim)[:, ::-1].transpose(1, 0, 2).reshape(width * out, sketch_dim)
+    )
+    g_sketch = np.zeros((length, sketch_dim), dtype) if grad_sketch is None else grad_sketch.copy()
+    g_beta = np.zeros(length, dtype)
+    d_affines = np.empty((steps, length, out), dtype)  # daⁿ
+    d_scores = np.empty((steps, length), dtype)  # dzⁿ (before T)
+    d_padded = np.zeros((length + 2 * pad, out), dtype)
+    d_windows = np.lib.stride_tricks.sliding_window_view(d_padded, (width, out))[:, 0]  # (L, K, O)
+    d_cols = np.empty((length, width, out), dtype)
+    upstream = np.empty((length, out), dtype)  # d tanh(aⁿ)
+    derivatives = 1 - records.tanhs * records.tanhs  # tanh'(aⁿ) of every step at once
+    for n in range(steps, 0, -1):
+        k = n - 1
+        t, alpha = records.tanhs[k], history[k]
+        d_alpha = g_beta.copy() if grad_history is None else grad_history[k] + g_beta
+        if full_state:  # Sⁿ = Sⁿ⁻¹ + α ⊙ t_s
+            d_alpha += np.einsum("ij,ij->i", g_sketch, t[:, score_dim:])
+            np.multiply(alpha[:, None], g_sketch, out=upstream[:, score_dim:])
+        else:  # Sⁿ = Sⁿ⁻¹ + α pᵀ, p = tanh(αᵀ a_s)
+            pooled, a_sketch = records.pooled[k], records.affines[k][:, score_dim:]
+            d_pooled = (alpha @ g_sketch) * (1 - pooled * pooled)
+            d_alpha += g_sketch @ pooled + a_sketch @ d_pooled
+        d_z, d_budget = csoftmax_row_backward(alpha, records.free[k], d_alpha)  # Prop. 1
+        # u = (⌈n/L⌉ − β)₊: the gradient passes where ⌈n/L⌉ − β ≥ 0, as autograd's clamp_min
+        g_beta -= np.where(records.betas[k] <= (1 if n <= length else np.ceil(n / length)), d_budget, 0)
+        if coverage_penalty:
+            g_beta -= coverage_penalty * d_z
+        if temperature != 1.0:
+            d_z /= temperature
+        d_scores[k] = d_z
+        np.multiply(d_z[:, None], v, out=upstream[:, :score_dim])
+        d_a, derivative = d_affines[k], derivatives[k]
+        if full_state:
+            np.multiply(upstream, derivative, out=d_a)
+        else:  # a_s enters through the pooled sum only: its gradient goes in directly (no tanh')
+            np.multiply(upstream[:, :score_dim], derivative[:, :score_dim], out=d_a[:, :score_dim])
+            np.multiply(alpha[:, None], d_pooled, out=d_a[:, score_dim:])
+        if n > 1:  # the sketch half read Sⁿ⁻¹'s windows
+            d_padded[pad : pad + length] = d_a
+            np.copyto(d_cols, d_windows)
+            g_sketch += d_cols.reshape(length, width * out) @ back
+    d_fixed = d_affines.sum(0)
+    d_weight = d_affines[1:].reshape(-1, out).T @ records.cols.reshape(-1, width * sketch_dim)
+    d_v = d_scores.reshape(-1) @ records.tanhs[:, :, :score_dim].reshape(-1, score_dim)
+    return d_fixed, d_weight, d_v
+
+
+class LeanSketchFunction(torch.autograd.Function):
+    """Sᴺ ``(1, L, D_s)`` and the history ``(1, N, L)`` of one sentence (see module)."""
+
+    @staticmethod
+    def forward(ctx, fixed, weight, v, steps: int, full_state: bool, temperature: float, coverage: float):
+        flat = flat_weight(weight).detach()  # (O, K·D_s)
+        sketch, history, records = lean_loop(
+            fixed[0].detach().numpy(),
+            np.ascontiguousarray(flat.numpy().T),
+            v[0].detach().numpy(),
+            steps,
+            full_state,
+            temperature,
+            coverage,
+            store=True,
+        )
+        ctx.records, ctx.history, ctx.settings = records, history, (full_state, temperature, coverage)
+        ctx.save_for_backward(flat, v)
+        ctx.weight_shape = weight.shape
+        return torch.from_numpy(sketch)[None], torch.from_numpy(history.copy())[None]
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_sketch, grad_history):
+        flat, v = ctx.saved_tensors
+        d_fixed, d_flat, d_v = lean_backward(
+            ctx.records,
+            ctx.history,
+            flat.numpy(),
+            v[0].numpy(),
+            None if grad_sketch is None else grad_sketch[0].numpy(),
+            None if grad_history is None else grad_history[0].numpy(),
+            *ctx.settings,
+        )
+        out, sketch_dim, width = ctx.weight_shape
+        d_weight = torch.from_numpy(d_flat).view(out, width, sketch_dim).transpose(1, 2)
+        return torch.from_numpy(d_fixed)[None], d_weight, torch.from_numpy(d_v)[None], None, None, None, None
+
+
+def lean_sketch_loop(
+    fixed: torch.Tensor,
+    weight: torch.Tensor,
+    v: torch.Tensor,
+    steps: int,
+    full_state: bool,
+    temperature: float,
+    coverage_penalty: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The loop of :func:`easyfirst.model.fused_sketch.fused_sketch_loop` for one sentence (``fixed``
+    ``(1, L, O)``), with or without gradients."""
+    if torch.is_grad_enabled() and (fixed.requires_grad or weight.requires_grad or v.requires_grad):
+        return LeanSketchFunction.apply(fixed, weight, v, steps, full_state, temperature, coverage_penalty)
+    flat = flat_weight(weight)
+    sketch, history, _ = lean_loop(
+        fixed[0].numpy(),
+        np.ascontiguousarray(flat.numpy().T),
+        v[0].numpy(),
+        steps,
+        full_state,
+        temperature,
+        coverage_penalty,
+        store=False,
+    )
+    return torch.from_numpy(sketch)[None], torch.from_numpy(history)[None]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The BiLSTM encoder for one sentence
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-x))
+
+
+def lstm_forward(
+    x: np.ndarray, w_ih: np.ndarray, w_hh: np.ndarray, bias: np.ndarray
+) -> tuple[np.ndarray, dict]:
+    """Both directions of a bidirectional ``nn.LSTM`` layer (gates i, f, g, o) over the rows of ``x``
+    ``(L, D)``, stepped together: direction 0 reads x forward, direction 1 backward. ``w_ih`` ``(2, 4H,
+    D)``, ``w_hh`` ``(2, 4H, H)``, ``bias`` ``(2, 4H)`` (the two biases summed). Returns the states
+    ``(2, L, H)`` in reading order and what :func:`lstm_backward` needs."""
+    length, hidden = x.shape[0], w_hh.shape[2]
+    inputs = (
+        np.stack([x @ w_ih[0].T, x[::-1] @ w_ih[1].T]) + bias[:, None]
+    )  # (2, L, 4H), every step's input part
+    w_hh_t = np.ascontiguousarray(w_hh.transpose(0, 2, 1))  # (2, H, 4H)
+    gates = np.empty_like(inputs)  # i, f, o after σ and g after tanh
+    cells = np.zeros((2, length + 1, hidden), x.dtype)  # c_0 = 0, c_1..c_L
+    states = np.zeros((2, length + 1, hidden), x.dtype)  # h_0 = 0, h_1..h_L
+    tanh_cells = np.empty((2, length, hidden), x.dtype)
+    for t in range(length):
+        a = inputs[:, t] + np.matmul(states[:, t, None], w_hh_t)[:, 0]
+        gate = gates[:, t]
+        gate[:] = _sigmoid(a)
+        gate[:, 2 * hidden : 3 * hidden] = np.tanh(a[:, 2 * hidden : 3 * hidden])
+        cell = cells[:, t + 1]
+        np.multiply(gate[:, hidden : 2 * hidden], cells[:, t], out=cell)  # f ⊙ c_{t−1}
+        cell += gate[:, :hidden] * gate[:, 2 * hidden : 3 * hidden]  # + i ⊙ g
+        np.tanh(cell, out=tanh_cells[:, t])
+        np.multiply(gate[:, 3 * hidden :], tanh_cells[:, t], out=states[:, t + 1])  # o ⊙ tanh(c)
+    saved = {"x": x, "gates": gates, "cells": cells, "tanh_cells": tanh_cells, "states": states}
+    return states[:, 1:], saved
+
+
+def lstm_backward(
+    saved: dict, grad: np.ndarray, w_ih: np.ndarray, w_hh: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Backpropagation through time for :func:`lstm_forward`, both directions together, from the
+    gradient of the states ``(2, L, H)`` (reading order): dx ``(L, D)``, dW_ih, dW_hh and d bias (the
+    same for both of ``nn.LSTM``'s biases), stacked by direction."""
+    gates, cells, tanh_cells, states = saved["gates"], saved["cells"], saved["tanh_cells"], saved["states"]
+    _, length, hidden = grad.shape
+    d_gates = np.empty_like(gates)
+    d_state = np.zeros((2, hidden), grad.dtype)
+    d_cell = np.zeros((2, hidden), grad.dtype)
+    for t in range(length - 1, -1, -1):
+        gate, tanh_cell = gates[:, t], tanh_cells[:, t]
+        i, f = gate[:, :hidden], gate[:, hidden : 2 * hidden]
+        g, o = gate[:, 2 * hidden : 3 * hidden], gate[:, 3 * hidden :]
+        d_h = grad[:, t] + d_state
+        d_cell += d_h * o * (1 - tanh_cell * tanh_cell)
+        d = d_gates[:, t]
+        d[:, :hidden] = d_cell * g * i * (1 - i)
+        d[:, hidden : 2 * hidden] = d_cell * cells[:, t] * f * (1 - f)
+        d[:, 2 * hidden : 3 * hidden] = d_cell * i * (1 - g * g)
+        d[:, 3 * hidden :] = d_h * tanh_cell * o * (1 - o)
+        d_state = np.matmul(d[:, None], w_hh)[:, 0]
+        d_cell *= f
+    x = saved["x"]
+    d_x = d_gates[0] @ w_ih[0] + (d_gates[1] @ w_ih[1])[::-1]
+    d_w_ih = np.stack([d_gates[0].T @ x, d_gates[1].T @ x[::-1]])
+    d_w_hh = np.matmul(d_gates.transpose(0, 2, 1), states[:, :-1])
+    return d_x, d_w_ih, d_w_hh, d_gates.sum(1)
+
+
+class LeanBiLSTMFunction(torch.autograd.Function):
+    """``nn.LSTM(bidirectional=True)``'s output ``(L, 2H)`` for one unpadded sentence ``x`` ``(L, D)``,
+    from the module's eight parameters (forward direction, then reverse)."""
+
+    @staticmethod
+    def forward(ctx, x, *weights):
+        w = [weight.detach().numpy() for weight in weights]
+        w_ih, w_hh = np.stack([w[0], w[4]]), np.stack([w[1], w[5]])
+        states, saved = lstm_forward(x.detach().numpy(), w_ih, w_hh, np.stack([w[2] + w[3], w[6] + w[7]]))
+        ctx.saved = (saved, w_ih, w_hh)
+        return torch.from_numpy(np.concatenate([states[0], states[1][::-1]], 1))
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        saved, w_ih, w_hh = ctx.saved
+        grad = grad.numpy()
+        hidden = grad.shape[1] // 2
+        d_x, d_ih, d_hh, d_b = lstm_backward(
+            saved, np.stack([grad[:, :hidden], grad[::-1, hidden:]]), w_ih, w_hh
+        )
+        # each bias gets its own array: the optimizer and clipping change gradients in place
+        found = [d_x, d_ih[0], d_hh[0], d_b[0], d_b[0].copy(), d_ih[1], d_hh[1], d_b[1], d_b[1].copy()]
+        return tuple(torch.from_numpy(np.ascontiguousarray(d)) for d in found)

@@ -1,0 +1,135 @@
+"""The single-sentence NumPy path (easyfirst.model.lean) against the batched torch paths it replaces for a
+batch of one: the decoder's step loop against SketchDecoder's generic autograd loop, the BiLSTM against
+``nn.LSTM``, csoftmax on one row against the batched function, and the whole model's clipped gradients
+both ways, all in float64."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from test_fused_sketch import run_both
+
+from easyfirst.config import Config
+from easyfirst.data.batching import collate, encode
+from easyfirst.model import lean
+from easyfirst.model.encoder import LSTM_WEIGHTS, BiLSTMEncoder
+from easyfirst.model.sketch import SketchDecoder
+from easyfirst.model.tagger import EasyFirstTagger
+from easyfirst.ops.constrained import csoftmax_forward
+from easyfirst.optim import make_optimizer
+from easyfirst.train import backward_step, build_vocabularies
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Counts the calls that took the lean decoder loop."""
+    calls = []
+    original = lean.lean_loop
+    monkeypatch.setattr(lean, "lean_loop", lambda *a, **k: calls.append(1) or original(*a, **k))
+    return calls
+
+
+@pytest.mark.parametrize("full_state", [True, False], ids=["NEF-F", "NEF-S"])
+@pytest.mark.parametrize("steps", [None, 2, 5, 16], ids=["N=L", "N=2", "N=5", "N>L"])
+@pytest.mark.parametrize(
+    "options", [{}, {"temperature": 0.4, "coverage_penalty": 1.5}], ids=["plain", "temperature+coverage"]
+)
+@pytest.mark.parametrize("length", [7, 3, 2])
+def test_lean_decoder_matches_the_generic_loop(full_state, steps, options, length, counted):
+    torch.manual_seed(0)
+    decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5, full_state=full_state, **options).double()
+    found, generic = run_both(decoder, steps, [length])
+    assert counted, "a single sentence on the CPU should take the lean loop"
+    for name in found:
+        torch.testing.assert_close(found[name], generic[name], atol=1e-11, rtol=1e-9, msg=name)
+
+
+def test_batches_and_gpu_sized_inputs_do_not_take_the_lean_path(counted):
+    decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5).double()
+    run_both(decoder, None, [4, 3])
+    assert not counted
+
+
+def test_lean_bilstm_matches_nn_lstm():
+    torch.manual_seed(0)
+    encoder = BiLSTMEncoder(7, 5).double()
+    for length in (1, 2, 9):
+        x = torch.randn(1, length, 7, dtype=torch.float64, requires_grad=True)
+        upstream = torch.randn(1, length, 10, dtype=torch.float64)
+        found = []
+        for use_lean in (True, False):
+            encoder.zero_grad()
+            x.grad = None
+            lean.enabled = use_lean
+            try:
+                out = encoder(x, torch.ones(1, length, dtype=torch.bool))
+            finally:
+                lean.enabled = True
+            (out * upstream).sum().backward()
+            found.append([out.detach(), x.grad.clone()] + [p.grad.clone() for p in encoder.parameters()])
+        for a, b in zip(*found, strict=True):
+            torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-10)
+
+
+def test_lean_bilstm_gradcheck():
+    torch.manual_seed(0)
+    lstm = BiLSTMEncoder(4, 3).double().lstm
+    weights = [getattr(lstm, name).detach().clone().requires_grad_() for name in LSTM_WEIGHTS]
+    x = torch.randn(5, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lean.LeanBiLSTMFunction.apply, (x, *weights))
+
+
+def test_csoftmax_row_matches_the_batched_function():
+    generator = torch.Generator().manual_seed(3)
+    for trial in range(200):
+        length = 1 + trial % 12
+        z = torch.randn(length, generator=generator, dtype=torch.float64) * (3 if trial % 3 else 300)
+        u = torch.rand(length, generator=generator, dtype=torch.float64)
+        u[torch.rand(length, generator=generator) < 0.3] = 0.0  # spent words
+        if trial % 7 == 0:
+            u = u * 0.5 / max(u.sum().item(), 1e-9)  # Σu ≤ 1: tight
+        alpha, free = lean.csoftmax_row(z.numpy(), u.numpy())
+        expected, expected_free = csoftmax_forward(z[None], u[None])
+        np.testing.assert_allclose(alpha, expected[0].numpy(), atol=1e-12, rtol=1e-10)
+        assert (free == expected_free[0].numpy()).all()
+
+
+def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path):
+    """The whole tagger at one sentence per update, with dropout, sparse embedding gradients and a clip
+    that acts: gradients after clipping are equal whichever path computed them (this caught two biases
+    sharing one gradient array, which clipping then scaled twice)."""
+    from easyfirst.data.conllu import read_conllu
+
+    sample = tmp_path / "sample.conllu"
+    words = "The old man saw a dog near the river bank today .".split()
+    tags = "DET ADJ NOUN VERB DET NOUN ADP DET NOUN NOUN NOUN PUNCT".split()
+    sample.write_text(
+        "".join(
+            f"{i}\t{w}\t_\t{t}\t_\t_\t0\t_\t_\t_\n"
+            for i, (w, t) in enumerate(zip(words, tags, strict=True), 1)
+        )
+        + "\n"
+    )
+    sentence = read_conllu(sample)[0]
+    config = Config()
+    config.train.batch_size, config.train.reduction, config.train.clip = 1, "sum", 0.5
+    vocabs = build_vocabularies(config, [sentence])
+    torch.manual_seed(1)
+    model = EasyFirstTagger(config.model, config.loss, vocabs).double()
+    model.train()
+    optimizer = make_optimizer("adagrad", 0.1, model)
+    parameters = list(model.parameters())
+    batch = collate([encode(vocabs, sentence.words, sentence.tags)], [0])
+    found = []
+    for use_lean in (True, False):
+        lean.enabled = use_lean
+        torch.manual_seed(7)
+        try:
+            _, norm = backward_step(model, model, optimizer, parameters, batch, config.train)
+        finally:
+            lean.enabled = True
+        assert norm > config.train.clip  # the clip acts
+        found.append([p.grad.to_dense().clone() for p in parameters])
+    for a, b in zip(*found, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-9)
