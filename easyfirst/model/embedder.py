@@ -43,13 +43,23 @@ class Embedder(nn.Module):
         """``words`` ``(B, L)``, ``prefixes``/``suffixes`` ``(B, L, n)``, ``features`` name → ``(B, L, k)``
         → ``(B, L, output_dim)``."""
         parts = [self.words(words)]
-        if self.affixes:
-            parts += [self.prefixes(prefixes).sum(2), self.suffixes(suffixes).sum(2)]
+        if self.affixes:  # each word's n-gram embeddings summed, one operation per table
+            parts += [self._summed(self.prefixes, prefixes), self._summed(self.suffixes, suffixes)]
         for name, table in self.features.items():
             ids = features[name]
             count = (ids != 0).sum(2, keepdim=True).clamp(min=1)
             parts.append(table(ids).sum(2) / count)
         return torch.cat(parts, dim=-1)
+
+    @staticmethod
+    def _summed(table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
+        """``table(ids).sum(2)`` for ``ids`` ``(B, L, n)`` as one ``embedding_bag`` (the padding id's row
+        is zero either way)."""
+        size, length, n = ids.shape
+        summed = nn.functional.embedding_bag(
+            ids.reshape(-1, n), table.weight, mode="sum", sparse=table.sparse, padding_idx=table.padding_idx
+        )
+        return summed.view(size, length, -1)
 
     @torch.no_grad()
     def load_pretrained(self, path: str | Path, vocabs: Vocabularies) -> int:

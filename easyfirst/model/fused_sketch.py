@@ -32,7 +32,6 @@ from dataclasses import dataclass
 
 import torch
 
-from easyfirst.model.lean import lean_applies, lean_sketch_loop
 from easyfirst.ops.constrained import csoftmax_backward, csoftmax_forward
 from easyfirst.ops.window import flat_weight, window_view
 
@@ -282,10 +281,6 @@ def fused_sketch_loop(
         plan: settings and step counts.
     """
     fixed = fixed.contiguous()
-    if lean_applies(fixed):  # one sentence on the CPU: the NumPy loop (easyfirst.model.lean)
-        return lean_sketch_loop(
-            fixed, weight, v, plan.steps, plan.full_state, plan.temperature, plan.coverage_penalty
-        )
     if torch.is_grad_enabled() and (fixed.requires_grad or weight.requires_grad or v.requires_grad):
         return FusedSketchFunction.apply(fixed, weight, v, mask, n_steps, plan)
     sketch, history, _ = run_loop(fixed, weight, v, mask, n_steps, plan, store=False)

@@ -1,22 +1,24 @@
-"""The csoftmax sketch loop for ONE sentence on the CPU, in NumPy: the per-sentence-update path.
+"""ONE sentence on the CPU, in NumPy: the BiLSTM and the csoftmax decoder at one sentence per update.
 
-Same mathematics as :mod:`easyfirst.model.fused_sketch` (Eqs. 1–7, 11; NEF-F and NEF-S, N fixed or
-N = L, a fresh unit of budget every L steps, temperature and coverage penalty), which stays the
-reference it is tested against, restricted to a batch of one sentence on the CPU.
+Training with one sentence per update, as the paper's own code does (github.com/Unbabel/
+neural-easy-first, dynet/neftagger.py; configs/pos-reference.toml), runs the BiLSTM over one row of L
+words and the sketch loop of Alg. 2 over one row per step, where every operation is tiny and its fixed
+cost is nearly all there is: about 1.3–5 µs for a torch operation with its autograd record, 0.3–1 µs for
+a NumPy one. With no padding and one sentence, the masks, the per-sentence step counts and the
+``common`` split of the batched loop disappear too. So a batch of one sentence on the CPU (float32 or
+float64; ``enabled = False`` turns this off) takes these two autograd Functions instead:
 
-Why: training with one sentence per update, as the paper's own code does (github.com/Unbabel/
-neural-easy-first, dynet/neftagger.py), runs the step loop on a single row of L words, where every
-operation is tiny and its fixed cost is all there is. A torch operation costs about 1.3–5 µs there, the
-NumPy one about 0.3–1 µs, and a step of the loop is some forty of them forward and as many backward.
-With no padding and one sentence, the masks, the per-sentence step counts and the ``common`` split of the
-batched loop all disappear. The matrix products stay in torch (on NumPy views of the same memory), so
-that ``torch.set_num_threads`` (``--threads``) still bounds the threads used.
+- :class:`LeanBiLSTMFunction`: both directions of ``nn.LSTM`` stepped together, and backpropagation
+  through time by hand; the same parameters, so a model trains and tags the same either way;
+- :class:`LeanSketchFunction`: the input half of the window map (Eq. 1) once, then the step loop with
+  the mathematics of :mod:`easyfirst.model.fused_sketch` (Eqs. 1–7, 11; NEF-F and NEF-S, N fixed or
+  N = L, a fresh unit of budget every L steps, temperature and coverage penalty), whose backward it
+  follows step by step with Prop. 1's Jacobian for csoftmax; the sums over steps (the weight, v and
+  input-half gradients) are one matrix product each at the end. csoftmax is computed in float64 exp
+  space (the CPU path of easyfirst.ops.constrained) when every score lies within 600 nats of 0, else by
+  :func:`easyfirst.ops.constrained.csoftmax_forward`.
 
-The forward keeps, per step, the windows of Sⁿ⁻¹, tanh(aⁿ), αⁿ, the free set and βⁿ⁻¹ (and for NEF-S
-the affine map and the pooled tanh); the backward walks the steps from N down to 1 as
-:class:`easyfirst.model.fused_sketch.FusedSketchFunction` does, with Prop. 1's Jacobian for csoftmax.
-csoftmax itself is computed in float64 exp space (the CPU path of easyfirst.ops.constrained) when every
-score lies within 600 nats of 0, and otherwise by :func:`easyfirst.ops.constrained.csoftmax_forward`.
+The batched torch paths stay the reference: tests/test_lean.py holds these to them in float64.
 """
 
 from __future__ import annotations
@@ -228,15 +230,31 @@ def lean_backward(
     return d_fixed, d_weight, d_v
 
 
+def window_rows(x: np.ndarray, width: int) -> np.ndarray:
+    """The windows of Eq. 1 over the rows of ``x`` ``(L, C)``, zeros past the edges: ``(L, K·C)``."""
+    length, channels = x.shape
+    pad = width // 2
+    padded = np.zeros((length + 2 * pad, channels), x.dtype)
+    padded[pad : pad + length] = x
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (width, channels))[:, 0]
+    return np.ascontiguousarray(windows).reshape(length, width * channels)
+
+
 class LeanSketchFunction(torch.autograd.Function):
-    """Sᴺ ``(1, L, D_s)`` and the history ``(1, N, L)`` of one sentence (see module)."""
+    """Sᴺ ``(1, L, D_s)`` and the history ``(1, N, L)`` of one sentence from the encoder states ``H``
+    ``(1, L, D_h)``: the input half of the window map (computed once), then the step loop (see module)."""
 
     @staticmethod
-    def forward(ctx, fixed, weight, v, steps: int, full_state: bool, temperature: float, coverage: float):
-        flat = flat_weight(weight).detach()  # (O, K·D_s)
+    def forward(ctx, states, in_weight, in_bias, weight, v, steps: int, settings: tuple):
+        full_state, temperature, coverage = settings
+        width = weight.shape[2]
+        in_flat = flat_weight(in_weight).detach().numpy()  # (O, K·D_h)
+        in_cols = window_rows(states[0].detach().numpy(), width)  # (L, K·D_h)
+        fixed = in_cols @ in_flat.T + in_bias.detach().numpy()  # the encoder half of affine(c_iⁿ), Eq. 1
+        flat = flat_weight(weight).detach().numpy()  # (O, K·D_s)
         sketch, history, records = lean_loop(
-            fixed[0].detach().numpy(),
-            np.ascontiguousarray(flat.numpy().T),
+            fixed,
+            np.ascontiguousarray(flat.T),
             v[0].detach().numpy(),
             steps,
             full_state,
@@ -244,53 +262,70 @@ class LeanSketchFunction(torch.autograd.Function):
             coverage,
             store=True,
         )
-        ctx.records, ctx.history, ctx.settings = records, history, (full_state, temperature, coverage)
-        ctx.save_for_backward(flat, v)
-        ctx.weight_shape = weight.shape
+        ctx.saved = (records, history, in_cols, in_flat, flat, v[0].detach().numpy())
+        ctx.settings, ctx.shapes = settings, (in_weight.shape, weight.shape)
         return torch.from_numpy(sketch)[None], torch.from_numpy(history.copy())[None]
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_sketch, grad_history):
-        flat, v = ctx.saved_tensors
+        records, history, in_cols, in_flat, flat, v = ctx.saved
         d_fixed, d_flat, d_v = lean_backward(
-            ctx.records,
-            ctx.history,
-            flat.numpy(),
-            v[0].numpy(),
+            records,
+            history,
+            flat,
+            v,
             None if grad_sketch is None else grad_sketch[0].numpy(),
             None if grad_history is None else grad_history[0].numpy(),
             *ctx.settings,
         )
-        out, sketch_dim, width = ctx.weight_shape
-        d_weight = torch.from_numpy(d_flat).view(out, width, sketch_dim).transpose(1, 2)
-        return torch.from_numpy(d_fixed)[None], d_weight, torch.from_numpy(d_v)[None], None, None, None, None
+        (out, in_dim, width), (_, sketch_dim, _) = ctx.shapes
+        length = d_fixed.shape[0]
+        # the input half: dW = d fixedᵀ · windows(H), db = Σ d fixed, dH by folding the windows back
+        d_in_flat = d_fixed.T @ in_cols
+        d_in_cols = (d_fixed @ in_flat).reshape(length, width, in_dim)
+        pad = width // 2
+        d_padded = np.zeros((length + 2 * pad, in_dim), d_fixed.dtype)
+        for k in range(width):  # slot k of row i read row i + k − w
+            d_padded[k : k + length] += d_in_cols[:, k]
+        return (
+            torch.from_numpy(np.ascontiguousarray(d_padded[pad : pad + length]))[None],
+            torch.from_numpy(d_in_flat).view(out, width, in_dim).transpose(1, 2),
+            torch.from_numpy(d_fixed.sum(0)),
+            torch.from_numpy(d_flat).view(out, width, sketch_dim).transpose(1, 2),
+            torch.from_numpy(d_v)[None],
+            None,
+            None,
+        )
 
 
-def lean_sketch_loop(
-    fixed: torch.Tensor,
+def lean_decoder(
+    states: torch.Tensor,
+    in_weight: torch.Tensor,
+    in_bias: torch.Tensor,
     weight: torch.Tensor,
     v: torch.Tensor,
     steps: int,
-    full_state: bool,
-    temperature: float,
-    coverage_penalty: float,
+    settings: tuple[bool, float, float],
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The loop of :func:`easyfirst.model.fused_sketch.fused_sketch_loop` for one sentence (``fixed``
-    ``(1, L, O)``), with or without gradients."""
-    if torch.is_grad_enabled() and (fixed.requires_grad or weight.requires_grad or v.requires_grad):
-        return LeanSketchFunction.apply(fixed, weight, v, steps, full_state, temperature, coverage_penalty)
-    flat = flat_weight(weight)
-    sketch, history, _ = lean_loop(
-        fixed[0].numpy(),
-        np.ascontiguousarray(flat.numpy().T),
-        v[0].numpy(),
-        steps,
-        full_state,
-        temperature,
-        coverage_penalty,
-        store=False,
-    )
+    """The csoftmax decoder of :class:`easyfirst.model.sketch.SketchDecoder` for one sentence: Sᴺ
+    ``(1, L, D_s)`` and the history ``(1, N, L)`` from ``states`` ``(1, L, D_h)``, the input and sketch
+    halves' weights (``nn.Conv1d`` layout), v ``(1, D_z)``, N and (full_state, temperature, coverage
+    penalty); with gradients where autograd wants them."""
+    tensors = (states, in_weight, in_bias, weight, v)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return LeanSketchFunction.apply(*tensors, steps, settings)
+    with torch.no_grad():
+        width = weight.shape[2]
+        fixed = window_rows(states[0].numpy(), width) @ flat_weight(in_weight).numpy().T + in_bias.numpy()
+        sketch, history, _ = lean_loop(
+            fixed,
+            np.ascontiguousarray(flat_weight(weight).numpy().T),
+            v[0].numpy(),
+            steps,
+            *settings,
+            store=False,
+        )
     return torch.from_numpy(sketch)[None], torch.from_numpy(history)[None]
 
 

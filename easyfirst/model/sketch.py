@@ -38,6 +38,7 @@ import torch
 from torch import nn
 
 from easyfirst.model.fused_sketch import LoopPlan, fused_sketch_loop
+from easyfirst.model.lean import lean_applies, lean_decoder
 from easyfirst.ops.attention import ATTENTIONS
 from easyfirst.ops.window import WindowConv1d
 
@@ -101,6 +102,18 @@ class SketchDecoder(nn.Module):
             whose rows past a sentence's own N_b are zero.
         """
         size, length = mask.shape
+        if self.fused and length and lean_applies(states) and bool(mask.all()):  # one sentence on the CPU
+            steps = length if steps is None else steps if beyond_length else min(steps, length)
+            settings = (self.full_state, self.temperature, self.coverage_penalty)
+            return lean_decoder(
+                states,
+                self.input_half.weight,
+                self.input_half.bias,
+                self.sketch_half.weight,
+                self.v.weight,
+                steps,
+                settings,
+            )  # the NumPy path, easyfirst.model.lean
         lengths = mask.sum(1)
         n_steps = sentence_steps(lengths, steps, beyond_length)
         total = int(n_steps.max()) if size else 0
