@@ -335,7 +335,8 @@ def lean_decoder(
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1 / (1 + np.exp(-x))
+    """σ(x) = (1 + tanh(x/2)) / 2, which neither overflows nor warns for large |x|."""
+    return np.tanh(x * 0.5) * 0.5 + 0.5
 
 
 def lstm_forward(
