@@ -1,0 +1,199 @@
+"""Which training choices make the decoder's attention easy-first (sharp) on UD English EWT, and the
+paper's Table 1 English rows at its budget in the paper's own training regime (issue #15).
+
+    python benchmarks/attention_study.py --rows ref-csoftmax ref-sparsemax      # trains, resumably
+    python benchmarks/attention_study.py --list                                 # the rows and their flags
+    python benchmarks/attention_study.py --report                               # Markdown from the JSON
+
+Each row is one `easyfirst train --task pos` run into runs/attention-study/ROW (`--runs` to change),
+one torch thread, the data set of the pos task (EWT through EASYFIRST_DATA). A row whose folder has a
+checkpoint but no metrics.json is continued with `easyfirst train --resume` (a study spans sessions);
+a finished row is not trained again. After training, `easyfirst analyze` on EWT dev gives the attention
+statistics, and the row's result (metrics.json's scores and per-epoch history, the sharpness summary,
+the first focus by tag) goes to benchmarks/results/attention-study/ROW.json, from which `--report`
+rebuilds the tables without the run folders.
+
+"ref" rows use configs/pos-reference.toml (the paper's code: one sentence per update, the loss summed
+over its words, Adagrad lr 0.1, clipping at 5 per update, file order); "b16" rows the defaults
+(16 sentences per update, mean loss, shuffled). Everything else is configs/pos.toml.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ["--config", str(ROOT / "configs" / "pos-reference.toml")]
+
+# row → (what it varies, flags, epochs)
+ROWS: dict[str, tuple[str, list[str], int]] = {
+    # Table 1 (English) at the paper's budget, in the reference regime
+    "ref-bilstm": ("BiLSTM (N = 0)", [*REFERENCE, "--model", "bilstm"], 20),
+    "ref-csoftmax": ("NEF-F csoftmax, N = L", REFERENCE, 20),
+    "ref-sparsemax": ("NEF-F sparsemax, N = L", [*REFERENCE, "--attention", "sparsemax"], 20),
+    "ref-nef-s": ("NEF-S csoftmax, N = L", [*REFERENCE, "--model", "nef-s"], 20),
+    "ref-softmax": ("NEF-F softmax, N = L", [*REFERENCE, "--attention", "softmax"], 20),
+    "ref-hard": ("vanilla easy-first (hard attention), N = L", [*REFERENCE, "--attention", "hard"], 20),
+    "b16-csoftmax": ("NEF-F csoftmax, 16 sentences/update (the default)", [], 20),
+    # the factors of the study, ≥ 10 epochs
+    "ref-b4": ("4 sentences/update (summed)", [*REFERENCE, "--batch-size", "4"], 10),
+    "ref-lr0.05": ("lr 0.05", [*REFERENCE, "--lr", "0.05"], 10),
+    "ref-lr0.2": ("lr 0.2", [*REFERENCE, "--lr", "0.2"], 10),
+    "ref-temp0.5": (
+        "attention temperature 0.5 (scores × 2)",
+        [*REFERENCE, "--attention-temperature", "0.5"],
+        10,
+    ),
+    "ref-temp0.25": (
+        "attention temperature 0.25 (scores × 4)",
+        [*REFERENCE, "--attention-temperature", "0.25"],
+        10,
+    ),
+    "b16-temp0.25": ("16/update, attention temperature 0.25", ["--attention-temperature", "0.25"], 10),
+    "ref-vinit4": ("v initialised × 4", [*REFERENCE, "--v-init", "4"], 10),
+    "ref-vinit16": ("v initialised × 16", [*REFERENCE, "--v-init", "16"], 10),
+}
+RESULTS = ROOT / "benchmarks" / "results" / "attention-study"
+
+
+def dev_file() -> Path:
+    root = Path(os.environ.get("EASYFIRST_DATA", ROOT.parent / "shared" / "data"))
+    return root / "ud" / "UD_English-EWT" / "en_ewt-ud-dev.conllu"
+
+
+def easyfirst(*arguments: str) -> list[str]:
+    return [sys.executable, "-m", "easyfirst", *arguments]
+
+
+def train_row(name: str, runs: Path, seed: int) -> Path:
+    """Train (or continue) one row; returns its run folder."""
+    _, flags, epochs = ROWS[name]
+    folder = runs / (name if seed == 1 else f"{name}-seed{seed}")
+    if (folder / "metrics.json").exists():
+        return folder
+    if (folder / "checkpoint.pt").exists():
+        command = easyfirst("train", "--resume", "--output", str(folder))
+    else:
+        command = easyfirst(
+            "train",
+            "--task",
+            "pos",
+            *flags,
+            "--epochs",
+            str(epochs),
+            "--seed",
+            str(seed),
+            "--threads",
+            "1",
+            "--checkpoint-every",
+            "2000",
+            "--overwrite",
+            "--output",
+            str(folder),
+        )
+    print(f"{time.strftime('%H:%M:%S')} {name}: {' '.join(command[2:])}", file=sys.stderr, flush=True)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return folder
+
+
+def save_row(name: str, folder: Path, seed: int) -> dict:
+    """Analyse the trained row on EWT dev and keep its result as JSON."""
+    config = json.loads((folder / "config.json").read_text())
+    stats = {}
+    if config["model"]["model"] != "bilstm":  # the BiLSTM has no attention to analyse
+        analysis = subprocess.run(
+            easyfirst("analyze", str(dev_file()), "--model", str(folder), "--json"),
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        stats = json.loads(analysis.stdout)
+    metrics = json.loads((folder / "metrics.json").read_text())
+    result = {
+        "row": name,
+        "varies": ROWS[name][0],
+        "seed": seed,
+        "train": config["train"],
+        "model": {
+            k: config["model"][k] for k in ("model", "attention", "attention_temperature", "sketch_steps")
+        },
+        "dev_accuracy": metrics["dev"]["accuracy"],
+        "test_accuracy": metrics.get("test", {}).get("accuracy"),
+        "best_epoch": metrics["best_epoch"],
+        "epochs": metrics["epochs"],
+        "seconds_per_epoch": metrics["seconds_per_epoch"],
+        "sharpness": stats.get("sharpness"),
+        "first_focus": stats.get("first_focus"),
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    target = RESULTS / (f"{name}.json" if seed == 1 else f"{name}-seed{seed}.json")
+    target.write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def report() -> None:
+    """The Markdown tables from benchmarks/results/attention-study/*.json."""
+    found: dict[str, list[dict]] = {}
+    for path in sorted(RESULTS.glob("*.json")):
+        result = json.loads(path.read_text())
+        found.setdefault(result["row"], []).append(result)
+    print(
+        "| row | varies | epochs | seeds | dev acc | test acc | best epoch | largest α, first half | "
+        "steps with one word ≥ 0.5 | normalised entropy | first focus VERB | s/epoch |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name in ROWS:
+        if name not in found:
+            continue
+        results = found[name]
+
+        def cell(values: list[float], scale: float = 100, digits: int = 2) -> str:
+            values = [v * scale for v in values if v is not None]
+            if not values:
+                return "-"
+            if len(values) == 1:
+                return f"{values[0]:.{digits}f}"
+            return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+        sharp = [r["sharpness"] or {} for r in results]
+        print(
+            f"| {name} | {results[0]['varies']} | {len(results[0]['epochs'])} | {len(results)} | "
+            f"{cell([r['dev_accuracy'] for r in results])} | {cell([r['test_accuracy'] for r in results])} | "
+            f"{', '.join(str(r['best_epoch']) for r in results)} | "
+            f"{cell([s.get('max_weight_first_half') for s in sharp], 1, 3)} | "
+            f"{cell([s.get('share_focused_first_half') for s in sharp])} % | "
+            f"{cell([s.get('normalized_entropy_first_half') for s in sharp], 1, 3)} | "
+            f"{cell([(r['first_focus'] or {}).get('VERB', 0) for r in results])} % | "
+            f"{statistics.mean(r['seconds_per_epoch'] for r in results):.0f} |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", nargs="+", choices=list(ROWS), default=[])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1])
+    parser.add_argument("--runs", type=Path, default=Path("runs/attention-study"))
+    parser.add_argument("--list", action="store_true", help="print the rows and their flags")
+    parser.add_argument("--report", action="store_true", help="print the tables from the kept results")
+    args = parser.parse_args()
+    if args.list:
+        for name, (varies, flags, epochs) in ROWS.items():
+            print(f"{name}: {varies}; {epochs} epochs; {' '.join(flags)}")
+    for name in args.rows:
+        for seed in args.seeds:
+            folder = train_row(name, args.runs, seed)
+            save_row(name, folder, seed)
+            print(f"{time.strftime('%H:%M:%S')} {name} seed {seed}: done", file=sys.stderr, flush=True)
+    if args.report:
+        report()
+
+
+if __name__ == "__main__":
+    main()
