@@ -155,3 +155,8 @@ def test_output_off_a_terminal_is_not_wrapped(tmp_path):
 def test_a_qe_tag_option_given_to_a_pos_model_is_refused_either_way(flag):
     result = run_cli("tag", SAMPLE, flag)  # the bundled model is a POS model
     assert result.returncode == 2 and "only for QE" in result.stderr.decode(), result.stderr.decode()
+
+
+def test_tag_format_shows_its_choices(commands):
+    types = {p.opts[0]: p.display_type(None) for p in commands["tag"].params if p.param_type_name == "option"}
+    assert types["--format"] == "<auto|text|model>"

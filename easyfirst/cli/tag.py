@@ -27,7 +27,7 @@ from easyfirst.cli.common import (
     text_words,
     write_output,
 )
-from easyfirst.cli.options import tag_option_parameters
+from easyfirst.cli.options import LAZY_CHOICES, tag_option_parameters
 from easyfirst.data.text import read_text, tag_text
 from easyfirst.errors import InputError
 from easyfirst.tasks import TASKS
@@ -165,6 +165,7 @@ def tag(
 
 
 FORMATS = ("auto", "text", "model")
+LAZY_CHOICES["format"] = lambda: list(FORMATS)  # --help shows <auto|text|model>
 
 
 def looks_like_text(stream, input: str | None) -> bool:
