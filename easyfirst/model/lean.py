@@ -142,7 +142,7 @@ def lean_loop(
             z /= temperature
         if coverage_penalty:
             z -= coverage_penalty * beta
-        budget = (1 if n <= length else np.ceil(n / length)) - beta  # a fresh unit every L steps
+        budget = (1.0 if n <= length else float(np.ceil(n / length))) - beta  # a fresh unit every L steps
         np.maximum(budget, 0, out=budget)
         alpha, records.free[k] = csoftmax_row(z, budget)  # Eq. 3
         history[n - 1] = alpha
