@@ -4,6 +4,7 @@ their metrics.json files.
 
     python benchmarks/qe19_table.py --epochs 10 --seed 1 --out runs/qe19          # trains
     python benchmarks/qe19_table.py --dropout 0.3 --out runs/qe19-d03              # another dropout
+    python benchmarks/qe19_table.py --lr 0.02 --out runs/qe19-lr0.02               # another learning rate
     python benchmarks/qe19_table.py --out runs/qe19 --report-only                  # table only
     python benchmarks/qe19_table.py --save benchmarks/results/qe19 --report-only   # and keep the scores
     python benchmarks/qe19_table.py --from benchmarks/results/qe19                 # table from kept scores
@@ -42,7 +43,9 @@ def data_flags() -> list[str]:
 
 def train(keys: list[str], args: argparse.Namespace) -> None:
     waiting = [k for k in keys if not (args.out / k / "metrics.json").is_file()]
-    extra = data_flags() + ([] if args.dropout is None else ["--dropout", str(args.dropout)])
+    extra = data_flags() + [f"--set={assignment}" for assignment in args.set]
+    for flag, value in (("--dropout", args.dropout), ("--lr", args.lr)):
+        extra += [] if value is None else [flag, str(value)]
     commands = {
         key: train_command(
             ROWS[key][1] + extra, args.epochs, args.seed, args.out, task="qe", output=args.out / key
@@ -108,6 +111,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/qe19"))
     parser.add_argument("--rows", nargs="+", choices=list(ROWS), default=list(ROWS))
     parser.add_argument("--dropout", type=float, help="--dropout of every row (default: the task's, 0.1)")
+    parser.add_argument("--lr", type=float, help="--lr of every row (default: the task's, 0.1)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="--set of every row"
+    )
     parser.add_argument("--parallel", type=int, default=2, help="trainings at a time (default 2)")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--save", type=Path, help="copy each finished run's metrics.json to SAVE/ROW.json")
