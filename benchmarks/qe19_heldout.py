@@ -176,37 +176,51 @@ def study(args: argparse.Namespace) -> None:
 
 
 def report(folder: Path) -> str:
-    """Markdown: per setting its best held-out epoch; then per setting and epoch the curves."""
+    """Markdown: per setting its best held-out epoch and lowest held-out loss; per setting and epoch the
+    curves; and, for settings run with ``--every``, the held-out loss within the epochs."""
     records = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
     lines = [
-        "| setting | model | best epoch | held-out target F1-MULT: epoch 1 | best | last | words | gaps | source |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| setting | model | seed | held-out target F1-MULT: epoch 1 | best (epoch) | last | lowest held-out "
+        "loss (epoch) | words F1-MULT | gaps F1-MULT | source F1-MULT |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in records:
         curve = [e["heldout"]["target"]["f1_mult"] for e in r["epochs"]]
+        losses = [e["heldout"]["loss"] for e in r["epochs"]]
         best = max(range(len(curve)), key=curve.__getitem__)
+        low = min(range(len(losses)), key=losses.__getitem__)
         h = r["epochs"][best]["heldout"]
         lines.append(
-            f"| {r['name']} | {r['model']} | {best + 1}/{len(curve)} | {100 * curve[0]:.2f} | "
-            f"{100 * curve[best]:.2f} | {100 * curve[-1]:.2f} | "
+            f"| {r['name']} | {r['model']} | {r['seed']} | {100 * curve[0]:.2f} | {100 * curve[best]:.2f} "
+            f"({best + 1}/{len(curve)}) | {100 * curve[-1]:.2f} | {losses[low]:.3f} ({low + 1}) | "
             + " | ".join(f"{100 * h[part]['f1_mult']:.2f}" for part in ("words", "gaps", "source"))
             + " |"
         )
     lines += [
         "",
-        "| setting | model | epoch | train loss | held-out loss | train-sample target F1-MULT | held-out target "
+        "| setting | epoch | train loss | held-out loss | train-sample target F1-MULT | held-out target "
         "F1-MULT | held-out BAD predicted / gold (target) | BAD precision | BAD recall | gaps P / R |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in records:
         for e in r["epochs"]:
             h, t, g = e["heldout"], e["heldout"]["target"], e["heldout"]["gaps"]
             lines.append(
-                f"| {r['name']} | {r['model']} | {e['epoch']} | {e['train_loss']:.3f} | {h['loss']:.3f} | "
+                f"| {r['name']} | {e['epoch']} | {e['train_loss']:.3f} | {h['loss']:.3f} | "
                 f"{100 * e['train_sample']['target']['f1_mult']:.2f} | {100 * t['f1_mult']:.2f} | "
                 f"{100 * t['predicted_bad']:.1f}% / {100 * t['gold_bad']:.1f}% | {100 * t['precision_bad']:.1f} | "
                 f"{100 * t['recall_bad']:.1f} | {100 * g['precision_bad']:.1f} / {100 * g['recall_bad']:.1f} |"
             )
+    within = [r for r in records if any(e.get("within") for e in r["epochs"])]
+    if within:
+        lines += ["", "| setting | held-out loss (target F1-MULT) at epoch:update, within the epochs (epoch ends in the table above) |", "|---|---|"]
+        for r in within:
+            points = [
+                f"{e['epoch']}:{w['step']}: {w['loss']:.3f} ({100 * w['target']['f1_mult']:.1f})"
+                for e in r["epochs"]
+                for w in e.get("within", [])
+            ]
+            lines.append(f"| {r['name']} | " + ", ".join(points) + " |")
     return "\n".join(lines)
 
 
