@@ -180,9 +180,10 @@ def report(folder: Path) -> str:
     curves; and, for settings run with ``--every``, the held-out loss within the epochs."""
     records = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
     lines = [
-        "| setting | model | seed | held-out target F1-MULT: epoch 1 | best (epoch) | last | lowest held-out "
-        "loss (epoch) | words F1-MULT | gaps F1-MULT | source F1-MULT |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| setting | model | --set | seed | held-out target F1-MULT: epoch 1 | best (epoch) | last | lowest "
+        "held-out loss (epoch) | train-sample target F1-MULT, last epoch | best epoch's words / gaps / source "
+        "F1-MULT |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in records:
         curve = [e["heldout"]["target"]["f1_mult"] for e in r["epochs"]]
@@ -191,9 +192,10 @@ def report(folder: Path) -> str:
         low = min(range(len(losses)), key=losses.__getitem__)
         h = r["epochs"][best]["heldout"]
         lines.append(
-            f"| {r['name']} | {r['model']} | {r['seed']} | {100 * curve[0]:.2f} | {100 * curve[best]:.2f} "
-            f"({best + 1}/{len(curve)}) | {100 * curve[-1]:.2f} | {losses[low]:.3f} ({low + 1}) | "
-            + " | ".join(f"{100 * h[part]['f1_mult']:.2f}" for part in ("words", "gaps", "source"))
+            f"| {r['name']} | {r['model']} | {' '.join(r['set']) or '(defaults)'} | {r['seed']} | "
+            f"{100 * curve[0]:.2f} | {100 * curve[best]:.2f} ({best + 1}/{len(curve)}) | {100 * curve[-1]:.2f} | "
+            f"{losses[low]:.3f} ({low + 1}) | {100 * r['epochs'][-1]['train_sample']['target']['f1_mult']:.2f} | "
+            + " / ".join(f"{100 * h[part]['f1_mult']:.2f}" for part in ("words", "gaps", "source"))
             + " |"
         )
     lines += [
