@@ -45,17 +45,18 @@ class Adagrad(torch.optim.Adagrad):
                     [steps[k] for k in dense],
                     foreach=not fused,
                     fused=fused,
-                    lr=group["lr"],
-                    weight_decay=group["weight_decay"],
-                    lr_decay=group["lr_decay"],
-                    eps=group["eps"],
-                    maximize=group["maximize"],
-                    differentiable=group["differentiable"],
                     has_complex=has_complex,
+                    **_settings(group),
                 )
             for k in sparse:
                 _sparse_adagrad(params[k], grads[k], sums[k], steps[k], group)
         return None
+
+
+def _settings(group: dict) -> dict:
+    """A parameter group's Adagrad settings, as torch's functional ``adagrad`` takes them."""
+    keys = ("lr", "weight_decay", "lr_decay", "eps", "maximize", "differentiable")
+    return {key: group[key] for key in keys}
 
 
 def _sparse_adagrad(
@@ -64,21 +65,7 @@ def _sparse_adagrad(
     """Adagrad on the rows of a sparse (embedding) gradient: sum += g², p −= lr · g / (√sum + eps),
     row by row as torch's sparse path, in four indexed operations instead of its sparse tensors."""
     if group["weight_decay"] or group["lr_decay"] or group["maximize"] or grad.sparse_dim() != 1:
-        adagrad(
-            [param],
-            [grad],
-            [total],
-            [step],
-            has_sparse_grad=True,
-            foreach=False,
-            lr=group["lr"],
-            weight_decay=group["weight_decay"],
-            lr_decay=group["lr_decay"],
-            eps=group["eps"],
-            maximize=group["maximize"],
-            differentiable=group["differentiable"],
-            has_complex=False,
-        )
+        adagrad([param], [grad], [total], [step], has_sparse_grad=True, foreach=False, **_settings(group))
         return
     step += 1
     grad = grad.coalesce()

@@ -181,10 +181,7 @@ def lean_backward(
     width = weight.shape[1] // sketch_dim
     pad = width // 2
     dtype = history.dtype
-    # the transposed window map: dS_j = Σ_k W_{K−1−k}ᵀ da_{j+k−w}, a product with the windows of da
-    back = np.ascontiguousarray(
-        weight.reshape(out, width, sketch_dim)[:, ::-1].transpose(1, 0, 2).reshape(width * out, sketch_dim)
-    )
+    back = transposed_window(weight, width)
     g_sketch = np.zeros((length, sketch_dim), dtype) if grad_sketch is None else grad_sketch.copy()
     g_beta = np.zeros(length, dtype)
     d_affines = np.empty((steps, length, out), dtype)  # daⁿ
@@ -240,6 +237,15 @@ def window_rows(x: np.ndarray, width: int) -> np.ndarray:
     return np.ascontiguousarray(windows).reshape(length, width * channels)
 
 
+def transposed_window(flat: np.ndarray, width: int) -> np.ndarray:
+    """For out = window_rows(x) · flatᵀ (``flat`` ``(O, K·C)``), the ``(K·O, C)`` matrix B with
+    dx = window_rows(d out) · B: dx_j = Σ_k W_{K−1−k}ᵀ d out_{j+k−w}, the window map transposed."""
+    out, columns = flat.shape
+    channels = columns // width
+    flipped = flat.reshape(out, width, channels)[:, ::-1].transpose(1, 0, 2)
+    return np.ascontiguousarray(flipped).reshape(width * out, channels)
+
+
 class LeanSketchFunction(torch.autograd.Function):
     """Sᴺ ``(1, L, D_s)`` and the history ``(1, N, L)`` of one sentence from the encoder states ``H``
     ``(1, L, D_h)``: the input half of the window map (computed once), then the step loop (see module)."""
@@ -280,16 +286,11 @@ class LeanSketchFunction(torch.autograd.Function):
             *ctx.settings,
         )
         (out, in_dim, width), (_, sketch_dim, _) = ctx.shapes
-        length = d_fixed.shape[0]
-        # the input half: dW = d fixedᵀ · windows(H), db = Σ d fixed, dH by folding the windows back
+        # the input half: dW = d fixedᵀ · windows(H), db = Σ d fixed, dH by the transposed window map
         d_in_flat = d_fixed.T @ in_cols
-        d_in_cols = (d_fixed @ in_flat).reshape(length, width, in_dim)
-        pad = width // 2
-        d_padded = np.zeros((length + 2 * pad, in_dim), d_fixed.dtype)
-        for k in range(width):  # slot k of row i read row i + k − w
-            d_padded[k : k + length] += d_in_cols[:, k]
+        d_states = window_rows(d_fixed, width) @ transposed_window(in_flat, width)
         return (
-            torch.from_numpy(np.ascontiguousarray(d_padded[pad : pad + length]))[None],
+            torch.from_numpy(d_states)[None],
             torch.from_numpy(d_in_flat).view(out, width, in_dim).transpose(1, 2),
             torch.from_numpy(d_fixed.sum(0)),
             torch.from_numpy(d_flat).view(out, width, sketch_dim).transpose(1, 2),
