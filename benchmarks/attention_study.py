@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+from pos_table import train_command
+
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ["--config", str(ROOT / "configs" / "pos-reference.toml")]
 
@@ -81,23 +83,8 @@ def train_row(name: str, runs: Path, seed: int) -> Path:
     if (folder / "checkpoint.pt").exists():
         command = easyfirst("train", "--resume", "--output", str(folder))
     else:
-        command = easyfirst(
-            "train",
-            "--task",
-            "pos",
-            *flags,
-            "--epochs",
-            str(epochs),
-            "--seed",
-            str(seed),
-            "--threads",
-            "1",
-            "--checkpoint-every",
-            "2000",
-            "--overwrite",
-            "--output",
-            str(folder),
-        )
+        # pos_table's training command, with a checkpoint every 2,000 updates so that little is lost
+        command = train_command([*flags, "--checkpoint-every", "2000"], epochs, seed, runs, output=folder)
     print(f"{time.strftime('%H:%M:%S')} {name}: {' '.join(command[2:])}", file=sys.stderr, flush=True)
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return folder

@@ -89,7 +89,9 @@ def scores(run, items, sentences) -> dict:
     model = run.model
     evaluate_sentences(model, run.vocabs, items, sentences, 256, run.device, score_words, score_heads)
     words, gaps = kept["words"], kept["gaps"]
-    kept["target"] = tuple([[*w, *g] for w, g in zip(*pair, strict=True)] for pair in zip(words, gaps))
+    kept["target"] = tuple(
+        [[*w, *g] for w, g in zip(*pair, strict=True)] for pair in zip(words, gaps, strict=True)
+    )
     report = {part: bad_counts(*kept[part]) for part in PARTS}
     total, seen = 0.0, 0
     with torch.inference_mode():
@@ -97,7 +99,9 @@ def scores(run, items, sentences) -> dict:
             batch = batch.to(run.device)
             out, _, head_scores = model(batch, heads=True)
             n = int(batch.mask.sum())
-            total += (model.loss(out, batch.tags, batch.mask) + model.head_loss(head_scores, batch)).item() * n
+            total += (
+                model.loss(out, batch.tags, batch.mask) + model.head_loss(head_scores, batch)
+            ).item() * n
             seen += n
     report["loss"] = total / seen
     return report
@@ -215,7 +219,11 @@ def report(folder: Path) -> str:
             )
     within = [r for r in records if any(e.get("within") for e in r["epochs"])]
     if within:
-        lines += ["", "| setting | held-out loss (target F1-MULT) at epoch:update, within the epochs (epoch ends in the table above) |", "|---|---|"]
+        lines += [
+            "",
+            "| setting | held-out loss (target F1-MULT) at epoch:update, within the epochs (epoch ends in the table above) |",
+            "|---|---|",
+        ]
         for r in within:
             points = [
                 f"{e['epoch']}:{w['step']}: {w['loss']:.3f} ({100 * w['target']['f1_mult']:.1f})"
