@@ -12,11 +12,16 @@ load falls on all of them alike. Reported: training words per second of wall-clo
 process's CPU time, and each configuration's speed as a ratio to the BiLSTM at one sentence per update
 in the same run:
 
-- NEF-F, N = L, one sentence per update (the lean path: NumPy BiLSTM and csoftmax step loop);
+- NEF-F, N = L, one sentence per update (the lean path: the BiLSTM and csoftmax step loops compiled by
+  Numba, easyfirst.model.lean_kernels, with the extra ``fast``);
+- the same with the NumPy loops of easyfirst.model.lean (the lean path without Numba);
 - the same with the lean path switched off (torch's LSTM and the batched fused loop on a batch of one);
 - the same with dense embedding gradients too: how one sentence per update trained before;
 - BiLSTM (N = 0), one sentence per update;
 - NEF-F, N = L, 16 sentences per update (the default regime: batches of similar length), for scale.
+
+Each configuration first trains a copy of its model for three updates, untimed: Numba loads (or
+compiles) its kernels then, and torch makes its first calls.
 
 Exactness: the lean path computes the same function and gradients as the batched one, only the floating
 point rounding differs. ``--check K`` trains NEF-F for K updates on the lean path and, before each
@@ -29,6 +34,7 @@ parameters of two trainings instead would measure Adagrad, not the paths: its fi
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import platform
 import time
@@ -46,13 +52,20 @@ from easyfirst.optim import make_optimizer
 from easyfirst.tasks import get_task
 from easyfirst.train import backward_step, build_vocabularies
 
-# name → (model, sentences per update, lean path, sparse embedding gradients)
+# name → (model, sentences per update, lean path, its loops compiled, sparse embedding gradients)
 CONFIGS = {
-    "NEF-F, N = L, 1 sentence/update": ("nef-f", 1, True, True),
-    "NEF-F, N = L, 1 sentence/update, lean path off": ("nef-f", 1, False, True),
-    "NEF-F, N = L, 1 sentence/update, lean path off, dense embedding gradients": ("nef-f", 1, False, False),
-    "BiLSTM, 1 sentence/update": ("bilstm", 1, True, True),
-    "NEF-F, N = L, 16 sentences/update": ("nef-f", 16, True, True),
+    "NEF-F, N = L, 1 sentence/update": ("nef-f", 1, True, True, True),
+    "NEF-F, N = L, 1 sentence/update, NumPy loops": ("nef-f", 1, True, False, True),
+    "NEF-F, N = L, 1 sentence/update, lean path off": ("nef-f", 1, False, False, True),
+    "NEF-F, N = L, 1 sentence/update, lean path off, dense embedding gradients": (
+        "nef-f",
+        1,
+        False,
+        False,
+        False,
+    ),
+    "BiLSTM, 1 sentence/update": ("bilstm", 1, True, True, True),
+    "NEF-F, N = L, 16 sentences/update": ("nef-f", 16, True, True, True),
 }
 BASE = "BiLSTM, 1 sentence/update"
 
@@ -120,7 +133,9 @@ def main() -> None:
     )
 
     states = {}
-    for name, (model_name, batch_size, on, sparse) in CONFIGS.items():
+    if lean._kernels is None:
+        raise SystemExit("numba is not installed: pip install -e '.[fast]' (the compiled loops are measured)")
+    for name, (model_name, batch_size, on, compiled, sparse) in CONFIGS.items():
         config = reference_config(model_name, batch_size)
         torch.manual_seed(1)
         model = EasyFirstTagger(config.model, config.loss, vocabs)
@@ -130,12 +145,22 @@ def main() -> None:
             batches = list(batches_in_order(items, 1))
         else:  # grouped by length and shuffled, as the default regime
             batches = list(iterate_batches(items, batch_size, torch.Generator().manual_seed(1)))
+        # warm-up, untimed, on a copy: loading the compiled kernels (from Numba's cache, or compiling
+        # them) and torch's first calls would otherwise count as the first configuration's training time
+        warm = copy.deepcopy(model)
+        warm_optimizer = make_optimizer(config.train.optimizer, config.train.lr, warm, sparse=sparse)
+        lean.enabled, lean.compiled = on, compiled
+        for batch in batches[:3]:
+            backward_step(warm, warm, warm_optimizer, list(warm.parameters()), batch, config.train)
+            warm_optimizer.step()
+        lean.enabled, lean.compiled = True, True
         states[name] = dict(
             config=config,
             model=model,
             optimizer=optimizer,
             batches=batches,
             lean=on,
+            compiled=compiled,
             parameters=list(model.parameters()),
             wall=0.0,
             cpu=0.0,
@@ -145,7 +170,7 @@ def main() -> None:
         for state in states.values():
             batches = state["batches"]
             share = batches[r * len(batches) // args.rounds : (r + 1) * len(batches) // args.rounds]
-            lean.enabled = state["lean"]
+            lean.enabled, lean.compiled = state["lean"], state["compiled"]
             start = clocks()
             for batch in share:
                 backward_step(
@@ -161,7 +186,7 @@ def main() -> None:
             state["wall"] += wall - start[0]
             state["cpu"] += cpu - start[1]
             state["words"] += sum(int(b.mask.sum()) for b in share)
-        lean.enabled = True
+        lean.enabled, lean.compiled = True, True
 
     base = states[BASE]
     results = {
@@ -184,11 +209,14 @@ def main() -> None:
             "seconds_wall": state["wall"],
         }
         print(f"| {name} | {wall_speed:,.0f} | {cpu_speed:,.0f} | {ratio:.2f} |")
-    on, off, before = (results["configs"][name]["words_per_second_cpu"] for name in list(CONFIGS)[:3])
+    on, numpy_loops, off, before = (
+        results["configs"][name]["words_per_second_cpu"] for name in list(CONFIGS)[:4]
+    )
+    results["compiled_speedup_cpu"] = on / numpy_loops
     results["lean_speedup_cpu"], results["speedup_over_before_cpu"] = on / off, on / before
     print(
-        f"\nlean path: {on / off:.2f}× the batched path at one sentence per update, {on / before:.2f}× the "
-        "batched path with dense embedding gradients (CPU time)"
+        f"\nlean path: {on / numpy_loops:.2f}× its NumPy loops, {on / off:.2f}× the batched path at one "
+        f"sentence per update, {on / before:.2f}× the batched path with dense embedding gradients (CPU time)"
     )
     if args.check:
         for dtype in (torch.float32, torch.float64):

@@ -1,9 +1,12 @@
 """The single-sentence NumPy path (easyfirst.model.lean) against the batched torch paths it replaces for a
 batch of one: the decoder's step loop against SketchDecoder's generic autograd loop, the BiLSTM against
 ``nn.LSTM``, csoftmax on one row against the batched function, and the whole model's clipped gradients
-both ways, all in float64."""
+both ways, all in float64. Each runs with the step loops compiled by Numba (easyfirst.model.lean_kernels)
+and with the NumPy loops."""
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -16,9 +19,20 @@ from easyfirst.model import lean
 from easyfirst.model.encoder import LSTM_WEIGHTS, BiLSTMEncoder
 from easyfirst.model.sketch import SketchDecoder
 from easyfirst.model.tagger import EasyFirstTagger
-from easyfirst.ops.constrained import csoftmax_forward
+from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_forward
 from easyfirst.optim import make_optimizer
 from easyfirst.train import backward_step, build_vocabularies
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def loops(request, monkeypatch):
+    """Runs a test with the Numba kernels and with the NumPy loops of easyfirst.model.lean."""
+    if request.param == "compiled" and lean._kernels is None:
+        if os.environ.get("CI"):  # the dev extra installs Numba: under CI the compiled loops must be tested
+            pytest.fail("numba is not installed under CI (pip install -e '.[dev]' brings it)")
+        pytest.skip("numba is not installed (pip install 'easyfirst[fast]')")
+    monkeypatch.setattr(lean, "compiled", request.param == "compiled")
+    return request.param
 
 
 @pytest.fixture
@@ -36,11 +50,53 @@ def counted(monkeypatch):
     "options", [{}, {"temperature": 0.4, "coverage_penalty": 1.5}], ids=["plain", "temperature+coverage"]
 )
 @pytest.mark.parametrize("length", [7, 3, 2])
-def test_lean_decoder_matches_the_generic_loop(full_state, steps, options, length, counted):
+def test_lean_decoder_matches_the_generic_loop(full_state, steps, options, length, counted, loops):
     torch.manual_seed(0)
     decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5, full_state=full_state, **options).double()
     found, generic = run_both(decoder, steps, [length])
     assert counted, "a single sentence on the CPU should take the lean loop"
+    for name in found:
+        torch.testing.assert_close(found[name], generic[name], atol=1e-11, rtol=1e-9, msg=name)
+
+
+@pytest.mark.parametrize("full_state", [True, False], ids=["NEF-F", "NEF-S"])
+@pytest.mark.parametrize("steps", [None, 3, 9], ids=["N=L", "N=3", "N>L"])
+def test_lean_decoder_without_gradients_matches_the_generic_loop(full_state, steps, counted, loops):
+    """Tagging (no gradients) keeps one step's records only."""
+    torch.manual_seed(0)
+    decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5, full_state=full_state).double()
+    states, mask = torch.randn(1, 7, 6, dtype=torch.float64), torch.ones(1, 7, dtype=torch.bool)
+    with torch.no_grad():
+        found = decoder(states, mask, steps)
+        lean.enabled = False
+        try:
+            generic = decoder(states, mask, steps)
+        finally:
+            lean.enabled = True
+    assert counted
+    for a, b in zip(found, generic, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-10)
+
+
+@pytest.mark.parametrize("full_state", [True, False], ids=["NEF-F", "NEF-S"])
+def test_scores_beyond_the_exp_range_take_the_log_space_csoftmax(full_state, counted, loops, monkeypatch):
+    """At temperature 1e-3 the scores reach thousands of nats: the compiled loop gives the sentence back
+    to the NumPy loop, whose csoftmax takes the batched function's log-space path there."""
+    given_back = []
+    if loops == "compiled":
+        kernel = lean._kernels.decoder_forward
+        monkeypatch.setattr(
+            lean._kernels,
+            "decoder_forward",
+            lambda *a: given_back.append(not kernel(*a)) or not given_back[-1],
+        )
+    torch.manual_seed(0)
+    decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5, full_state=full_state, temperature=1e-3)
+    decoder = decoder.double()
+    found, generic = run_both(decoder, None, [6])
+    assert counted
+    assert given_back == ([True] if loops == "compiled" else [])
+    assert found["history"].abs().max() > 0.99  # one word takes a whole step: the scores are that far apart
     for name in found:
         torch.testing.assert_close(found[name], generic[name], atol=1e-11, rtol=1e-9, msg=name)
 
@@ -51,7 +107,7 @@ def test_batches_and_gpu_sized_inputs_do_not_take_the_lean_path(counted):
     assert not counted
 
 
-def test_lean_bilstm_matches_nn_lstm():
+def test_lean_bilstm_matches_nn_lstm(loops):
     torch.manual_seed(0)
     encoder = BiLSTMEncoder(7, 5).double()
     for length in (1, 2, 9):
@@ -72,7 +128,7 @@ def test_lean_bilstm_matches_nn_lstm():
             torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-10)
 
 
-def test_lean_bilstm_gradcheck():
+def test_lean_bilstm_gradcheck(loops):
     torch.manual_seed(0)
     lstm = BiLSTMEncoder(4, 3).double().lstm
     weights = [getattr(lstm, name).detach().clone().requires_grad_() for name in LSTM_WEIGHTS]
@@ -80,7 +136,7 @@ def test_lean_bilstm_gradcheck():
     assert torch.autograd.gradcheck(lean.LeanBiLSTMFunction.apply, (x, *weights))
 
 
-def test_csoftmax_row_matches_the_batched_function():
+def test_csoftmax_row_matches_the_batched_function(loops):
     generator = torch.Generator().manual_seed(3)
     for trial in range(200):
         length = 1 + trial % 12
@@ -89,13 +145,19 @@ def test_csoftmax_row_matches_the_batched_function():
         u[torch.rand(length, generator=generator) < 0.3] = 0.0  # spent words
         if trial % 7 == 0:
             u = u * 0.5 / max(u.sum().item(), 1e-9)  # Σu ≤ 1: tight
-        alpha, free = lean.csoftmax_row(z.numpy(), u.numpy())
+        if loops == "compiled":
+            alpha, free = np.empty(length), np.empty(length, bool)
+            if not lean._kernels.csoftmax_row(z.numpy(), u.numpy(), _EXP_RANGE, alpha, free):
+                assert z.abs().max() > _EXP_RANGE  # given back: the caller takes the log-space path
+                continue
+        else:
+            alpha, free = lean.csoftmax_row(z.numpy(), u.numpy())
         expected, expected_free = csoftmax_forward(z[None], u[None])
         np.testing.assert_allclose(alpha, expected[0].numpy(), atol=1e-12, rtol=1e-10)
         assert (free == expected_free[0].numpy()).all()
 
 
-def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path):
+def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, loops):
     """The whole tagger at one sentence per update, with dropout, sparse embedding gradients and a clip
     that acts: gradients after clipping are equal whichever path computed them (this caught two biases
     sharing one gradient array, which clipping then scaled twice)."""

@@ -18,7 +18,12 @@ float64; ``enabled = False`` turns this off) takes these two autograd Functions 
   space (the CPU path of easyfirst.ops.constrained) when every score lies within 600 nats of 0, else by
   :func:`easyfirst.ops.constrained.csoftmax_forward`.
 
-The batched torch paths stay the reference: tests/test_lean.py holds these to them in float64.
+With Numba installed (the extra ``fast``; the dev install has it), the time loops of both, the BiLSTM's
+and the sketch loop forward and backward, run as compiled kernels (:mod:`easyfirst.model.lean_kernels`,
+one call per loop instead of dozens of NumPy calls per step); ``compiled = False`` keeps the NumPy
+loops below, which are also the path without Numba.
+
+The batched torch paths stay the reference: tests/test_lean.py holds both loops to them in float64.
 """
 
 from __future__ import annotations
@@ -30,9 +35,16 @@ from threadpoolctl import threadpool_limits
 from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_forward
 from easyfirst.ops.window import flat_weight
 
+try:  # the step loops compiled (pip install "easyfirst[fast]"): easyfirst.model.lean_kernels
+    from easyfirst.model import lean_kernels as _kernels
+except ImportError:  # numba (or SciPy, whose BLAS it calls) is not installed: the NumPy loops below
+    _kernels = None
+
 # False sends single sentences through the batched torch paths too (benchmarks/reference_speed.py and the
 # tests compare the two)
 enabled = True
+# False runs the NumPy loops of this module even where Numba is installed (the tests compare the two)
+compiled = _kernels is not None
 _blas_limited = False
 
 
@@ -86,15 +98,19 @@ def csoftmax_row_backward(
 
 
 class _Records:
-    """What the forward keeps for the backward, in arrays preallocated for the N steps."""
+    """What the forward keeps for the backward, in arrays preallocated for the N steps (NEF-F keeps no
+    affines and no pooled sketches: those arrays are empty)."""
 
-    def __init__(self, steps: int, length: int, out: int, cols: int, full_state: bool, dtype) -> None:
-        self.cols = np.empty((max(steps - 1, 0), length, cols), dtype)  # windows of Sⁿ⁻¹, steps n ≥ 2
+    def __init__(
+        self, steps: int, length: int, out: int, width: int, sketch_dim: int, full_state: bool, dtype
+    ):
+        self.cols = np.empty((max(steps - 1, 0), length, width * sketch_dim), dtype)  # windows of Sⁿ⁻¹, n ≥ 2
         self.tanhs = np.empty((steps, length, out), dtype)  # tanh(aⁿ)
         self.free = np.empty((steps, length), bool)  # csoftmax's free set A
         self.betas = np.zeros((steps + 1, length), dtype)  # β⁰..βᴺ
-        self.affines = None if full_state else np.empty((steps, length, out), dtype)  # NEF-S: aⁿ
-        self.pooled: np.ndarray | None = None  # NEF-S: tanh(Σ_j α_j a_s,j), (N, D_s)
+        nef_s = 0 if full_state else steps
+        self.affines = np.empty((nef_s, length, out), dtype)  # NEF-S: aⁿ
+        self.pooled = np.empty((nef_s, sketch_dim), dtype)  # NEF-S: tanh(Σ_j α_j a_s,j)
 
 
 def lean_loop(
@@ -116,12 +132,33 @@ def lean_loop(
     width = weight_t.shape[0] // sketch_dim
     pad = width // 2
     slots = steps if store else 1
-    records = _Records(slots, length, out, width * sketch_dim, full_state, fixed.dtype)
-    if not full_state:
-        records.pooled = np.empty((slots, sketch_dim), fixed.dtype)
+    records = _Records(slots, length, out, width, sketch_dim, full_state, fixed.dtype)
+    if compiled:
+        sketch, history = np.zeros((length, sketch_dim), fixed.dtype), np.empty((steps, length), fixed.dtype)
+        if _kernels.decoder_forward(
+            fixed,
+            weight_t,
+            v.astype(fixed.dtype),
+            steps,
+            full_state,
+            float(temperature),
+            float(coverage_penalty),
+            store,
+            _EXP_RANGE,
+            sketch,
+            history,
+            records.cols,
+            records.tanhs,
+            records.free,
+            records.betas,
+            records.affines,
+            records.pooled,
+        ):
+            return sketch, history, records
+        records.betas[:] = 0  # a score beyond the exp range: the loop below, with its log-space csoftmax
     padded = np.zeros((length + 2 * pad, sketch_dim), dtype=fixed.dtype)  # Sⁿ with w zero words each side
     sketch = padded[pad : pad + length]
-    windows = np.lib.stride_tricks.sliding_window_view(padded, (width, sketch_dim))[:, 0]  # (L, K, D_s)
+    windows = _window_view(padded, width)  # (L, K·D_s)
     history = np.empty((steps, length), dtype=fixed.dtype)
     beta = np.zeros(length, dtype=fixed.dtype)
     for n in range(1, steps + 1):
@@ -131,7 +168,7 @@ def lean_loop(
             affine = fixed
         else:  # the windows of Sⁿ⁻¹ (Eq. 1), copied: S is updated in place below
             cols = records.cols[k - 1] if store else np.empty((length, width * sketch_dim), fixed.dtype)
-            np.copyto(cols.reshape(length, width, sketch_dim), windows)
+            np.copyto(cols, windows)
             affine = cols @ weight_t
             affine += fixed
         if not full_state:
@@ -186,9 +223,28 @@ def lean_backward(
     g_beta = np.zeros(length, dtype)
     d_affines = np.empty((steps, length, out), dtype)  # daⁿ
     d_scores = np.empty((steps, length), dtype)  # dzⁿ (before T)
+    if compiled:
+        _kernels.decoder_backward(
+            records.tanhs,
+            records.free,
+            records.betas,
+            records.affines,
+            records.pooled,
+            history,
+            back,
+            v.astype(dtype),
+            g_sketch,
+            np.zeros((steps, length), dtype) if grad_history is None else grad_history,
+            full_state,
+            float(temperature),
+            float(coverage_penalty),
+            d_affines,
+            d_scores,
+        )
+        return _sums_over_steps(records, d_affines, d_scores, score_dim)
     d_padded = np.zeros((length + 2 * pad, out), dtype)
-    d_windows = np.lib.stride_tricks.sliding_window_view(d_padded, (width, out))[:, 0]  # (L, K, O)
-    d_cols = np.empty((length, width, out), dtype)
+    d_windows = _window_view(d_padded, width)  # (L, K·O)
+    d_cols = np.empty((length, width * out), dtype)
     upstream = np.empty((length, out), dtype)  # d tanh(aⁿ)
     derivatives = 1 - records.tanhs * records.tanhs  # tanh'(aⁿ) of every step at once
     for n in range(steps, 0, -1):
@@ -220,11 +276,18 @@ def lean_backward(
         if n > 1:  # the sketch half read Sⁿ⁻¹'s windows
             d_padded[pad : pad + length] = d_a
             np.copyto(d_cols, d_windows)
-            g_sketch += d_cols.reshape(length, width * out) @ back
-    d_fixed = d_affines.sum(0)
-    d_weight = d_affines[1:].reshape(-1, out).T @ records.cols.reshape(-1, width * sketch_dim)
+            g_sketch += d_cols @ back
+    return _sums_over_steps(records, d_affines, d_scores, score_dim)
+
+
+def _sums_over_steps(
+    records: _Records, d_affines: np.ndarray, d_scores: np.ndarray, score_dim: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """d fixed, d weight and dv: the sums over the steps of the backward loop, one product each."""
+    out, cols = d_affines.shape[2], records.cols.shape[2]
+    d_weight = d_affines[1:].reshape(-1, out).T @ records.cols.reshape(-1, cols)
     d_v = d_scores.reshape(-1) @ records.tanhs[:, :, :score_dim].reshape(-1, score_dim)
-    return d_fixed, d_weight, d_v
+    return d_affines.sum(0), d_weight, d_v
 
 
 def window_rows(x: np.ndarray, width: int) -> np.ndarray:
@@ -233,8 +296,17 @@ def window_rows(x: np.ndarray, width: int) -> np.ndarray:
     pad = width // 2
     padded = np.zeros((length + 2 * pad, channels), x.dtype)
     padded[pad : pad + length] = x
-    windows = np.lib.stride_tricks.sliding_window_view(padded, (width, channels))[:, 0]
-    return np.ascontiguousarray(windows).reshape(length, width * channels)
+    return _window_view(padded, width).copy()
+
+
+def _window_view(padded: np.ndarray, width: int) -> np.ndarray:
+    """The windows of K = ``width`` rows of a C-contiguous ``padded`` ``(L + K − 1, C)`` side by side:
+    an ``(L, K·C)`` view whose rows overlap (row i starts at padded[i]). NumPy's sliding_window_view
+    gives the same windows at about 30 times the fixed cost."""
+    rows, channels = padded.shape
+    item = padded.itemsize
+    shape, strides = (rows - width + 1, width * channels), (channels * item, item)
+    return np.ndarray(shape, padded.dtype, padded, 0, strides)
 
 
 def transposed_window(flat: np.ndarray, width: int) -> np.ndarray:
@@ -335,6 +407,13 @@ def lean_decoder(
 # ---------------------------------------------------------------------------------------------------------
 
 
+def _pair(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """np.stack([first, second]) for two arrays of one shape, without np.stack's fixed cost (~15 µs)."""
+    both = np.empty((2, *first.shape), first.dtype)
+    both[0], both[1] = first, second
+    return both
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     """σ(x) = (1 + tanh(x/2)) / 2, which neither overflows nor warns for large |x|."""
     return np.tanh(x * 0.5) * 0.5 + 0.5
@@ -348,24 +427,25 @@ def lstm_forward(
     D)``, ``w_hh`` ``(2, 4H, H)``, ``bias`` ``(2, 4H)`` (the two biases summed). Returns the states
     ``(2, L, H)`` in reading order and what :func:`lstm_backward` needs."""
     length, hidden = x.shape[0], w_hh.shape[2]
-    inputs = (
-        np.stack([x @ w_ih[0].T, x[::-1] @ w_ih[1].T]) + bias[:, None]
-    )  # (2, L, 4H), every step's input part
+    inputs = _pair(x @ w_ih[0].T, x[::-1] @ w_ih[1].T) + bias[:, None]  # (2, L, 4H), every step's input part
     w_hh_t = np.ascontiguousarray(w_hh.transpose(0, 2, 1))  # (2, H, 4H)
     gates = np.empty_like(inputs)  # i, f, o after σ and g after tanh
     cells = np.zeros((2, length + 1, hidden), x.dtype)  # c_0 = 0, c_1..c_L
     states = np.zeros((2, length + 1, hidden), x.dtype)  # h_0 = 0, h_1..h_L
     tanh_cells = np.empty((2, length, hidden), x.dtype)
-    for t in range(length):
-        a = inputs[:, t] + np.matmul(states[:, t, None], w_hh_t)[:, 0]
-        gate = gates[:, t]
-        gate[:] = _sigmoid(a)
-        gate[:, 2 * hidden : 3 * hidden] = np.tanh(a[:, 2 * hidden : 3 * hidden])
-        cell = cells[:, t + 1]
-        np.multiply(gate[:, hidden : 2 * hidden], cells[:, t], out=cell)  # f ⊙ c_{t−1}
-        cell += gate[:, :hidden] * gate[:, 2 * hidden : 3 * hidden]  # + i ⊙ g
-        np.tanh(cell, out=tanh_cells[:, t])
-        np.multiply(gate[:, 3 * hidden :], tanh_cells[:, t], out=states[:, t + 1])  # o ⊙ tanh(c)
+    if compiled:
+        _kernels.lstm_forward(inputs, w_hh_t, gates, cells, states, tanh_cells)
+    else:
+        for t in range(length):
+            a = inputs[:, t] + np.matmul(states[:, t, None], w_hh_t)[:, 0]
+            gate = gates[:, t]
+            gate[:] = _sigmoid(a)
+            gate[:, 2 * hidden : 3 * hidden] = np.tanh(a[:, 2 * hidden : 3 * hidden])
+            cell = cells[:, t + 1]
+            np.multiply(gate[:, hidden : 2 * hidden], cells[:, t], out=cell)  # f ⊙ c_{t−1}
+            cell += gate[:, :hidden] * gate[:, 2 * hidden : 3 * hidden]  # + i ⊙ g
+            np.tanh(cell, out=tanh_cells[:, t])
+            np.multiply(gate[:, 3 * hidden :], tanh_cells[:, t], out=states[:, t + 1])  # o ⊙ tanh(c)
     saved = {"x": x, "gates": gates, "cells": cells, "tanh_cells": tanh_cells, "states": states}
     return states[:, 1:], saved
 
@@ -379,24 +459,27 @@ def lstm_backward(
     gates, cells, tanh_cells, states = saved["gates"], saved["cells"], saved["tanh_cells"], saved["states"]
     _, length, hidden = grad.shape
     d_gates = np.empty_like(gates)
-    d_state = np.zeros((2, hidden), grad.dtype)
-    d_cell = np.zeros((2, hidden), grad.dtype)
-    for t in range(length - 1, -1, -1):
-        gate, tanh_cell = gates[:, t], tanh_cells[:, t]
-        i, f = gate[:, :hidden], gate[:, hidden : 2 * hidden]
-        g, o = gate[:, 2 * hidden : 3 * hidden], gate[:, 3 * hidden :]
-        d_h = grad[:, t] + d_state
-        d_cell += d_h * o * (1 - tanh_cell * tanh_cell)
-        d = d_gates[:, t]
-        d[:, :hidden] = d_cell * g * i * (1 - i)
-        d[:, hidden : 2 * hidden] = d_cell * cells[:, t] * f * (1 - f)
-        d[:, 2 * hidden : 3 * hidden] = d_cell * i * (1 - g * g)
-        d[:, 3 * hidden :] = d_h * tanh_cell * o * (1 - o)
-        d_state = np.matmul(d[:, None], w_hh)[:, 0]
-        d_cell *= f
+    if compiled:
+        _kernels.lstm_backward(np.ascontiguousarray(grad), gates, cells, tanh_cells, w_hh, d_gates)
+    else:
+        d_state = np.zeros((2, hidden), grad.dtype)
+        d_cell = np.zeros((2, hidden), grad.dtype)
+        for t in range(length - 1, -1, -1):
+            gate, tanh_cell = gates[:, t], tanh_cells[:, t]
+            i, f = gate[:, :hidden], gate[:, hidden : 2 * hidden]
+            g, o = gate[:, 2 * hidden : 3 * hidden], gate[:, 3 * hidden :]
+            d_h = grad[:, t] + d_state
+            d_cell += d_h * o * (1 - tanh_cell * tanh_cell)
+            d = d_gates[:, t]
+            d[:, :hidden] = d_cell * g * i * (1 - i)
+            d[:, hidden : 2 * hidden] = d_cell * cells[:, t] * f * (1 - f)
+            d[:, 2 * hidden : 3 * hidden] = d_cell * i * (1 - g * g)
+            d[:, 3 * hidden :] = d_h * tanh_cell * o * (1 - o)
+            d_state = np.matmul(d[:, None], w_hh)[:, 0]
+            d_cell *= f
     x = saved["x"]
     d_x = d_gates[0] @ w_ih[0] + (d_gates[1] @ w_ih[1])[::-1]
-    d_w_ih = np.stack([d_gates[0].T @ x, d_gates[1].T @ x[::-1]])
+    d_w_ih = _pair(d_gates[0].T @ x, d_gates[1].T @ x[::-1])
     d_w_hh = np.matmul(d_gates.transpose(0, 2, 1), states[:, :-1])
     return d_x, d_w_ih, d_w_hh, d_gates.sum(1)
 
@@ -408,8 +491,8 @@ class LeanBiLSTMFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, *weights):
         w = [weight.detach().numpy() for weight in weights]
-        w_ih, w_hh = np.stack([w[0], w[4]]), np.stack([w[1], w[5]])
-        states, saved = lstm_forward(x.detach().numpy(), w_ih, w_hh, np.stack([w[2] + w[3], w[6] + w[7]]))
+        w_ih, w_hh = _pair(w[0], w[4]), _pair(w[1], w[5])
+        states, saved = lstm_forward(x.detach().numpy(), w_ih, w_hh, _pair(w[2] + w[3], w[6] + w[7]))
         ctx.saved = (saved, w_ih, w_hh)
         return torch.from_numpy(np.concatenate([states[0], states[1][::-1]], 1))
 
@@ -419,9 +502,7 @@ class LeanBiLSTMFunction(torch.autograd.Function):
         saved, w_ih, w_hh = ctx.saved
         grad = grad.numpy()
         hidden = grad.shape[1] // 2
-        d_x, d_ih, d_hh, d_b = lstm_backward(
-            saved, np.stack([grad[:, :hidden], grad[::-1, hidden:]]), w_ih, w_hh
-        )
+        d_x, d_ih, d_hh, d_b = lstm_backward(saved, _pair(grad[:, :hidden], grad[::-1, hidden:]), w_ih, w_hh)
         # each bias gets its own array: the optimizer and clipping change gradients in place
         found = [d_x, d_ih[0], d_hh[0], d_b[0], d_b[0].copy(), d_ih[1], d_hh[1], d_b[1], d_b[1].copy()]
         return tuple(torch.from_numpy(np.ascontiguousarray(d)) for d in found)
