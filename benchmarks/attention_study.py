@@ -7,8 +7,8 @@ paper's Table 1 English rows at its budget in the paper's own training regime (i
 
 Each row is one `easyfirst train --task pos` run into runs/attention-study/ROW (`--runs` to change),
 one torch thread, the data set of the pos task (EWT through EASYFIRST_DATA). A row whose folder has a
-checkpoint but no metrics.json is continued with `easyfirst train --resume` (a study spans sessions);
-a finished row is not trained again. After training, `easyfirst analyze` on EWT dev gives the attention
+checkpoint but no metrics.json, or one with fewer epochs than the row's, is continued with `easyfirst
+train --resume FOLDER --epochs E` (a study spans sessions); a finished row is not trained again. After training, `easyfirst analyze` on EWT dev gives the attention
 statistics, and the row's result (metrics.json's scores and per-epoch history, the sharpness summary,
 the first focus by tag) goes to benchmarks/results/attention-study/ROW.json, from which `--report`
 rebuilds the tables without the run folders.
@@ -56,9 +56,9 @@ ROWS: dict[str, tuple[str, list[str], int]] = {
     "ref-temp0.25": (
         "attention temperature 0.25 (scores × 4)",
         [*REFERENCE, "--attention-temperature", "0.25"],
-        10,
+        20,
     ),
-    "b16-temp0.25": ("16/update, attention temperature 0.25", ["--attention-temperature", "0.25"], 10),
+    "b16-temp0.25": ("16/update, attention temperature 0.25", ["--attention-temperature", "0.25"], 20),
     "ref-vinit4": ("v initialised × 4", [*REFERENCE, "--v-init", "4"], 10),
     "ref-vinit16": ("v initialised × 16", [*REFERENCE, "--v-init", "16"], 10),
 }
@@ -78,10 +78,11 @@ def train_row(name: str, runs: Path, seed: int) -> Path:
     """Train (or continue) one row; returns its run folder."""
     _, flags, epochs = ROWS[name]
     folder = runs / (name if seed == 1 else f"{name}-seed{seed}")
-    if (folder / "metrics.json").exists():
+    metrics = folder / "metrics.json"
+    if metrics.exists() and len(json.loads(metrics.read_text())["epochs"]) >= epochs:
         return folder
-    if (folder / "checkpoint.pt").exists():
-        command = easyfirst("train", "--resume", "--output", str(folder))
+    if (folder / "checkpoint.pt").exists():  # interrupted, or finished with fewer epochs than the row's
+        command = easyfirst("train", "--resume", str(folder), "--epochs", str(epochs))
     else:
         # pos_table's training command, with a checkpoint every 2,000 updates so that little is lost
         command = train_command([*flags, "--checkpoint-every", "2000"], epochs, seed, runs, output=folder)
