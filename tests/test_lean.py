@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+import entmax
 import numpy as np
 import pytest
 import torch
@@ -50,9 +51,15 @@ def counted(monkeypatch):
     "options", [{}, {"temperature": 0.4, "coverage_penalty": 1.5}], ids=["plain", "temperature+coverage"]
 )
 @pytest.mark.parametrize("length", [7, 3, 2])
-def test_lean_decoder_matches_the_generic_loop(full_state, steps, options, length, counted, loops):
+@pytest.mark.parametrize("attention", ["csoftmax", "sparsemax"])
+def test_lean_decoder_matches_the_generic_loop(full_state, steps, options, length, attention, counted, loops):
     torch.manual_seed(0)
-    decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5, full_state=full_state, **options).double()
+    decoder = SketchDecoder(
+        6, sketch_dim=4, attention_dim=5, full_state=full_state, attention=attention, **options
+    ).double()
+    if attention == "sparsemax":  # scores large enough for sparse steps, where the support matters
+        with torch.no_grad():
+            decoder.v.weight.mul_(4)
     found, generic = run_both(decoder, steps, [length])
     assert counted, "a single sentence on the CPU should take the lean loop"
     for name in found:
@@ -61,10 +68,14 @@ def test_lean_decoder_matches_the_generic_loop(full_state, steps, options, lengt
 
 @pytest.mark.parametrize("full_state", [True, False], ids=["NEF-F", "NEF-S"])
 @pytest.mark.parametrize("steps", [None, 3, 9], ids=["N=L", "N=3", "N>L"])
-def test_lean_decoder_without_gradients_matches_the_generic_loop(full_state, steps, counted, loops):
+@pytest.mark.parametrize("attention", ["csoftmax", "sparsemax"])
+def test_lean_decoder_without_gradients_matches_the_generic_loop(
+    full_state, steps, attention, counted, loops
+):
     """Tagging (no gradients) keeps one step's records only."""
     torch.manual_seed(0)
-    decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5, full_state=full_state).double()
+    decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5, full_state=full_state, attention=attention)
+    decoder = decoder.double()
     states, mask = torch.randn(1, 7, 6, dtype=torch.float64), torch.ones(1, 7, dtype=torch.bool)
     with torch.no_grad():
         found = decoder(states, mask, steps)
@@ -155,6 +166,24 @@ def test_csoftmax_row_matches_the_batched_function(loops):
         expected, expected_free = csoftmax_forward(z[None], u[None])
         np.testing.assert_allclose(alpha, expected[0].numpy(), atol=1e-12, rtol=1e-10)
         assert (free == expected_free[0].numpy()).all()
+
+
+def test_sparsemax_row_matches_entmax(loops):
+    generator = torch.Generator().manual_seed(5)
+    sparse_rows = 0
+    for trial in range(200):
+        length = 1 + trial % 12
+        z = torch.randn(length, generator=generator, dtype=torch.float64) * (0.3, 1, 5)[trial % 3]
+        if loops == "compiled":
+            alpha, support = np.empty(length), np.empty(length, bool)
+            lean._kernels.sparsemax_row(z.numpy(), alpha, support)
+        else:
+            alpha, support = lean.sparsemax_row(z.numpy())
+        expected = entmax.sparsemax(z, dim=-1).numpy()
+        np.testing.assert_allclose(alpha, expected, atol=1e-12, rtol=1e-10)
+        assert (support == (expected > 0)).all()
+        sparse_rows += bool((expected == 0).any())
+    assert sparse_rows > 50  # the rows exercised zeros, not only full supports
 
 
 def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, loops):

@@ -1,4 +1,5 @@
-"""ONE sentence on the CPU, in NumPy: the BiLSTM and the csoftmax decoder at one sentence per update.
+"""ONE sentence on the CPU, in NumPy: the BiLSTM and the decoder (csoftmax or sparsemax attention) at one
+sentence per update.
 
 Training with one sentence per update, as the paper's own code does (github.com/Unbabel/
 neural-easy-first, dynet/neftagger.py; configs/pos-reference.toml), runs the BiLSTM over one row of L
@@ -13,7 +14,8 @@ float64; ``enabled = False`` turns this off) takes these two autograd Functions 
 - :class:`LeanSketchFunction`: the input half of the window map (Eq. 1) once, then the step loop with
   the mathematics of :mod:`easyfirst.model.fused_sketch` (Eqs. 1–7, 11; NEF-F and NEF-S, N fixed or
   N = L, a fresh unit of budget every L steps, temperature and coverage penalty), whose backward it
-  follows step by step with Prop. 1's Jacobian for csoftmax; the sums over steps (the weight, v and
+  follows step by step with Prop. 1's Jacobian for csoftmax (sparsemax attention, unbudgeted, takes
+  the same loop with sparsemax's Jacobian); the sums over steps (the weight, v and
   input-half gradients) are one matrix product each at the end. csoftmax is computed in float64 exp
   space (the CPU path of easyfirst.ops.constrained) when every score lies within 600 nats of 0, else by
   :func:`easyfirst.ops.constrained.csoftmax_forward`.
@@ -40,6 +42,8 @@ try:  # the step loops compiled (pip install "easyfirst[fast]"): easyfirst.model
 except ImportError:  # numba (or SciPy, whose BLAS it calls) is not installed: the NumPy loops below
     _kernels = None
 
+# the attention transformations this path serves (easyfirst.ops.attention names)
+ATTENTIONS = ("csoftmax", "sparsemax")
 # False sends single sentences through the batched torch paths too (benchmarks/reference_speed.py and the
 # tests compare the two)
 enabled = True
@@ -87,11 +91,22 @@ def csoftmax_row(z: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(free, share, wide).astype(z.dtype), free
 
 
-def csoftmax_row_backward(
-    alpha: np.ndarray, free: np.ndarray, grad: np.ndarray
+def sparsemax_row(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """α = sparsemax(z) for one row and its support (as entmax.sparsemax): α = (z − τ)₊ with τ from the
+    k largest scores, k the largest with 1 + k z_(k) > Σ_{j≤k} z_(j)."""
+    ordered = np.sort(z)[::-1]
+    cumulative = np.cumsum(ordered) - 1
+    size = int(np.count_nonzero(np.arange(1, z.shape[0] + 1) * ordered > cumulative))
+    alpha = np.maximum(z - cumulative[size - 1] / size, 0)
+    return alpha, alpha > 0
+
+
+def attention_row_backward(
+    alpha: np.ndarray, free: np.ndarray, grad: np.ndarray, sparse: bool
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Prop. 1 for one row: ``(dz, du)`` from α, A and dα."""
-    weighted = np.where(free, alpha, 0)
+    """``(dz, du)`` from α, its free set (csoftmax: A; sparsemax: the support) and dα. csoftmax, Prop. 1:
+    dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = dα − … off A; sparsemax: dz = dα − mean_S(dα) on S, no u."""
+    weighted = np.where(free, 1 if sparse else alpha, 0)
     mass = weighted.sum()
     centred = grad - (weighted @ grad) / (mass if mass > 0 else 1)
     return weighted * centred, np.where(free, 0, centred)
@@ -121,11 +136,13 @@ def lean_loop(
     full_state: bool,
     temperature: float,
     coverage_penalty: float,
+    sparse: bool,
     store: bool,
 ) -> tuple[np.ndarray, np.ndarray, _Records]:
     """Sᴺ ``(L, D_s)``, the history ``(N, L)`` (αⁿ of every step) and the records for the backward.
     ``fixed`` ``(L, O)`` (the encoder half, bias included), ``weight_t`` ``(K·D_s, O)`` (the sketch
-    half, windows' column order), ``v`` ``(D_z,)``. Without ``store``, the records keep one step."""
+    half, windows' column order), ``v`` ``(D_z,)``; ``sparse``: sparsemax attention instead of
+    csoftmax. Without ``store``, the records keep one step."""
     length, out = fixed.shape
     score_dim = v.shape[0]
     sketch_dim = out - score_dim
@@ -143,6 +160,7 @@ def lean_loop(
             full_state,
             float(temperature),
             float(coverage_penalty),
+            sparse,
             store,
             _EXP_RANGE,
             sketch,
@@ -179,9 +197,12 @@ def lean_loop(
             z /= temperature
         if coverage_penalty:
             z -= coverage_penalty * beta
-        budget = (1.0 if n <= length else float(np.ceil(n / length))) - beta  # a fresh unit every L steps
-        np.maximum(budget, 0, out=budget)
-        alpha, records.free[k] = csoftmax_row(z, budget)  # Eq. 3
+        if sparse:  # Eq. 3 with sparsemax: no budget
+            alpha, records.free[k] = sparsemax_row(z)
+        else:  # Eq. 3, csoftmax with u = 1 − β, a fresh unit every L steps
+            budget = (1.0 if n <= length else float(np.ceil(n / length))) - beta
+            np.maximum(budget, 0, out=budget)
+            alpha, records.free[k] = csoftmax_row(z, budget)
         history[n - 1] = alpha
         if full_state:  # Eq. 7
             sketch += alpha[:, None] * t[:, score_dim:]
@@ -205,6 +226,7 @@ def lean_backward(
     full_state: bool,
     temperature: float,
     coverage_penalty: float,
+    sparse: bool,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """d fixed ``(L, O)``, d weight in the windows' column order ``(O, K·D_s)`` and dv ``(D_z,)``.
 
@@ -238,6 +260,7 @@ def lean_backward(
             full_state,
             float(temperature),
             float(coverage_penalty),
+            sparse,
             d_affines,
             d_scores,
         )
@@ -258,9 +281,9 @@ def lean_backward(
             pooled, a_sketch = records.pooled[k], records.affines[k][:, score_dim:]
             d_pooled = (alpha @ g_sketch) * (1 - pooled * pooled)
             d_alpha += g_sketch @ pooled + a_sketch @ d_pooled
-        d_z, d_budget = csoftmax_row_backward(alpha, records.free[k], d_alpha)  # Prop. 1
-        # u = (⌈n/L⌉ − β)₊: the gradient passes where ⌈n/L⌉ − β ≥ 0, as autograd's clamp_min
-        g_beta -= np.where(records.betas[k] <= (1 if n <= length else np.ceil(n / length)), d_budget, 0)
+        d_z, d_budget = attention_row_backward(alpha, records.free[k], d_alpha, sparse)
+        if not sparse:  # u = (⌈n/L⌉ − β)₊: the gradient passes where ⌈n/L⌉ − β ≥ 0, as clamp_min
+            g_beta -= np.where(records.betas[k] <= (1 if n <= length else np.ceil(n / length)), d_budget, 0)
         if coverage_penalty:
             g_beta -= coverage_penalty * d_z
         if temperature != 1.0:
@@ -324,7 +347,6 @@ class LeanSketchFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, states, in_weight, in_bias, weight, v, steps: int, settings: tuple):
-        full_state, temperature, coverage = settings
         width = weight.shape[2]
         in_flat = flat_weight(in_weight).detach().numpy()  # (O, K·D_h)
         in_cols = window_rows(states[0].detach().numpy(), width)  # (L, K·D_h)
@@ -335,9 +357,7 @@ class LeanSketchFunction(torch.autograd.Function):
             np.ascontiguousarray(flat.T),
             v[0].detach().numpy(),
             steps,
-            full_state,
-            temperature,
-            coverage,
+            *settings,
             store=True,
         )
         ctx.saved = (records, history, in_cols, in_flat, flat, v[0].detach().numpy())
@@ -379,12 +399,12 @@ def lean_decoder(
     weight: torch.Tensor,
     v: torch.Tensor,
     steps: int,
-    settings: tuple[bool, float, float],
+    settings: tuple[bool, float, float, bool],
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The csoftmax decoder of :class:`easyfirst.model.sketch.SketchDecoder` for one sentence: Sᴺ
-    ``(1, L, D_s)`` and the history ``(1, N, L)`` from ``states`` ``(1, L, D_h)``, the input and sketch
-    halves' weights (``nn.Conv1d`` layout), v ``(1, D_z)``, N and (full_state, temperature, coverage
-    penalty); with gradients where autograd wants them."""
+    """The decoder of :class:`easyfirst.model.sketch.SketchDecoder` with csoftmax or sparsemax attention
+    for one sentence: Sᴺ ``(1, L, D_s)`` and the history ``(1, N, L)`` from ``states`` ``(1, L, D_h)``,
+    the input and sketch halves' weights (``nn.Conv1d`` layout), v ``(1, D_z)``, N and (full_state,
+    temperature, coverage penalty, sparsemax); with gradients where autograd wants them."""
     tensors = (states, in_weight, in_bias, weight, v)
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return LeanSketchFunction.apply(*tensors, steps, settings)

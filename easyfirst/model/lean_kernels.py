@@ -86,6 +86,25 @@ def csoftmax_row(z, u, exp_range, alpha, free):
 
 
 @_jit
+def sparsemax_row(z, alpha, free):
+    """sparsemax(z) of one row into ``alpha`` and its support into ``free``, as
+    :func:`easyfirst.model.lean.sparsemax_row`."""
+    ordered = np.sort(z.astype(np.float64))[::-1]
+    running = 0.0
+    total = 0.0
+    size = 0
+    for k in range(ordered.shape[0]):  # the k with 1 + k z_(k) > Σ_{j≤k} z_(j) are a prefix
+        running += ordered[k]
+        if (k + 1) * ordered[k] > running - 1.0:
+            size = k + 1
+            total = running
+    threshold = (total - 1.0) / size
+    for i in range(z.shape[0]):
+        alpha[i] = max(z[i] - threshold, 0.0)
+        free[i] = alpha[i] > 0
+
+
+@_jit
 def _fill_windows(rows, pad, width, cols):
     """cols[i] = the rows i − pad … i + pad of ``rows`` side by side, zeros past the edges (Eq. 1)."""
     length, channels = rows.shape
@@ -110,6 +129,7 @@ def decoder_forward(
     full_state,
     temperature,
     coverage_penalty,
+    sparse,
     store,
     exp_range,
     sketch,
@@ -122,7 +142,8 @@ def decoder_forward(
     pooled_record,
 ):
     """:func:`easyfirst.model.lean.lean_loop` into the given arrays: Sᴺ into ``sketch`` (zeros on
-    entry), αⁿ into ``history`` and the records (one slot each without ``store``)."""
+    entry), αⁿ into ``history`` and the records (one slot each without ``store``); ``sparse``:
+    sparsemax attention instead of csoftmax."""
     length, out = fixed.shape
     score_dim = v.shape[0]
     sketch_dim = out - score_dim
@@ -161,7 +182,9 @@ def decoder_forward(
             z[i] = score
             units = 1.0 if n <= length else float(math.ceil(n / length))  # a fresh unit every L steps
             budget[i] = max(units - beta[i], 0.0)
-        if not csoftmax_row(z, budget, exp_range, alpha, free_record[k]):  # Eq. 3
+        if sparse:  # Eq. 3 with sparsemax: no budget
+            sparsemax_row(z, alpha, free_record[k])
+        elif not csoftmax_row(z, budget, exp_range, alpha, free_record[k]):  # Eq. 3
             return False
         history[n - 1] = alpha
         if full_state:  # Eq. 7
@@ -200,6 +223,7 @@ def decoder_backward(
     full_state,
     temperature,
     coverage_penalty,
+    sparse,
     d_affines,
     d_scores,
 ):
@@ -240,23 +264,25 @@ def decoder_backward(
                     total += g_sketch[i, d] * pooled[d] + a[i, score_dim + d] * d_pooled[d]
                     d_a[i, score_dim + d] = alpha[i] * d_pooled[d]  # no tanh': a_s enters the sum only
                 d_alpha[i] += total
-        # Prop. 1: dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = (dα − …) off A
+        # csoftmax, Prop. 1: dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = (dα − …) off A;
+        # sparsemax: dz = dα − mean_S(dα) on the support S (easyfirst.model.lean.attention_row_backward)
         mass = 0.0
         dot = 0.0
         for i in range(length):
             if free[i]:
-                mass += alpha[i]
-                dot += alpha[i] * d_alpha[i]
+                weight = 1.0 if sparse else alpha[i]
+                mass += weight
+                dot += weight * d_alpha[i]
         mean = dot / mass if mass > 0 else dot
         units = 1.0 if n <= length else float(math.ceil(n / length))
         for i in range(length):
             centred = d_alpha[i] - mean
             if free[i]:
-                d_z = alpha[i] * centred
+                d_z = centred if sparse else alpha[i] * centred
             else:
                 d_z = 0.0
                 # u = (⌈n/L⌉ − β)₊: the gradient passes where ⌈n/L⌉ − β ≥ 0, as autograd's clamp_min
-                if betas[k, i] <= units:
+                if not sparse and betas[k, i] <= units:
                     g_beta[i] -= centred
             if coverage_penalty != 0.0:
                 g_beta[i] -= coverage_penalty * d_z

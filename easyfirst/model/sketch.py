@@ -38,6 +38,7 @@ import torch
 from torch import nn
 
 from easyfirst.model.fused_sketch import LoopPlan, fused_sketch_loop
+from easyfirst.model.lean import ATTENTIONS as LEAN_ATTENTIONS
 from easyfirst.model.lean import lean_applies, lean_decoder
 from easyfirst.ops.attention import ATTENTIONS
 from easyfirst.ops.window import WindowConv1d
@@ -74,9 +75,10 @@ class SketchDecoder(nn.Module):
         self.input_half = WindowConv1d(input_dim, attention_dim + sketch_dim, width)  # nn.Conv1d, faster here
         self.sketch_half = WindowConv1d(sketch_dim, attention_dim + sketch_dim, width, bias=False)
         self.v = nn.Linear(attention_dim, 1, bias=False)
-        # csoftmax runs the whole step loop as one autograd Function (easyfirst.model.fused_sketch);
-        # False forces the generic loop below, the reference it is tested against
-        self.fused = attention == "csoftmax"
+        # the fast paths: one sentence on the CPU takes easyfirst.model.lean (csoftmax and sparsemax), a
+        # batch with csoftmax runs the whole step loop as one autograd Function (easyfirst.model.
+        # fused_sketch); False forces the generic loop below, the reference both are tested against
+        self.fused = attention in LEAN_ATTENTIONS
 
     def forward(
         self,
@@ -104,7 +106,8 @@ class SketchDecoder(nn.Module):
         size, length = mask.shape
         if self.fused and length and lean_applies(states) and bool(mask.all()):  # one sentence on the CPU
             steps = length if steps is None else steps if beyond_length else min(steps, length)
-            settings = (self.full_state, self.temperature, self.coverage_penalty)
+            sparse = self.attention.name == "sparsemax"
+            settings = (self.full_state, self.temperature, self.coverage_penalty, sparse)
             return lean_decoder(
                 states,
                 self.input_half.weight,
@@ -122,7 +125,7 @@ class SketchDecoder(nn.Module):
         common = int(torch.minimum(n_steps, lengths).min()) if size else 0
         maskf = mask.to(states.dtype)
         fixed = self.input_half(states.transpose(1, 2))  # (B, Dz + Ds, L), the part of Eq. 1 from H
-        if self.fused and total and length:
+        if self.fused and self.attention.name == "csoftmax" and total and length:
             plan = LoopPlan(self.full_state, self.temperature, self.coverage_penalty, total, common)
             return fused_sketch_loop(
                 fixed.transpose(1, 2), self.sketch_half.weight, self.v.weight, mask, n_steps, plan
