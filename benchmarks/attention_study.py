@@ -59,6 +59,7 @@ ROWS: dict[str, tuple[str, list[str], int]] = {
         20,
     ),
     "b16-temp0.25": ("16/update, attention temperature 0.25", ["--attention-temperature", "0.25"], 20),
+    "b16-temp0.5": ("16/update, attention temperature 0.5", ["--attention-temperature", "0.5"], 20),
     "ref-vinit4": ("v initialised × 4", [*REFERENCE, "--v-init", "4"], 10),
     "ref-vinit16": ("v initialised × 16", [*REFERENCE, "--v-init", "16"], 10),
 }
