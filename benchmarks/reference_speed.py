@@ -18,7 +18,8 @@ in the same run:
 - the same with the lean path switched off (torch's LSTM and the batched fused loop on a batch of one);
 - the same with dense embedding gradients too: how one sentence per update trained before;
 - BiLSTM (N = 0), one sentence per update;
-- NEF-F, N = L, 16 sentences per update (the default regime: batches of similar length), for scale.
+- NEF-F, N = L, 16 sentences per update (the default regime: batches of similar length), for scale;
+- NEF-F with sparsemax attention, one sentence per update, on the lean path and off it.
 
 Each configuration first trains a copy of its model for three updates, untimed: Numba loads (or
 compiles) its kernels then, and torch makes its first calls.
@@ -39,6 +40,7 @@ import json
 import platform
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -52,27 +54,36 @@ from easyfirst.optim import make_optimizer
 from easyfirst.tasks import get_task
 from easyfirst.train import backward_step, build_vocabularies
 
-# name → (model, sentences per update, lean path, its loops compiled, sparse embedding gradients)
+
+class Setup(NamedTuple):
+    model: str
+    batch_size: int  # sentences per update
+    lean: bool  # the single-sentence path (easyfirst.model.lean)
+    compiled: bool  # its loops compiled (easyfirst.model.lean_kernels)
+    sparse: bool = True  # sparse embedding gradients
+    attention: str = "csoftmax"
+
+
 CONFIGS = {
-    "NEF-F, N = L, 1 sentence/update": ("nef-f", 1, True, True, True),
-    "NEF-F, N = L, 1 sentence/update, NumPy loops": ("nef-f", 1, True, False, True),
-    "NEF-F, N = L, 1 sentence/update, lean path off": ("nef-f", 1, False, False, True),
-    "NEF-F, N = L, 1 sentence/update, lean path off, dense embedding gradients": (
-        "nef-f",
-        1,
-        False,
-        False,
-        False,
+    "NEF-F, N = L, 1 sentence/update": Setup("nef-f", 1, True, True),
+    "NEF-F, N = L, 1 sentence/update, NumPy loops": Setup("nef-f", 1, True, False),
+    "NEF-F, N = L, 1 sentence/update, lean path off": Setup("nef-f", 1, False, False),
+    "NEF-F, N = L, 1 sentence/update, lean path off, dense embedding gradients": Setup(
+        "nef-f", 1, False, False, sparse=False
     ),
-    "BiLSTM, 1 sentence/update": ("bilstm", 1, True, True, True),
-    "NEF-F, N = L, 16 sentences/update": ("nef-f", 16, True, True, True),
+    "BiLSTM, 1 sentence/update": Setup("bilstm", 1, True, True),
+    "NEF-F, N = L, 16 sentences/update": Setup("nef-f", 16, True, True),
+    "NEF-F sparsemax, N = L, 1 sentence/update": Setup("nef-f", 1, True, True, attention="sparsemax"),
+    "NEF-F sparsemax, N = L, 1 sentence/update, lean path off": Setup(
+        "nef-f", 1, False, False, attention="sparsemax"
+    ),
 }
 BASE = "BiLSTM, 1 sentence/update"
 
 
-def reference_config(model: str, batch_size: int) -> Config:
+def reference_config(model: str, batch_size: int, attention: str = "csoftmax") -> Config:
     config = Config.load(Path(__file__).parent.parent / "configs" / "pos-reference.toml")
-    config.model.model = model
+    config.model.model, config.model.attention = model, attention
     config.model.sketch_steps = 0 if model == "bilstm" else None
     config.train.batch_size = batch_size
     if batch_size > 1:  # the default regime
@@ -135,8 +146,9 @@ def main() -> None:
     states = {}
     if lean._kernels is None:
         raise SystemExit("numba is not installed: pip install -e '.[fast]' (the compiled loops are measured)")
-    for name, (model_name, batch_size, on, compiled, sparse) in CONFIGS.items():
-        config = reference_config(model_name, batch_size)
+    for name, setup in CONFIGS.items():
+        model_name, batch_size, on, compiled, sparse, attention = setup
+        config = reference_config(model_name, batch_size, attention)
         torch.manual_seed(1)
         model = EasyFirstTagger(config.model, config.loss, vocabs)
         model.train()
