@@ -51,7 +51,7 @@ def counted(monkeypatch):
     "options", [{}, {"temperature": 0.4, "coverage_penalty": 1.5}], ids=["plain", "temperature+coverage"]
 )
 @pytest.mark.parametrize("length", [7, 3, 2])
-@pytest.mark.parametrize("attention", ["csoftmax", "sparsemax"])
+@pytest.mark.parametrize("attention", lean.ATTENTIONS)
 def test_lean_decoder_matches_the_generic_loop(full_state, steps, options, length, attention, counted, loops):
     torch.manual_seed(0)
     decoder = SketchDecoder(
@@ -68,7 +68,7 @@ def test_lean_decoder_matches_the_generic_loop(full_state, steps, options, lengt
 
 @pytest.mark.parametrize("full_state", [True, False], ids=["NEF-F", "NEF-S"])
 @pytest.mark.parametrize("steps", [None, 3, 9], ids=["N=L", "N=3", "N>L"])
-@pytest.mark.parametrize("attention", ["csoftmax", "sparsemax"])
+@pytest.mark.parametrize("attention", lean.ATTENTIONS)
 def test_lean_decoder_without_gradients_matches_the_generic_loop(
     full_state, steps, attention, counted, loops
 ):
@@ -184,6 +184,19 @@ def test_sparsemax_row_matches_entmax(loops):
         assert (support == (expected > 0)).all()
         sparse_rows += bool((expected == 0).any())
     assert sparse_rows > 50  # the rows exercised zeros, not only full supports
+
+
+def test_softmax_row_matches_torch(loops):
+    generator = torch.Generator().manual_seed(6)
+    for trial in range(50):
+        z = torch.randn(1 + trial % 12, generator=generator, dtype=torch.float64) * (1, 30, 300)[trial % 3]
+        if loops == "compiled":
+            alpha, free = np.empty(len(z)), np.empty(len(z), bool)
+            lean._kernels.softmax_row(z.numpy(), alpha, free)
+        else:
+            alpha, free = lean.softmax_row(z.numpy())
+        np.testing.assert_allclose(alpha, torch.softmax(z, -1).numpy(), atol=1e-12, rtol=1e-10)
+        assert free.all()
 
 
 def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, loops):

@@ -1,5 +1,5 @@
-"""ONE sentence on the CPU, in NumPy: the BiLSTM and the decoder (csoftmax or sparsemax attention) at one
-sentence per update.
+"""ONE sentence on the CPU, in NumPy: the BiLSTM and the decoder (csoftmax, sparsemax or softmax attention)
+at one sentence per update.
 
 Training with one sentence per update, as the paper's own code does (github.com/Unbabel/
 neural-easy-first, dynet/neftagger.py; configs/pos-reference.toml), runs the BiLSTM over one row of L
@@ -14,8 +14,8 @@ float64; ``enabled = False`` turns this off) takes these two autograd Functions 
 - :class:`LeanSketchFunction`: the input half of the window map (Eq. 1) once, then the step loop with
   the mathematics of :mod:`easyfirst.model.fused_sketch` (Eqs. 1–7, 11; NEF-F and NEF-S, N fixed or
   N = L, a fresh unit of budget every L steps, temperature and coverage penalty), whose backward it
-  follows step by step with Prop. 1's Jacobian for csoftmax (sparsemax attention, unbudgeted, takes
-  the same loop with sparsemax's Jacobian); the sums over steps (the weight, v and
+  follows step by step with Prop. 1's Jacobian for csoftmax (sparsemax and softmax attention,
+  unbudgeted, take the same loop with their own Jacobians); the sums over steps (the weight, v and
   input-half gradients) are one matrix product each at the end. csoftmax is computed in float64 exp
   space (the CPU path of easyfirst.ops.constrained) when every score lies within 600 nats of 0, else by
   :func:`easyfirst.ops.constrained.csoftmax_forward`.
@@ -43,7 +43,9 @@ except ImportError:  # numba (or SciPy, whose BLAS it calls) is not installed: t
     _kernels = None
 
 # the attention transformations this path serves (easyfirst.ops.attention names)
-ATTENTIONS = ("csoftmax", "sparsemax")
+# (easyfirst.ops.attention names), by the code the loops take: CSOFTMAX, SPARSEMAX, SOFTMAX
+ATTENTIONS = ("csoftmax", "sparsemax", "softmax")
+CSOFTMAX, SPARSEMAX, SOFTMAX = range(3)
 # False sends single sentences through the batched torch paths too (benchmarks/reference_speed.py and the
 # tests compare the two)
 enabled = True
@@ -101,12 +103,19 @@ def sparsemax_row(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return alpha, alpha > 0
 
 
+def softmax_row(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """α = softmax(z) for one row; every word is free."""
+    e = np.exp(z - z.max())
+    return e / e.sum(), np.ones(z.shape, bool)
+
+
 def attention_row_backward(
-    alpha: np.ndarray, free: np.ndarray, grad: np.ndarray, sparse: bool
+    alpha: np.ndarray, free: np.ndarray, grad: np.ndarray, transform: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(dz, du)`` from α, its free set (csoftmax: A; sparsemax: the support) and dα. csoftmax, Prop. 1:
-    dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = dα − … off A; sparsemax: dz = dα − mean_S(dα) on S, no u."""
-    weighted = np.where(free, 1 if sparse else alpha, 0)
+    """``(dz, du)`` from α, its free set (csoftmax: A; sparsemax: the support; softmax: all words) and
+    dα. csoftmax, Prop. 1: dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = dα − … off A; softmax the same with
+    A = all; sparsemax: dz = dα − mean_S(dα) on S. Only csoftmax reads u."""
+    weighted = np.where(free, 1 if transform == SPARSEMAX else alpha, 0)
     mass = weighted.sum()
     centred = grad - (weighted @ grad) / (mass if mass > 0 else 1)
     return weighted * centred, np.where(free, 0, centred)
@@ -136,13 +145,13 @@ def lean_loop(
     full_state: bool,
     temperature: float,
     coverage_penalty: float,
-    sparse: bool,
+    transform: int,
     store: bool,
 ) -> tuple[np.ndarray, np.ndarray, _Records]:
     """Sᴺ ``(L, D_s)``, the history ``(N, L)`` (αⁿ of every step) and the records for the backward.
     ``fixed`` ``(L, O)`` (the encoder half, bias included), ``weight_t`` ``(K·D_s, O)`` (the sketch
-    half, windows' column order), ``v`` ``(D_z,)``; ``sparse``: sparsemax attention instead of
-    csoftmax. Without ``store``, the records keep one step."""
+    half, windows' column order), ``v`` ``(D_z,)``; ``transform``: the attention's code
+    (CSOFTMAX, SPARSEMAX, SOFTMAX). Without ``store``, the records keep one step."""
     length, out = fixed.shape
     score_dim = v.shape[0]
     sketch_dim = out - score_dim
@@ -160,7 +169,7 @@ def lean_loop(
             full_state,
             float(temperature),
             float(coverage_penalty),
-            sparse,
+            transform,
             store,
             _EXP_RANGE,
             sketch,
@@ -197,8 +206,10 @@ def lean_loop(
             z /= temperature
         if coverage_penalty:
             z -= coverage_penalty * beta
-        if sparse:  # Eq. 3 with sparsemax: no budget
+        if transform == SPARSEMAX:  # Eq. 3 with sparsemax: no budget
             alpha, records.free[k] = sparsemax_row(z)
+        elif transform == SOFTMAX:
+            alpha, records.free[k] = softmax_row(z)
         else:  # Eq. 3, csoftmax with u = 1 − β, a fresh unit every L steps
             budget = (1.0 if n <= length else float(np.ceil(n / length))) - beta
             np.maximum(budget, 0, out=budget)
@@ -226,7 +237,7 @@ def lean_backward(
     full_state: bool,
     temperature: float,
     coverage_penalty: float,
-    sparse: bool,
+    transform: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """d fixed ``(L, O)``, d weight in the windows' column order ``(O, K·D_s)`` and dv ``(D_z,)``.
 
@@ -260,7 +271,7 @@ def lean_backward(
             full_state,
             float(temperature),
             float(coverage_penalty),
-            sparse,
+            transform,
             d_affines,
             d_scores,
         )
@@ -281,8 +292,8 @@ def lean_backward(
             pooled, a_sketch = records.pooled[k], records.affines[k][:, score_dim:]
             d_pooled = (alpha @ g_sketch) * (1 - pooled * pooled)
             d_alpha += g_sketch @ pooled + a_sketch @ d_pooled
-        d_z, d_budget = attention_row_backward(alpha, records.free[k], d_alpha, sparse)
-        if not sparse:  # u = (⌈n/L⌉ − β)₊: the gradient passes where ⌈n/L⌉ − β ≥ 0, as clamp_min
+        d_z, d_budget = attention_row_backward(alpha, records.free[k], d_alpha, transform)
+        if transform == CSOFTMAX:  # u = (⌈n/L⌉ − β)₊: the gradient passes where ⌈n/L⌉ − β ≥ 0, as clamp_min
             g_beta -= np.where(records.betas[k] <= (1 if n <= length else np.ceil(n / length)), d_budget, 0)
         if coverage_penalty:
             g_beta -= coverage_penalty * d_z
@@ -399,12 +410,13 @@ def lean_decoder(
     weight: torch.Tensor,
     v: torch.Tensor,
     steps: int,
-    settings: tuple[bool, float, float, bool],
+    settings: tuple[bool, float, float, int],
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The decoder of :class:`easyfirst.model.sketch.SketchDecoder` with csoftmax or sparsemax attention
-    for one sentence: Sᴺ ``(1, L, D_s)`` and the history ``(1, N, L)`` from ``states`` ``(1, L, D_h)``,
-    the input and sketch halves' weights (``nn.Conv1d`` layout), v ``(1, D_z)``, N and (full_state,
-    temperature, coverage penalty, sparsemax); with gradients where autograd wants them."""
+    """The decoder of :class:`easyfirst.model.sketch.SketchDecoder` with an attention of
+    :data:`ATTENTIONS` for one sentence: Sᴺ ``(1, L, D_s)`` and the history ``(1, N, L)`` from
+    ``states`` ``(1, L, D_h)``, the input and sketch halves' weights (``nn.Conv1d`` layout), v ``(1,
+    D_z)``, N and (full_state, temperature, coverage penalty, the attention's code); with gradients
+    where autograd wants them."""
     tensors = (states, in_weight, in_bias, weight, v)
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return LeanSketchFunction.apply(*tensors, steps, settings)

@@ -105,6 +105,19 @@ def sparsemax_row(z, alpha, free):
 
 
 @_jit
+def softmax_row(z, alpha, free):
+    """softmax(z) of one row into ``alpha``; every word is free."""
+    top = z.max()
+    total = 0.0
+    for i in range(z.shape[0]):
+        alpha[i] = math.exp(z[i] - top)
+        total += alpha[i]
+        free[i] = True
+    for i in range(z.shape[0]):
+        alpha[i] /= total
+
+
+@_jit
 def _fill_windows(rows, pad, width, cols):
     """cols[i] = the rows i − pad … i + pad of ``rows`` side by side, zeros past the edges (Eq. 1)."""
     length, channels = rows.shape
@@ -129,7 +142,7 @@ def decoder_forward(
     full_state,
     temperature,
     coverage_penalty,
-    sparse,
+    transform,
     store,
     exp_range,
     sketch,
@@ -142,8 +155,8 @@ def decoder_forward(
     pooled_record,
 ):
     """:func:`easyfirst.model.lean.lean_loop` into the given arrays: Sᴺ into ``sketch`` (zeros on
-    entry), αⁿ into ``history`` and the records (one slot each without ``store``); ``sparse``:
-    sparsemax attention instead of csoftmax."""
+    entry), αⁿ into ``history`` and the records (one slot each without ``store``); ``transform``:
+    the attention's code (easyfirst.model.lean: CSOFTMAX 0, SPARSEMAX 1, SOFTMAX 2)."""
     length, out = fixed.shape
     score_dim = v.shape[0]
     sketch_dim = out - score_dim
@@ -182,8 +195,10 @@ def decoder_forward(
             z[i] = score
             units = 1.0 if n <= length else float(math.ceil(n / length))  # a fresh unit every L steps
             budget[i] = max(units - beta[i], 0.0)
-        if sparse:  # Eq. 3 with sparsemax: no budget
+        if transform == 1:  # Eq. 3 with sparsemax: no budget
             sparsemax_row(z, alpha, free_record[k])
+        elif transform == 2:
+            softmax_row(z, alpha, free_record[k])
         elif not csoftmax_row(z, budget, exp_range, alpha, free_record[k]):  # Eq. 3
             return False
         history[n - 1] = alpha
@@ -223,7 +238,7 @@ def decoder_backward(
     full_state,
     temperature,
     coverage_penalty,
-    sparse,
+    transform,
     d_affines,
     d_scores,
 ):
@@ -265,12 +280,13 @@ def decoder_backward(
                     d_a[i, score_dim + d] = alpha[i] * d_pooled[d]  # no tanh': a_s enters the sum only
                 d_alpha[i] += total
         # csoftmax, Prop. 1: dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = (dα − …) off A;
-        # sparsemax: dz = dα − mean_S(dα) on the support S (easyfirst.model.lean.attention_row_backward)
+        # softmax the same with A = all; sparsemax: dz = dα − mean_S(dα) on the support S
+        # (easyfirst.model.lean.attention_row_backward)
         mass = 0.0
         dot = 0.0
         for i in range(length):
             if free[i]:
-                weight = 1.0 if sparse else alpha[i]
+                weight = 1.0 if transform == 1 else alpha[i]
                 mass += weight
                 dot += weight * d_alpha[i]
         mean = dot / mass if mass > 0 else dot
@@ -278,11 +294,11 @@ def decoder_backward(
         for i in range(length):
             centred = d_alpha[i] - mean
             if free[i]:
-                d_z = centred if sparse else alpha[i] * centred
+                d_z = centred if transform == 1 else alpha[i] * centred
             else:
                 d_z = 0.0
                 # u = (⌈n/L⌉ − β)₊: the gradient passes where ⌈n/L⌉ − β ≥ 0, as autograd's clamp_min
-                if not sparse and betas[k, i] <= units:
+                if transform == 0 and betas[k, i] <= units:
                     g_beta[i] -= centred
             if coverage_penalty != 0.0:
                 g_beta[i] -= coverage_penalty * d_z

@@ -75,7 +75,7 @@ class SketchDecoder(nn.Module):
         self.input_half = WindowConv1d(input_dim, attention_dim + sketch_dim, width)  # nn.Conv1d, faster here
         self.sketch_half = WindowConv1d(sketch_dim, attention_dim + sketch_dim, width, bias=False)
         self.v = nn.Linear(attention_dim, 1, bias=False)
-        # the fast paths: one sentence on the CPU takes easyfirst.model.lean (csoftmax and sparsemax), a
+        # the fast paths: one sentence on the CPU takes easyfirst.model.lean (csoftmax, sparsemax, softmax), a
         # batch with csoftmax runs the whole step loop as one autograd Function (easyfirst.model.
         # fused_sketch); False forces the generic loop below, the reference both are tested against
         self.fused = attention in LEAN_ATTENTIONS
@@ -106,8 +106,8 @@ class SketchDecoder(nn.Module):
         size, length = mask.shape
         if self.fused and length and lean_applies(states) and bool(mask.all()):  # one sentence on the CPU
             steps = length if steps is None else steps if beyond_length else min(steps, length)
-            sparse = self.attention.name == "sparsemax"
-            settings = (self.full_state, self.temperature, self.coverage_penalty, sparse)
+            transform = LEAN_ATTENTIONS.index(self.attention.name)
+            settings = (self.full_state, self.temperature, self.coverage_penalty, transform)
             return lean_decoder(
                 states,
                 self.input_half.weight,
