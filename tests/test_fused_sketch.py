@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from easyfirst.model.fused_sketch import FusedSketchFunction, LoopPlan, fused_sketch_loop, run_loop
+from easyfirst.model import sketch as sketch_module
 from easyfirst.model.sketch import SketchDecoder
 
 LENGTHS = [5, 1, 3, 7, 0, 6]  # padding, a one-word and an empty sentence
@@ -128,8 +129,13 @@ def test_without_gradients_nothing_is_stored_and_the_outputs_agree():
     assert again.grad_fn is None
 
 
-def test_other_attentions_keep_the_generic_loop_and_model_files_do_not_change():
+def test_other_attentions_keep_the_generic_loop_and_model_files_do_not_change(monkeypatch):
     assert SketchDecoder(6, attention="csoftmax").fused
-    assert not any(SketchDecoder(6, attention=name).fused for name in ("softmax", "csparsemax", "hard"))
+    # no fast path at all for these; softmax and sparsemax have the single-sentence one (model/lean.py)
+    assert not any(SketchDecoder(6, attention=name).fused for name in ("csparsemax", "entmax15", "hard"))
+    monkeypatch.setattr(sketch_module, "fused_sketch_loop", lambda *a: pytest.fail("fused loop taken"))
+    states, mask = padded_batch([4, 3], 6, 0)
+    for name in ("softmax", "sparsemax", "csparsemax"):  # a batch: the generic loop
+        SketchDecoder(6, attention=name).double()(states, mask)
     keys = set(SketchDecoder(6).state_dict())
     assert keys == {"input_half.weight", "input_half.bias", "sketch_half.weight", "v.weight"}
