@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from easyfirst.model.fused_sketch import FusedSketchFunction, LoopPlan, fused_sketch_loop, run_loop
 from easyfirst.model import sketch as sketch_module
+from easyfirst.model.fused_sketch import FusedSketchFunction, LoopPlan, fused_sketch_loop, run_loop
 from easyfirst.model.sketch import SketchDecoder
 
 LENGTHS = [5, 1, 3, 7, 0, 6]  # padding, a one-word and an empty sentence
