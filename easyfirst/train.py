@@ -51,6 +51,7 @@ from easyfirst.data.sentence import Sentence
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
 from easyfirst.losses import class_weight_vector
+from easyfirst.model import lean
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.optim import clip_gradients, make_optimizer
 from easyfirst.reporting import RunLog, evaluate_sentences, summary_table
@@ -257,10 +258,17 @@ def prepare_run(
     )
     log(f"[bold]output[/] {model.describe_output()}")
     per_update = "1 sentence" if t.batch_size == 1 else f"{t.batch_size} sentences"
+    loops = ""
+    if t.batch_size == 1 and device.type == "cpu":  # easyfirst.model.lean runs each sentence
+        loops = (
+            "; one sentence on the CPU: time loops compiled (Numba)"
+            if lean.compiled
+            else "; one sentence on the CPU: NumPy loops (pip install 'easyfirst\\[fast]' compiles them, 1.3x faster)"
+        )
     log(
         f"[bold]updates[/] {t.optimizer}, lr {t.lr:g}, gradient norm clipped at {t.clip:g}; {per_update} per "
         f"update, the loss {'summed' if t.reduction == 'sum' else 'averaged'} over its words; training "
-        f"sentences {'shuffled every epoch' if t.shuffle else 'in file order'}"
+        f"sentences {'shuffled every epoch' if t.shuffle else 'in file order'}{loops}"
     )
     drop_probabilities = None
     if m.word_dropout > 0:

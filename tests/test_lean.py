@@ -237,3 +237,29 @@ def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, loops):
         found.append([p.grad.to_dense().clone() for p in parameters])
     for a, b in zip(*found, strict=True):
         torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-9)
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
+def test_the_training_log_says_which_loops_run_a_sentence(tmp_path, monkeypatch, compiled):
+    """At one sentence per update on the CPU the log names the loops, and how to get the compiled ones."""
+    import io
+
+    from rich.console import Console
+
+    from conftest import SAMPLE
+    from easyfirst.train import train
+
+    if compiled and lean._kernels is None:
+        pytest.skip("numba is not installed")
+    monkeypatch.setattr(lean, "compiled", compiled)
+    config = Config.load("configs/pos-reference.toml")
+    config.data.train = config.data.dev = str(SAMPLE)
+    config.train.epochs, config.model.sketch_steps = 1, 2
+    log = io.StringIO()
+    train(config, tmp_path / "run", console=Console(file=log, width=1000))
+    for text in (log.getvalue(), (tmp_path / "run" / "train.log").read_text()):  # the screen and the file
+        line = next(line for line in text.splitlines() if line.startswith("updates"))
+        if compiled:
+            assert line.endswith("one sentence on the CPU: time loops compiled (Numba)")
+        else:
+            assert "NumPy loops (pip install 'easyfirst[fast]'" in line
