@@ -6,14 +6,20 @@ and with the NumPy loops."""
 
 from __future__ import annotations
 
+import io
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import entmax
 import numpy as np
 import pytest
 import torch
+from rich.console import Console
 from test_fused_sketch import run_both
 
+from conftest import SAMPLE
 from easyfirst.config import Config
 from easyfirst.data.batching import collate, encode
 from easyfirst.model import lean
@@ -22,7 +28,9 @@ from easyfirst.model.sketch import SketchDecoder
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_forward
 from easyfirst.optim import make_optimizer
-from easyfirst.train import backward_step, build_vocabularies
+from easyfirst.train import backward_step, build_vocabularies, train
+
+REFERENCE = Path(__file__).parent.parent / "configs" / "pos-reference.toml"  # the paper's regime
 
 
 @pytest.fixture(params=["compiled", "numpy"])
@@ -242,17 +250,10 @@ def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, loops):
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
 def test_the_training_log_says_which_loops_run_a_sentence(tmp_path, monkeypatch, compiled):
     """At one sentence per update on the CPU the log names the loops, and how to get the compiled ones."""
-    import io
-
-    from rich.console import Console
-
-    from conftest import SAMPLE
-    from easyfirst.train import train
-
     if compiled and lean._kernels is None:
         pytest.skip("numba is not installed")
     monkeypatch.setattr(lean, "compiled", compiled)
-    config = Config.load("configs/pos-reference.toml")
+    config = Config.load(REFERENCE)
     config.data.train = config.data.dev = str(SAMPLE)
     config.train.epochs, config.model.sketch_steps = 1, 2
     log = io.StringIO()
@@ -263,3 +264,24 @@ def test_the_training_log_says_which_loops_run_a_sentence(tmp_path, monkeypatch,
             assert line.endswith("one sentence on the CPU: time loops compiled (Numba)")
         else:
             assert "NumPy loops (pip install 'easyfirst[fast]'" in line
+
+
+def test_without_numba_the_numpy_loops_train(tmp_path):
+    """An install without the extra ``fast``: the import falls back to the NumPy loops, and training at
+    one sentence per update runs on them."""
+    script = f"""
+import sys
+sys.modules["numba"] = None  # as if it were not installed
+from easyfirst.model import lean
+assert lean._kernels is None and not lean.compiled
+from easyfirst.config import Config
+from easyfirst.train import train
+config = Config.load({str(REFERENCE)!r})
+config.data.train = config.data.dev = {str(SAMPLE)!r}
+config.train.epochs, config.model.sketch_steps = 1, 2
+train(config, {str(tmp_path / "run")!r})
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "NumPy loops" in (tmp_path / "run" / "train.log").read_text()
+    assert (tmp_path / "run" / "metrics.json").exists()
