@@ -114,6 +114,19 @@ def test_the_reference_config_is_the_papers_code_regime():
     assert config.model == Config().model  # the model is configs/pos.toml's
 
 
+def test_the_easy_first_config_is_the_reference_regime_with_attention_temperature_one_quarter():
+    from dataclasses import replace
+    from pathlib import Path
+
+    configs = Path(__file__).parent.parent / "configs"
+    easy_first, reference = (
+        Config.load(configs / name) for name in ("pos-easyfirst.toml", "pos-reference.toml")
+    )
+    assert easy_first.train == reference.train
+    assert easy_first.model.attention_temperature == 0.25
+    assert replace(easy_first.model, attention_temperature=1.0) == reference.model
+
+
 def test_an_unknown_reduction_is_refused():
     from easyfirst.errors import InputError
 
