@@ -150,7 +150,7 @@ def report() -> None:
     for name in ROWS:
         if name not in found:
             continue
-        results = found[name]
+        results = sorted(found[name], key=lambda result: result["seed"])
 
         def cell(values: list[float], scale: float = 100, digits: int = 2) -> str:
             values = [v * scale for v in values if v is not None]
