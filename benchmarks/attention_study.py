@@ -152,13 +152,13 @@ def report() -> None:
             continue
         results = sorted(found[name], key=lambda result: result["seed"])
 
-        def cell(values: list[float], scale: float = 100, digits: int = 2) -> str:
+        def cell(values: list[float], scale: float = 100, digits: int = 2, unit: str = "") -> str:
             values = [v * scale for v in values if v is not None]
-            if not values:
+            if not values:  # the BiLSTM: no attention
                 return "-"
             if len(values) == 1:
-                return f"{values[0]:.{digits}f}"
-            return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+                return f"{values[0]:.{digits}f}{unit}"
+            return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}{unit}"
 
         sharp = [r["sharpness"] or {} for r in results]
         print(
@@ -166,9 +166,9 @@ def report() -> None:
             f"{cell([r['dev_accuracy'] for r in results])} | {cell([r['test_accuracy'] for r in results])} | "
             f"{', '.join(str(r['best_epoch']) for r in results)} | "
             f"{cell([s.get('max_weight_first_half') for s in sharp], 1, 3)} | "
-            f"{cell([s.get('share_focused_first_half') for s in sharp])} % | "
+            f"{cell([s.get('share_focused_first_half') for s in sharp], unit=' %')} | "
             f"{cell([s.get('normalized_entropy_first_half') for s in sharp], 1, 3)} | "
-            f"{cell([(r['first_focus'] or {}).get('VERB', 0) for r in results])} % | "
+            f"{cell([r['first_focus'].get('VERB', 0) if r['first_focus'] else None for r in results], unit=' %')} | "
             f"{statistics.mean(r['seconds_per_epoch'] for r in results):.0f} |"
         )
 
