@@ -207,10 +207,12 @@ def test_softmax_row_matches_torch(loops):
         assert free.all()
 
 
-def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, loops):
+@pytest.mark.parametrize("attention", lean.ATTENTIONS)
+def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, loops, attention):
     """The whole tagger at one sentence per update, with dropout, sparse embedding gradients and a clip
     that acts: gradients after clipping are equal whichever path computed them (this caught two biases
-    sharing one gradient array, which clipping then scaled twice)."""
+    sharing one gradient array, which clipping then scaled twice, and dropout masks that depended on
+    the memory layout of the generic loop's sketch)."""
     from easyfirst.data.conllu import read_conllu
 
     sample = tmp_path / "sample.conllu"
@@ -226,6 +228,7 @@ def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, loops):
     sentence = read_conllu(sample)[0]
     config = Config()
     config.train.batch_size, config.train.reduction, config.train.clip = 1, "sum", 0.5
+    config.model.attention = attention
     vocabs = build_vocabularies(config, [sentence])
     torch.manual_seed(1)
     model = EasyFirstTagger(config.model, config.loss, vocabs).double()

@@ -111,7 +111,9 @@ class EasyFirstTagger(nn.Module):
                 lambda s: self.output(self.features(states, s)),
                 beyond_length=self.steps_beyond_length,
             )
-            features = self.features(states, self.dropout(sketch))
+            # contiguous: dropout draws its mask in memory order, and the generic loop's sketch is a
+            # transposed view; so every path (generic, fused, lean) drops the same units for one seed
+            features = self.features(states, self.dropout(sketch.contiguous()))
         # every input of the output layer has been through dropout exactly once
         if not heads:
             return self.output(features), attention
