@@ -8,8 +8,8 @@ paper's Table 1 English rows at its budget in the paper's own training regime (i
 Each row is one `easyfirst train --task pos` run into runs/attention-study/ROW (`--runs` to change),
 one torch thread, the data set of the pos task (EWT through EASYFIRST_DATA). A row whose folder has a
 checkpoint but no metrics.json, or one with fewer epochs than the row's, is continued with `easyfirst
-train --resume FOLDER --epochs E` (a study spans sessions); a finished row is not trained again. After training, `easyfirst analyze` on EWT dev gives the attention
-statistics, and the row's result (metrics.json's scores and per-epoch history, the sharpness summary,
+train --resume FOLDER --epochs E` (a study spans sessions); a finished row is not trained again. After
+training, `easyfirst analyze` on EWT dev gives the attention statistics, and the row's result (metrics.json's scores and per-epoch history, the sharpness summary,
 the first focus by tag) goes to benchmarks/results/attention-study/ROW.json, from which `--report`
 rebuilds the tables without the run folders.
 

@@ -91,6 +91,14 @@ def reference_config(model: str, batch_size: int, attention: str = "csoftmax") -
     return config
 
 
+def train_on(model: EasyFirstTagger, optimizer, batches: list, config: Config) -> None:
+    """One update per batch, as `easyfirst train` makes them."""
+    parameters = list(model.parameters())
+    for batch in batches:
+        backward_step(model, model, optimizer, parameters, batch, config.train)
+        optimizer.step()
+
+
 def clocks() -> tuple[float, float]:
     return time.perf_counter(), time.process_time()
 
@@ -144,7 +152,7 @@ def main() -> None:
     )
 
     states = {}
-    if lean._kernels is None:
+    if lean.kernels() is None:
         raise SystemExit("numba is not installed: pip install -e '.[fast]' (the compiled loops are measured)")
     for name, setup in CONFIGS.items():
         model_name, batch_size, on, compiled, sparse, attention = setup
@@ -162,9 +170,7 @@ def main() -> None:
         warm = copy.deepcopy(model)
         warm_optimizer = make_optimizer(config.train.optimizer, config.train.lr, warm, sparse=sparse)
         lean.enabled, lean.compiled = on, compiled
-        for batch in batches[:3]:
-            backward_step(warm, warm, warm_optimizer, list(warm.parameters()), batch, config.train)
-            warm_optimizer.step()
+        train_on(warm, warm_optimizer, batches[:3], config)
         lean.enabled, lean.compiled = True, True
         states[name] = dict(
             config=config,
@@ -173,7 +179,6 @@ def main() -> None:
             batches=batches,
             lean=on,
             compiled=compiled,
-            parameters=list(model.parameters()),
             wall=0.0,
             cpu=0.0,
             words=0,
@@ -184,16 +189,7 @@ def main() -> None:
             share = batches[r * len(batches) // args.rounds : (r + 1) * len(batches) // args.rounds]
             lean.enabled, lean.compiled = state["lean"], state["compiled"]
             start = clocks()
-            for batch in share:
-                backward_step(
-                    state["model"],
-                    state["model"],
-                    state["optimizer"],
-                    state["parameters"],
-                    batch,
-                    state["config"].train,
-                )
-                state["optimizer"].step()
+            train_on(state["model"], state["optimizer"], share, state["config"])
             wall, cpu = clocks()
             state["wall"] += wall - start[0]
             state["cpu"] += cpu - start[1]

@@ -262,7 +262,7 @@ def prepare_run(
     if t.batch_size == 1 and device.type == "cpu":  # easyfirst.model.lean runs each sentence
         loops = (
             "; one sentence on the CPU: time loops compiled (Numba)"
-            if lean.compiled
+            if lean._compiled() is not None
             else "; one sentence on the CPU: NumPy loops (pip install 'easyfirst\\[fast]' compiles them, 1.3x faster)"
         )
     log(

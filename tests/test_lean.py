@@ -36,7 +36,7 @@ REFERENCE = Path(__file__).parent.parent / "configs" / "pos-reference.toml"  # t
 @pytest.fixture(params=["compiled", "numpy"])
 def loops(request, monkeypatch):
     """Runs a test with the Numba kernels and with the NumPy loops of easyfirst.model.lean."""
-    if request.param == "compiled" and lean._kernels is None:
+    if request.param == "compiled" and lean.kernels() is None:
         if os.environ.get("CI"):  # the dev extra installs Numba: under CI the compiled loops must be tested
             pytest.fail("numba is not installed under CI (pip install -e '.[dev]' brings it)")
         pytest.skip("numba is not installed (pip install 'easyfirst[fast]')")
@@ -103,9 +103,9 @@ def test_scores_beyond_the_exp_range_take_the_log_space_csoftmax(full_state, cou
     to the NumPy loop, whose csoftmax takes the batched function's log-space path there."""
     given_back = []
     if loops == "compiled":
-        kernel = lean._kernels.decoder_forward
+        kernel = lean.kernels().decoder_forward
         monkeypatch.setattr(
-            lean._kernels,
+            lean.kernels(),
             "decoder_forward",
             lambda *a: given_back.append(not kernel(*a)) or not given_back[-1],
         )
@@ -166,7 +166,7 @@ def test_csoftmax_row_matches_the_batched_function(loops):
             u = u * 0.5 / max(u.sum().item(), 1e-9)  # Σu ≤ 1: tight
         if loops == "compiled":
             alpha, free = np.empty(length), np.empty(length, bool)
-            if not lean._kernels.csoftmax_row(z.numpy(), u.numpy(), _EXP_RANGE, alpha, free):
+            if not lean.kernels().csoftmax_row(z.numpy(), u.numpy(), _EXP_RANGE, alpha, free):
                 assert z.abs().max() > _EXP_RANGE  # given back: the caller takes the log-space path
                 continue
         else:
@@ -184,7 +184,7 @@ def test_sparsemax_row_matches_entmax(loops):
         z = torch.randn(length, generator=generator, dtype=torch.float64) * (0.3, 1, 5)[trial % 3]
         if loops == "compiled":
             alpha, support = np.empty(length), np.empty(length, bool)
-            lean._kernels.sparsemax_row(z.numpy(), alpha, support)
+            lean.kernels().sparsemax_row(z.numpy(), alpha, support)
         else:
             alpha, support = lean.sparsemax_row(z.numpy())
         expected = entmax.sparsemax(z, dim=-1).numpy()
@@ -200,7 +200,7 @@ def test_softmax_row_matches_torch(loops):
         z = torch.randn(1 + trial % 12, generator=generator, dtype=torch.float64) * (1, 30, 300)[trial % 3]
         if loops == "compiled":
             alpha, free = np.empty(len(z)), np.empty(len(z), bool)
-            lean._kernels.softmax_row(z.numpy(), alpha, free)
+            lean.kernels().softmax_row(z.numpy(), alpha, free)
         else:
             alpha, free = lean.softmax_row(z.numpy())
         np.testing.assert_allclose(alpha, torch.softmax(z, -1).numpy(), atol=1e-12, rtol=1e-10)
@@ -253,7 +253,7 @@ def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, loops, at
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
 def test_the_training_log_says_which_loops_run_a_sentence(tmp_path, monkeypatch, compiled):
     """At one sentence per update on the CPU the log names the loops, and how to get the compiled ones."""
-    if compiled and lean._kernels is None:
+    if compiled and lean.kernels() is None:
         pytest.skip("numba is not installed")
     monkeypatch.setattr(lean, "compiled", compiled)
     config = Config.load(REFERENCE)
@@ -276,7 +276,7 @@ def test_without_numba_the_numpy_loops_train(tmp_path):
 import sys
 sys.modules["numba"] = None  # as if it were not installed
 from easyfirst.model import lean
-assert lean._kernels is None and not lean.compiled
+assert lean.kernels() is None
 from easyfirst.config import Config
 from easyfirst.train import train
 config = Config.load({str(REFERENCE)!r})

@@ -22,8 +22,9 @@ float64; ``enabled = False`` turns this off) takes these two autograd Functions 
 
 With Numba installed (the extra ``fast``; the dev install has it), the time loops of both, the BiLSTM's
 and the sketch loop forward and backward, run as compiled kernels (:mod:`easyfirst.model.lean_kernels`,
-one call per loop instead of dozens of NumPy calls per step); ``compiled = False`` keeps the NumPy
-loops below, which are also the path without Numba.
+one call per loop instead of dozens of NumPy calls per step; imported on first use, see
+:func:`kernels`); ``compiled = False`` keeps the NumPy loops below, which are also the path without
+Numba.
 
 The batched torch paths stay the reference: tests/test_lean.py holds both loops to them in float64.
 """
@@ -37,21 +38,38 @@ from threadpoolctl import threadpool_limits
 from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_forward
 from easyfirst.ops.window import flat_weight
 
-try:  # the step loops compiled (pip install "easyfirst[fast]"): easyfirst.model.lean_kernels
-    from easyfirst.model import lean_kernels as _kernels
-except ImportError:  # numba (or SciPy, whose BLAS it calls) is not installed: the NumPy loops below
-    _kernels = None
-
-# the attention transformations this path serves (easyfirst.ops.attention names)
-# (easyfirst.ops.attention names), by the code the loops take: CSOFTMAX, SPARSEMAX, SOFTMAX
+# the attention transformations this path serves (easyfirst.ops.attention names), in the order of the
+# codes the loops take (CSOFTMAX, SPARSEMAX, SOFTMAX; easyfirst.model.lean_kernels uses 0, 1, 2)
 ATTENTIONS = ("csoftmax", "sparsemax", "softmax")
 CSOFTMAX, SPARSEMAX, SOFTMAX = range(3)
 # False sends single sentences through the batched torch paths too (benchmarks/reference_speed.py and the
 # tests compare the two)
 enabled = True
 # False runs the NumPy loops of this module even where Numba is installed (the tests compare the two)
-compiled = _kernels is not None
+compiled = True
 _blas_limited = False
+_kernels_module = None  # easyfirst.model.lean_kernels once imported; False where it cannot be
+
+
+def kernels():
+    """The compiled step loops (:mod:`easyfirst.model.lean_kernels`, pip install "easyfirst[fast]"),
+    imported on first use: importing Numba and SciPy takes about 0.4 s, which a command that never
+    runs a single sentence on the CPU (tagging in batches, a GPU) need not pay. None where Numba (or
+    SciPy, whose BLAS it calls) is not installed: the NumPy loops of this module run instead."""
+    global _kernels_module
+    if _kernels_module is None:
+        try:
+            from easyfirst.model import lean_kernels
+
+            _kernels_module = lean_kernels
+        except ImportError:
+            _kernels_module = False
+    return _kernels_module or None
+
+
+def _compiled():
+    """The kernels when this path is to run them (``compiled`` and Numba installed), else None."""
+    return kernels() if compiled else None
 
 
 def lean_applies(x: torch.Tensor) -> bool:
@@ -67,6 +85,7 @@ def lean_applies(x: torch.Tensor) -> bool:
         enabled and x.shape[0] == 1 and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
     )
     if applies and not _blas_limited:
+        _compiled()  # SciPy's BLAS, which the kernels call, must be loaded for the limit to reach it
         threadpool_limits(1, user_api="blas")
         _blas_limited = True
     return applies
@@ -130,7 +149,7 @@ class _Records:
     ):
         self.cols = np.empty((max(steps - 1, 0), length, width * sketch_dim), dtype)  # windows of Sⁿ⁻¹, n ≥ 2
         self.tanhs = np.empty((steps, length, out), dtype)  # tanh(aⁿ)
-        self.free = np.empty((steps, length), bool)  # csoftmax's free set A
+        self.free = np.empty((steps, length), bool)  # csoftmax's free set A (sparsemax: the support)
         self.betas = np.zeros((steps + 1, length), dtype)  # β⁰..βᴺ
         nef_s = 0 if full_state else steps
         self.affines = np.empty((nef_s, length, out), dtype)  # NEF-S: aⁿ
@@ -159,9 +178,10 @@ def lean_loop(
     pad = width // 2
     slots = steps if store else 1
     records = _Records(slots, length, out, width, sketch_dim, full_state, fixed.dtype)
-    if compiled:
+    loops = _compiled()
+    if loops is not None:
         sketch, history = np.zeros((length, sketch_dim), fixed.dtype), np.empty((steps, length), fixed.dtype)
-        if _kernels.decoder_forward(
+        if loops.decoder_forward(
             fixed,
             weight_t,
             v.astype(fixed.dtype),
@@ -256,8 +276,9 @@ def lean_backward(
     g_beta = np.zeros(length, dtype)
     d_affines = np.empty((steps, length, out), dtype)  # daⁿ
     d_scores = np.empty((steps, length), dtype)  # dzⁿ (before T)
-    if compiled:
-        _kernels.decoder_backward(
+    loops = _compiled()
+    if loops is not None:
+        loops.decoder_backward(
             records.tanhs,
             records.free,
             records.betas,
@@ -465,8 +486,9 @@ def lstm_forward(
     cells = np.zeros((2, length + 1, hidden), x.dtype)  # c_0 = 0, c_1..c_L
     states = np.zeros((2, length + 1, hidden), x.dtype)  # h_0 = 0, h_1..h_L
     tanh_cells = np.empty((2, length, hidden), x.dtype)
-    if compiled:
-        _kernels.lstm_forward(inputs, w_hh_t, gates, cells, states, tanh_cells)
+    loops = _compiled()
+    if loops is not None:
+        loops.lstm_forward(inputs, w_hh_t, gates, cells, states, tanh_cells)
     else:
         for t in range(length):
             a = inputs[:, t] + np.matmul(states[:, t, None], w_hh_t)[:, 0]
@@ -491,8 +513,9 @@ def lstm_backward(
     gates, cells, tanh_cells, states = saved["gates"], saved["cells"], saved["tanh_cells"], saved["states"]
     _, length, hidden = grad.shape
     d_gates = np.empty_like(gates)
-    if compiled:
-        _kernels.lstm_backward(np.ascontiguousarray(grad), gates, cells, tanh_cells, w_hh, d_gates)
+    loops = _compiled()
+    if loops is not None:
+        loops.lstm_backward(np.ascontiguousarray(grad), gates, cells, tanh_cells, w_hh, d_gates)
     else:
         d_state = np.zeros((2, hidden), grad.dtype)
         d_cell = np.zeros((2, hidden), grad.dtype)

@@ -182,6 +182,7 @@ def decoder_forward(
         if not full_state:
             affines[k] = affine
         t = tanhs[k]
+        units = 1.0 if n <= length else float(math.ceil(n / length))  # a fresh unit every L steps
         for i in range(length):
             for o in range(out):
                 t[i, o] = _tanh(affine[i, o], two)
@@ -193,7 +194,6 @@ def decoder_forward(
             if coverage_penalty != 0.0:
                 score -= coverage_penalty * beta[i]
             z[i] = score
-            units = 1.0 if n <= length else float(math.ceil(n / length))  # a fresh unit every L steps
             budget[i] = max(units - beta[i], 0.0)
         if transform == 1:  # Eq. 3 with sparsemax: no budget
             sparsemax_row(z, alpha, free_record[k])
