@@ -53,6 +53,21 @@ ROWS: dict[str, tuple[str, list[str], int]] = {
         [*B16, "--attention-temperature", "1"],
         20,
     ),
+    # Table 4 (the paper's ablations, §5.4: NER there, POS here) at the paper's budget, in the reference regime
+    "ref-csoftmax-5": ("NEF-F csoftmax, N = 5", [*REFERENCE, "--sketch-steps", "5"], 20),
+    "ref-no-concat-5": ("NEF-F w/out concat, N = 5", [*REFERENCE, "--sketch-steps", "5", "--no-concat"], 20),
+    "ref-uniform-5": (
+        "uniform attention, N = 5",
+        [*REFERENCE, "--sketch-steps", "5", "--attention", "uniform"],
+        20,
+    ),
+    "ref-hard-5": (
+        "vanilla easy-first, N = 5",
+        [*REFERENCE, "--sketch-steps", "5", "--attention", "hard"],
+        20,
+    ),
+    "ref-left-to-right": ("left-to-right, N = L", [*REFERENCE, "--attention", "left-to-right"], 20),
+    "ref-right-to-left": ("right-to-left, N = L", [*REFERENCE, "--attention", "right-to-left"], 20),
     # the factors of the study, ≥ 10 epochs
     "ref-b4": ("4 sentences/update (summed)", [*REFERENCE, "--batch-size", "4"], 10),
     "ref-lr0.05": ("lr 0.05", [*REFERENCE, "--lr", "0.05"], 10),

@@ -1,5 +1,5 @@
-"""ONE sentence on the CPU, in NumPy: the BiLSTM and the decoder (csoftmax, sparsemax or softmax attention)
-at one sentence per update.
+"""One sentence on the CPU, in NumPy: the BiLSTM and the decoder (csoftmax, sparsemax or softmax
+attention, or a prescribed order: uniform, left-to-right, right-to-left) at one sentence per update.
 
 Training with one sentence per update, as the paper's own code does (github.com/Unbabel/
 neural-easy-first, dynet/neftagger.py; configs/pos-reference.toml), runs the BiLSTM over one row of L
@@ -15,7 +15,7 @@ float64; ``enabled = False`` turns this off) takes these two autograd Functions 
   the mathematics of :mod:`easyfirst.model.fused_sketch` (Eqs. 1–7, 11; NEF-F and NEF-S, N fixed or
   N = L, a fresh unit of budget every L steps, temperature and coverage penalty), whose backward it
   follows step by step with Prop. 1's Jacobian for csoftmax (sparsemax and softmax attention,
-  unbudgeted, take the same loop with their own Jacobians); the sums over steps (the weight, v and
+  unbudgeted, take the same loop with their own Jacobians, the prescribed orders with none); the sums over steps (the weight, v and
   input-half gradients) are one matrix product each at the end. csoftmax is computed in float64 exp
   space (the CPU path of easyfirst.ops.constrained) when every score lies within 600 nats of 0, else by
   :func:`easyfirst.ops.constrained.csoftmax_forward`.
@@ -39,9 +39,10 @@ from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_forward
 from easyfirst.ops.window import flat_weight
 
 # the attention transformations this path serves (easyfirst.ops.attention names), in the order of the
-# codes the loops take (CSOFTMAX, SPARSEMAX, SOFTMAX; easyfirst.model.lean_kernels uses 0, 1, 2)
-ATTENTIONS = ("csoftmax", "sparsemax", "softmax")
-CSOFTMAX, SPARSEMAX, SOFTMAX = range(3)
+# codes the loops take (easyfirst.model.lean_kernels uses the numbers): the learned ones, then the
+# prescribed orders (from UNIFORM on), whose α reads no score and passes no gradient to it
+ATTENTIONS = ("csoftmax", "sparsemax", "softmax", "uniform", "left-to-right", "right-to-left")
+CSOFTMAX, SPARSEMAX, SOFTMAX, UNIFORM, LEFT_TO_RIGHT, RIGHT_TO_LEFT = range(6)
 # False sends single sentences through the batched torch paths too (benchmarks/reference_speed.py and the
 # tests compare the two)
 enabled = True
@@ -128,12 +129,25 @@ def softmax_row(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return e / e.sum(), np.ones(z.shape, bool)
 
 
+def prescribed_row(n: int, length: int, transform: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """α of step n for a prescribed order (easyfirst.ops.attention: uniform, left-to-right,
+    right-to-left, starting over every L steps); no word is free, so no gradient reaches the scores."""
+    if transform == UNIFORM:
+        alpha = np.full(length, 1.0 / length, dtype)
+    else:
+        alpha = np.zeros(length, dtype)
+        position = (n - 1) % length
+        alpha[position if transform == LEFT_TO_RIGHT else length - 1 - position] = 1
+    return alpha, np.zeros(length, bool)
+
+
 def attention_row_backward(
     alpha: np.ndarray, free: np.ndarray, grad: np.ndarray, transform: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(dz, du)`` from α, its free set (csoftmax: A; sparsemax: the support; softmax: all words) and
     dα. csoftmax, Prop. 1: dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = dα − … off A; softmax the same with
-    A = all; sparsemax: dz = dα − mean_S(dα) on S. Only csoftmax reads u."""
+    A = all; sparsemax: dz = dα − mean_S(dα) on S; a prescribed order: A empty, dz = 0. Only csoftmax
+    reads u."""
     weighted = np.where(free, 1 if transform == SPARSEMAX else alpha, 0)
     mass = weighted.sum()
     centred = grad - (weighted @ grad) / (mass if mass > 0 else 1)
@@ -170,7 +184,7 @@ def lean_loop(
     """Sᴺ ``(L, D_s)``, the history ``(N, L)`` (αⁿ of every step) and the records for the backward.
     ``fixed`` ``(L, O)`` (the encoder half, bias included), ``weight_t`` ``(K·D_s, O)`` (the sketch
     half, windows' column order), ``v`` ``(D_z,)``; ``transform``: the attention's code
-    (CSOFTMAX, SPARSEMAX, SOFTMAX). Without ``store``, the records keep one step."""
+    (:data:`ATTENTIONS`). Without ``store``, the records keep one step."""
     length, out = fixed.shape
     score_dim = v.shape[0]
     sketch_dim = out - score_dim
@@ -230,6 +244,8 @@ def lean_loop(
             alpha, records.free[k] = sparsemax_row(z)
         elif transform == SOFTMAX:
             alpha, records.free[k] = softmax_row(z)
+        elif transform >= UNIFORM:
+            alpha, records.free[k] = prescribed_row(n, length, transform, fixed.dtype)
         else:  # Eq. 3, csoftmax with u = 1 − β, a fresh unit every L steps
             budget = (1.0 if n <= length else float(np.ceil(n / length))) - beta
             np.maximum(budget, 0, out=budget)
@@ -418,7 +434,8 @@ class LeanSketchFunction(torch.autograd.Function):
             torch.from_numpy(d_in_flat).view(out, width, in_dim).transpose(1, 2),
             torch.from_numpy(d_fixed.sum(0)),
             torch.from_numpy(d_flat).view(out, width, sketch_dim).transpose(1, 2),
-            torch.from_numpy(d_v)[None],
+            # a prescribed order never reads v: no gradient, as the generic loop, which never calls it
+            None if ctx.settings[3] >= UNIFORM else torch.from_numpy(d_v)[None],
             None,
             None,
         )

@@ -118,6 +118,22 @@ def softmax_row(z, alpha, free):
 
 
 @_jit
+def prescribed_row(n, transform, alpha, free):
+    """α of step n for a prescribed order (3 uniform, 4 left-to-right, 5 right-to-left), as
+    :func:`easyfirst.model.lean.prescribed_row`; no word is free."""
+    length = alpha.shape[0]
+    position = (n - 1) % length
+    if transform == 5:
+        position = length - 1 - position
+    for i in range(length):
+        free[i] = False
+        if transform == 3:
+            alpha[i] = 1.0 / length
+        else:
+            alpha[i] = 1.0 if i == position else 0.0
+
+
+@_jit
 def _fill_windows(rows, pad, width, cols):
     """cols[i] = the rows i − pad … i + pad of ``rows`` side by side, zeros past the edges (Eq. 1)."""
     length, channels = rows.shape
@@ -156,7 +172,8 @@ def decoder_forward(
 ):
     """:func:`easyfirst.model.lean.lean_loop` into the given arrays: Sᴺ into ``sketch`` (zeros on
     entry), αⁿ into ``history`` and the records (one slot each without ``store``); ``transform``:
-    the attention's code (easyfirst.model.lean: CSOFTMAX 0, SPARSEMAX 1, SOFTMAX 2)."""
+    the attention's code (easyfirst.model.lean.ATTENTIONS: CSOFTMAX 0, SPARSEMAX 1, SOFTMAX 2, UNIFORM
+    3, LEFT_TO_RIGHT 4, RIGHT_TO_LEFT 5)."""
     length, out = fixed.shape
     score_dim = v.shape[0]
     sketch_dim = out - score_dim
@@ -195,12 +212,15 @@ def decoder_forward(
                 score -= coverage_penalty * beta[i]
             z[i] = score
             budget[i] = max(units - beta[i], 0.0)
-        if transform == 1:  # Eq. 3 with sparsemax: no budget
+        if transform == 0:  # Eq. 3
+            if not csoftmax_row(z, budget, exp_range, alpha, free_record[k]):
+                return False
+        elif transform == 1:  # Eq. 3 with sparsemax: no budget
             sparsemax_row(z, alpha, free_record[k])
         elif transform == 2:
             softmax_row(z, alpha, free_record[k])
-        elif not csoftmax_row(z, budget, exp_range, alpha, free_record[k]):  # Eq. 3
-            return False
+        else:  # a prescribed order: z is not read
+            prescribed_row(n, transform, alpha, free_record[k])
         history[n - 1] = alpha
         if full_state:  # Eq. 7
             for i in range(length):
@@ -280,7 +300,8 @@ def decoder_backward(
                     d_a[i, score_dim + d] = alpha[i] * d_pooled[d]  # no tanh': a_s enters the sum only
                 d_alpha[i] += total
         # csoftmax, Prop. 1: dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = (dα − …) off A;
-        # softmax the same with A = all; sparsemax: dz = dα − mean_S(dα) on the support S
+        # softmax the same with A = all; sparsemax: dz = dα − mean_S(dα) on the support S; a prescribed
+        # order: A empty, dz = 0
         # (easyfirst.model.lean.attention_row_backward)
         mass = 0.0
         dot = 0.0
