@@ -296,3 +296,31 @@ train(config, {str(tmp_path / "run")!r})
     assert done.returncode == 0, done.stderr
     assert "NumPy loops" in (tmp_path / "run" / "train.log").read_text()
     assert (tmp_path / "run" / "metrics.json").exists()
+
+
+def test_tagging_one_sentence_leaves_numba_unloaded(tmp_path):
+    """A newcomer's first ``easyfirst tag --text`` or ``plot`` of one sentence (the bundled NEF-F model)
+    runs the NumPy loops: the compiled kernels, which Numba compiles on first use after an install
+    (about 30 s), are for training only. Training one sentence per update then loads them."""
+    script = f"""
+import sys
+from easyfirst.cli import main
+sys.argv = ["easyfirst", "tag", "--text", "She reads a book ."]
+try:
+    main()
+except SystemExit as done:
+    assert not done.code, done.code
+assert "numba" not in sys.modules, "tagging loaded numba"
+from easyfirst.model import lean
+if lean.kernels() is not None:  # with the extra fast: training takes the kernels
+    from easyfirst.config import Config
+    from easyfirst.train import train
+    config = Config.load({str(REFERENCE)!r})
+    config.data.train = config.data.dev = {str(SAMPLE)!r}
+    config.train.epochs, config.model.sketch_steps = 1, 2
+    train(config, {str(tmp_path / "run")!r})
+    assert "time loops compiled" in open({str(tmp_path / "run" / "train.log")!r}).read()
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "reads" in done.stdout and "VERB" in done.stdout  # it tagged

@@ -6,9 +6,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from easyfirst.model.lean import LeanBiLSTMFunction, lean_applies
+from easyfirst.model.lean import lean_applies, lean_bilstm
 
-# nn.LSTM's parameters in the order LeanBiLSTMFunction takes them: forward direction, then reverse
+# nn.LSTM's parameters in the order lean_bilstm takes them: forward direction, then reverse
 LSTM_WEIGHTS = [
     f"{kind}_{part}_l0{direction}"
     for direction in ("", "_reverse")
@@ -25,7 +25,7 @@ class BiLSTMEncoder(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         if lean_applies(x) and bool(mask.all()):  # one sentence on the CPU: NumPy (easyfirst.model.lean)
             lstm = self.lstm
-            return LeanBiLSTMFunction.apply(x[0], *(getattr(lstm, name) for name in LSTM_WEIGHTS))[None]
+            return lean_bilstm(x[0], *(getattr(lstm, name) for name in LSTM_WEIGHTS))[None]
         lengths = mask.sum(1).cpu()
         packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
         out, _ = self.lstm(packed)

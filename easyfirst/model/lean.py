@@ -20,11 +20,13 @@ float64; ``enabled = False`` turns this off) takes these two autograd Functions 
   space (the CPU path of easyfirst.ops.constrained) when every score lies within 600 nats of 0, else by
   :func:`easyfirst.ops.constrained.csoftmax_forward`.
 
-With Numba installed (the extra ``fast``; the dev install has it), the time loops of both, the BiLSTM's
-and the sketch loop forward and backward, run as compiled kernels (:mod:`easyfirst.model.lean_kernels`,
-one call per loop instead of dozens of NumPy calls per step; imported on first use, see
-:func:`kernels`); ``compiled = False`` keeps the NumPy loops below, which are also the path without
-Numba.
+With Numba installed (the extra ``fast``; the dev install has it), training runs the time loops of
+both, the BiLSTM's and the sketch loop forward and backward, as compiled kernels
+(:mod:`easyfirst.model.lean_kernels`, one call per loop instead of dozens of NumPy calls per step;
+imported on first use, see :func:`kernels`). Tagging one sentence (no gradients) runs the NumPy loops
+below: Numba compiles the kernels on their first use after an install (about 30 s), which a first
+``easyfirst tag --text`` or ``plot`` should not wait for. ``compiled = False`` keeps the NumPy loops for
+training too; they are also the path without Numba.
 
 The batched torch paths stay the reference: tests/test_lean.py holds both loops to them in float64.
 """
@@ -48,7 +50,7 @@ CSOFTMAX, SPARSEMAX, SOFTMAX, UNIFORM, LEFT_TO_RIGHT, RIGHT_TO_LEFT = range(6)
 enabled = True
 # False runs the NumPy loops of this module even where Numba is installed (the tests compare the two)
 compiled = True
-_blas_limited = False
+_blas_limited = 0  # 1: NumPy's BLAS limited to one thread; 2: SciPy's too (the kernels call it)
 _kernels_module = None  # easyfirst.model.lean_kernels once imported; False where it cannot be
 
 
@@ -85,10 +87,12 @@ def lean_applies(x: torch.Tensor) -> bool:
     applies = (
         enabled and x.shape[0] == 1 and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
     )
-    if applies and not _blas_limited:
-        _compiled()  # SciPy's BLAS, which the kernels call, must be loaded for the limit to reach it
-        threadpool_limits(1, user_api="blas")
-        _blas_limited = True
+    if applies:
+        # training loads the kernels, and SciPy's BLAS with them, which the limit must then reach too
+        level = 2 if torch.is_grad_enabled() and _compiled() is not None else 1
+        if _blas_limited < level:
+            threadpool_limits(1, user_api="blas")
+            _blas_limited = level
     return applies
 
 
@@ -184,7 +188,8 @@ def lean_loop(
     """Sᴺ ``(L, D_s)``, the history ``(N, L)`` (αⁿ of every step) and the records for the backward.
     ``fixed`` ``(L, O)`` (the encoder half, bias included), ``weight_t`` ``(K·D_s, O)`` (the sketch
     half, windows' column order), ``v`` ``(D_z,)``; ``transform``: the attention's code
-    (:data:`ATTENTIONS`). Without ``store``, the records keep one step."""
+    (:data:`ATTENTIONS`). Without ``store`` (tagging), the records keep one step and the NumPy loop runs
+    (see module)."""
     length, out = fixed.shape
     score_dim = v.shape[0]
     sketch_dim = out - score_dim
@@ -192,7 +197,7 @@ def lean_loop(
     pad = width // 2
     slots = steps if store else 1
     records = _Records(slots, length, out, width, sketch_dim, full_state, fixed.dtype)
-    loops = _compiled()
+    loops = _compiled() if store else None
     if loops is not None:
         sketch, history = np.zeros((length, sketch_dim), fixed.dtype), np.empty((steps, length), fixed.dtype)
         if loops.decoder_forward(
@@ -204,7 +209,6 @@ def lean_loop(
             float(temperature),
             float(coverage_penalty),
             transform,
-            store,
             _EXP_RANGE,
             sketch,
             history,
@@ -490,12 +494,13 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def lstm_forward(
-    x: np.ndarray, w_ih: np.ndarray, w_hh: np.ndarray, bias: np.ndarray
+    x: np.ndarray, w_ih: np.ndarray, w_hh: np.ndarray, bias: np.ndarray, training: bool = True
 ) -> tuple[np.ndarray, dict]:
     """Both directions of a bidirectional ``nn.LSTM`` layer (gates i, f, g, o) over the rows of ``x``
     ``(L, D)``, stepped together: direction 0 reads x forward, direction 1 backward. ``w_ih`` ``(2, 4H,
     D)``, ``w_hh`` ``(2, 4H, H)``, ``bias`` ``(2, 4H)`` (the two biases summed). Returns the states
-    ``(2, L, H)`` in reading order and what :func:`lstm_backward` needs."""
+    ``(2, L, H)`` in reading order and what :func:`lstm_backward` needs. Not ``training``: the NumPy
+    loop (see module)."""
     length, hidden = x.shape[0], w_hh.shape[2]
     inputs = _pair(x @ w_ih[0].T, x[::-1] @ w_ih[1].T) + bias[:, None]  # (2, L, 4H), every step's input part
     w_hh_t = np.ascontiguousarray(w_hh.transpose(0, 2, 1))  # (2, H, 4H)
@@ -503,7 +508,7 @@ def lstm_forward(
     cells = np.zeros((2, length + 1, hidden), x.dtype)  # c_0 = 0, c_1..c_L
     states = np.zeros((2, length + 1, hidden), x.dtype)  # h_0 = 0, h_1..h_L
     tanh_cells = np.empty((2, length, hidden), x.dtype)
-    loops = _compiled()
+    loops = _compiled() if training else None
     if loops is not None:
         loops.lstm_forward(inputs, w_hh_t, gates, cells, states, tanh_cells)
     else:
@@ -556,17 +561,30 @@ def lstm_backward(
     return d_x, d_w_ih, d_w_hh, d_gates.sum(1)
 
 
-class LeanBiLSTMFunction(torch.autograd.Function):
+def _bilstm(x: torch.Tensor, weights: tuple, training: bool) -> tuple[torch.Tensor, tuple]:
+    """:func:`lstm_forward` on tensors: the output ``(L, 2H)`` and what the backward needs."""
+    w = [weight.detach().numpy() for weight in weights]
+    w_ih, w_hh = _pair(w[0], w[4]), _pair(w[1], w[5])
+    states, saved = lstm_forward(x.detach().numpy(), w_ih, w_hh, _pair(w[2] + w[3], w[6] + w[7]), training)
+    return torch.from_numpy(np.concatenate([states[0], states[1][::-1]], 1)), (saved, w_ih, w_hh)
+
+
+def lean_bilstm(x: torch.Tensor, *weights: torch.Tensor) -> torch.Tensor:
     """``nn.LSTM(bidirectional=True)``'s output ``(L, 2H)`` for one unpadded sentence ``x`` ``(L, D)``,
-    from the module's eight parameters (forward direction, then reverse)."""
+    from the module's eight parameters (forward direction, then reverse); with gradients where autograd
+    wants them (:class:`LeanBiLSTMFunction`), else by the NumPy loop."""
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (x, *weights)):
+        return LeanBiLSTMFunction.apply(x, *weights)
+    return _bilstm(x, weights, training=False)[0]
+
+
+class LeanBiLSTMFunction(torch.autograd.Function):
+    """:func:`lean_bilstm` with its backward: backpropagation through time by hand."""
 
     @staticmethod
     def forward(ctx, x, *weights):
-        w = [weight.detach().numpy() for weight in weights]
-        w_ih, w_hh = _pair(w[0], w[4]), _pair(w[1], w[5])
-        states, saved = lstm_forward(x.detach().numpy(), w_ih, w_hh, _pair(w[2] + w[3], w[6] + w[7]))
-        ctx.saved = (saved, w_ih, w_hh)
-        return torch.from_numpy(np.concatenate([states[0], states[1][::-1]], 1))
+        output, ctx.saved = _bilstm(x, weights, training=True)
+        return output
 
     @staticmethod
     @torch.autograd.function.once_differentiable

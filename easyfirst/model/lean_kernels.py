@@ -159,7 +159,6 @@ def decoder_forward(
     temperature,
     coverage_penalty,
     transform,
-    store,
     exp_range,
     sketch,
     history,
@@ -171,7 +170,7 @@ def decoder_forward(
     pooled_record,
 ):
     """:func:`easyfirst.model.lean.lean_loop` into the given arrays: Sᴺ into ``sketch`` (zeros on
-    entry), αⁿ into ``history`` and the records (one slot each without ``store``); ``transform``:
+    entry), αⁿ into ``history`` and the records of every step (tagging runs the NumPy loop); ``transform``:
     the attention's code (easyfirst.model.lean.ATTENTIONS: CSOFTMAX 0, SPARSEMAX 1, SOFTMAX 2, UNIFORM
     3, LEFT_TO_RIGHT 4, RIGHT_TO_LEFT 5)."""
     length, out = fixed.shape
@@ -187,13 +186,12 @@ def decoder_forward(
     beta = np.zeros(length, fixed.dtype)
     two = fixed.dtype.type(2.0)
     for n in range(1, steps + 1):
-        k = n - 1 if store else 0
+        k = n - 1
         if n == 1:  # S⁰ = 0
             affine[:] = fixed
         else:  # the windows of Sⁿ⁻¹ (Eq. 1)
             _fill_windows(sketch, pad, width, cols)
-            if store:
-                cols_record[k - 1] = cols
+            cols_record[k - 1] = cols
             affine[:] = np.dot(cols, weight_t)
             affine += fixed
         if not full_state:
@@ -237,8 +235,7 @@ def decoder_forward(
                 for d in range(sketch_dim):
                     sketch[i, d] += alpha[i] * pooled[d]
         for i in range(length):
-            if store:
-                betas[k + 1, i] = betas[k, i] + alpha[i]
+            betas[k + 1, i] = betas[k, i] + alpha[i]
             beta[i] += alpha[i]
     return True
 
