@@ -20,7 +20,8 @@ in the same run:
 - BiLSTM (N = 0), one sentence per update;
 - NEF-F, N = L, 16 sentences per update (the default regime: batches of similar length), for scale;
 - NEF-F with sparsemax attention, one sentence per update, on the lean path and off it;
-- NEF-F with a prescribed order (left-to-right, a row of the paper's Table 4), likewise.
+- NEF-F with a prescribed order (left-to-right, a row of the paper's Table 4) and vanilla easy-first
+  (hard attention, Tables 1 and 4), likewise.
 
 ``--only TEXT …`` keeps the configurations whose name contains one of the texts (and the BiLSTM, the
 unit of the ratios).
@@ -84,6 +85,10 @@ CONFIGS = {
     "NEF-F left-to-right, N = L, 1 sentence/update": Setup("nef-f", 1, True, True, attention="left-to-right"),
     "NEF-F left-to-right, N = L, 1 sentence/update, lean path off": Setup(
         "nef-f", 1, False, False, attention="left-to-right"
+    ),
+    "vanilla easy-first (hard), N = L, 1 sentence/update": Setup("nef-f", 1, True, True, attention="hard"),
+    "vanilla easy-first (hard), N = L, 1 sentence/update, lean path off": Setup(
+        "nef-f", 1, False, False, attention="hard"
     ),
 }
 BASE = "BiLSTM, 1 sentence/update"

@@ -8,7 +8,7 @@ import json
 
 import pytest
 import torch
-from test_model import SENTENCES, TAGS, padded_states, small_model
+from test_model import SENTENCES, TAGS, output_layer, padded_states, small_model
 
 from conftest import SAMPLE, run_cli, train_on_sample
 from easyfirst.config import Config
@@ -26,7 +26,7 @@ def decode(attention: str, steps=None, dtype=torch.float32, scale=5.0, seed=3):
     states, mask = padded_states(LENGTHS, seed=seed)
     states = states.to(dtype) * scale
     output = torch.randn(5, 6 + 4, dtype=dtype)
-    _, history = decoder(states, mask, steps, lambda s: torch.cat([states, s], -1) @ output.T)
+    _, history = decoder(states, mask, steps, output_layer(states, output))
     return history, mask
 
 
@@ -74,7 +74,7 @@ def test_more_steps_than_words_stay_finite_and_refresh_the_budget(name, scale):
     states = (states.float() * scale).requires_grad_()
     output = torch.randn(5, 10)
     steps = 2 * max(LENGTHS) + 3
-    sketch, history = decoder(states, mask, steps, lambda s: torch.cat([states, s], -1) @ output.T)
+    sketch, history = decoder(states, mask, steps, output_layer(states, output))
     assert torch.isfinite(sketch).all() and torch.isfinite(history).all()
     sketch.sum().backward()
     assert torch.isfinite(states.grad).all()

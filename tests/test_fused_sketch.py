@@ -9,7 +9,7 @@ import torch
 
 from easyfirst.model import sketch as sketch_module
 from easyfirst.model.fused_sketch import FusedSketchFunction, LoopPlan, fused_sketch_loop, run_loop
-from easyfirst.model.sketch import SketchDecoder
+from easyfirst.model.sketch import SketchDecoder, WordScores
 
 LENGTHS = [5, 1, 3, 7, 0, 6]  # padding, a one-word and an empty sentence
 # no empty sentence: the first 4 steps run in the loop's common region (every sentence active, round 1)
@@ -23,18 +23,27 @@ def padded_batch(lengths: list[int], dim: int, seed: int) -> tuple[torch.Tensor,
     return (states * 2 * mask[..., None]).requires_grad_(), mask
 
 
+def random_output_layer(states: torch.Tensor, sketch_dim: int, seed: int) -> WordScores:
+    """Tag scores from a random output layer (3 tags) on concat(h_i, s_i), for hard attention."""
+    generator = torch.Generator().manual_seed(seed + 2)
+    weight = torch.randn(3, states.shape[-1] + sketch_dim, generator=generator, dtype=states.dtype)
+    return WordScores(states.detach() @ weight[:, : states.shape[-1]].T, weight[:, states.shape[-1] :])
+
+
 def run_both(
     decoder: SketchDecoder, steps: int | None, lengths: list[int], seed: int = 0
 ) -> list[dict[str, torch.Tensor]]:
-    """Outputs and gradients (of a random linear function of both outputs) of the fused and generic loops."""
+    """Outputs and gradients (of a random linear function of both outputs) of the fused and generic loops
+    (for hard attention, with a random output layer of 3 tags)."""
     states, mask = padded_batch(lengths, decoder.input_half.in_channels, seed)
+    score_words = random_output_layer(states, decoder.sketch_dim, seed)
     generator = torch.Generator().manual_seed(seed + 1)
     results = []
     for fused in (True, False):
         decoder.fused = fused
         decoder.zero_grad(set_to_none=True)
         states.grad = None
-        sketch, history = decoder(states, mask, steps)
+        sketch, history = decoder(states, mask, steps, score_words)
         d_sketch = torch.randn(sketch.shape, generator=generator, dtype=sketch.dtype)
         d_history = torch.randn(history.shape, generator=generator, dtype=history.dtype)
         ((sketch * d_sketch).sum() + (history * d_history).sum()).backward()
@@ -132,8 +141,8 @@ def test_without_gradients_nothing_is_stored_and_the_outputs_agree():
 
 def test_other_attentions_keep_the_generic_loop_and_model_files_do_not_change(monkeypatch):
     assert SketchDecoder(6, attention="csoftmax").fused
-    # no fast path at all for these; softmax and sparsemax have the single-sentence one (model/lean.py)
-    assert not any(SketchDecoder(6, attention=name).fused for name in ("csparsemax", "entmax15", "hard"))
+    # no fast path at all for these; the others have the single-sentence one (model/lean.py)
+    assert not any(SketchDecoder(6, attention=name).fused for name in ("csparsemax", "entmax15"))
     monkeypatch.setattr(sketch_module, "fused_sketch_loop", lambda *a: pytest.fail("fused loop taken"))
     states, mask = padded_batch([4, 3], 6, 0)
     for name in ("softmax", "sparsemax", "csparsemax"):  # a batch: the generic loop

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 from rich.console import Console
-from test_fused_sketch import run_both
+from test_fused_sketch import random_output_layer, run_both
 
 from conftest import SAMPLE
 from easyfirst.config import Config
@@ -53,9 +53,11 @@ def counted(monkeypatch):
     return calls
 
 
-# the learned attentions at three lengths; the prescribed orders (α independent of the scores) at one
+# the prescribed orders (α independent of the model) at one length, the others at three
 SHAPES = [
-    (a, n) for a in lean.ATTENTIONS for n in ((7, 3, 2) if lean.ATTENTIONS.index(a) < lean.UNIFORM else (7,))
+    (a, n)
+    for a in lean.ATTENTIONS
+    for n in ((7,) if lean.UNIFORM <= lean.ATTENTIONS.index(a) <= lean.RIGHT_TO_LEFT else (7, 3, 2))
 ]
 
 
@@ -83,19 +85,18 @@ def test_lean_decoder_matches_the_generic_loop(full_state, steps, options, lengt
 @pytest.mark.parametrize("full_state", [True, False], ids=["NEF-F", "NEF-S"])
 @pytest.mark.parametrize("steps", [None, 3, 9], ids=["N=L", "N=3", "N>L"])
 @pytest.mark.parametrize("attention", lean.ATTENTIONS)
-def test_lean_decoder_without_gradients_matches_the_generic_loop(
-    full_state, steps, attention, counted, loops
-):
-    """Tagging (no gradients) keeps one step's records only."""
+def test_lean_decoder_without_gradients_matches_the_generic_loop(full_state, steps, attention, counted):
+    """Tagging (no gradients) keeps one step's records only, on the NumPy loops."""
     torch.manual_seed(0)
     decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5, full_state=full_state, attention=attention)
     decoder = decoder.double()
     states, mask = torch.randn(1, 7, 6, dtype=torch.float64), torch.ones(1, 7, dtype=torch.bool)
+    score_words = random_output_layer(states, 4, 0)
     with torch.no_grad():
-        found = decoder(states, mask, steps)
+        found = decoder(states, mask, steps, score_words)
         lean.enabled = False
         try:
-            generic = decoder(states, mask, steps)
+            generic = decoder(states, mask, steps, score_words)
         finally:
             lean.enabled = True
     assert counted

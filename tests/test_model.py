@@ -10,7 +10,7 @@ import torch
 from easyfirst.config import Config
 from easyfirst.data.batching import encode, iterate_batches
 from easyfirst.data.vocab import Vocabularies
-from easyfirst.model.sketch import SketchDecoder
+from easyfirst.model.sketch import SketchDecoder, WordScores
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.ops import csoftmax
 from easyfirst.ops.attention import ATTENTIONS
@@ -38,6 +38,13 @@ def padded_states(lengths: list[int], dim: int = 6, seed: int = 0) -> tuple[torc
         * mask[..., None]
     )
     return states, mask
+
+
+def output_layer(states: torch.Tensor, output: torch.Tensor) -> WordScores:
+    """A bias-free output layer with weight ``output`` ``(K, D_h + D_s)`` on concat(h_i, s_i), as hard
+    attention reads it."""
+    held = states.shape[-1]
+    return WordScores(states @ output[:, :held].T, output[:, held:])
 
 
 def slow_rho(name: str, z: torch.Tensor, beta: torch.Tensor, n: int, scores) -> torch.Tensor:
@@ -134,7 +141,7 @@ def test_batched_decoder_matches_slow_literal_implementation(
         states * 3,
         mask,
         fixed_steps,
-        lambda s: torch.cat([states * 3, s], -1) @ output.T,
+        output_layer(states * 3, output),
         beyond_length=beyond_length,
     )
     assert sketch.shape == (4, 7, 4)

@@ -1,5 +1,6 @@
 """One sentence on the CPU, in NumPy: the BiLSTM and the decoder (csoftmax, sparsemax or softmax
-attention, or a prescribed order: uniform, left-to-right, right-to-left) at one sentence per update.
+attention, a prescribed order: uniform, left-to-right, right-to-left, or vanilla easy-first's hard
+choice) at one sentence per update.
 
 Training with one sentence per update, as the paper's own code does (github.com/Unbabel/
 neural-easy-first, dynet/neftagger.py; configs/pos-reference.toml), runs the BiLSTM over one row of L
@@ -15,7 +16,8 @@ float64; ``enabled = False`` turns this off) takes these two autograd Functions 
   the mathematics of :mod:`easyfirst.model.fused_sketch` (Eqs. 1–7, 11; NEF-F and NEF-S, N fixed or
   N = L, a fresh unit of budget every L steps, temperature and coverage penalty), whose backward it
   follows step by step with Prop. 1's Jacobian for csoftmax (sparsemax and softmax attention,
-  unbudgeted, take the same loop with their own Jacobians, the prescribed orders with none); the sums over steps (the weight, v and
+  unbudgeted, take the same loop with their own Jacobians, the prescribed orders and hard attention with
+  none); the sums over steps (the weight, v and
   input-half gradients) are one matrix product each at the end. csoftmax is computed in float64 exp
   space (the CPU path of easyfirst.ops.constrained) when every score lies within 600 nats of 0, else by
   :func:`easyfirst.ops.constrained.csoftmax_forward`.
@@ -41,10 +43,11 @@ from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_forward
 from easyfirst.ops.window import flat_weight
 
 # the attention transformations this path serves (easyfirst.ops.attention names), in the order of the
-# codes the loops take (easyfirst.model.lean_kernels uses the numbers): the learned ones, then the
-# prescribed orders (from UNIFORM on), whose α reads no score and passes no gradient to it
-ATTENTIONS = ("csoftmax", "sparsemax", "softmax", "uniform", "left-to-right", "right-to-left")
-CSOFTMAX, SPARSEMAX, SOFTMAX, UNIFORM, LEFT_TO_RIGHT, RIGHT_TO_LEFT = range(6)
+# codes the loops take (easyfirst.model.lean_kernels uses the numbers): the learned ones, then (from
+# UNIFORM on) those through which no gradient reaches Eq. 2's scores: the prescribed orders, and hard
+# attention, which picks the uncovered word with the best tag score (Alg. 1)
+ATTENTIONS = ("csoftmax", "sparsemax", "softmax", "uniform", "left-to-right", "right-to-left", "hard")
+CSOFTMAX, SPARSEMAX, SOFTMAX, UNIFORM, LEFT_TO_RIGHT, RIGHT_TO_LEFT, HARD = range(7)
 # False sends single sentences through the batched torch paths too (benchmarks/reference_speed.py and the
 # tests compare the two)
 enabled = True
@@ -145,6 +148,20 @@ def prescribed_row(n: int, length: int, transform: int, dtype) -> tuple[np.ndarr
     return alpha, np.zeros(length, bool)
 
 
+def hard_row(
+    sketch: np.ndarray, budget: np.ndarray, word_scores: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """α of vanilla easy-first (Alg. 1, lines 4–6; easyfirst.ops.attention's ``hard``): all on the word
+    with budget left whose best tag score, ``fixed`` ``(L, K)`` + Sⁿ⁻¹ ``weight_t`` ``(D_s, K)``, is
+    highest (ties: the leftmost); none when no word has budget left. No word is free."""
+    fixed, weight_t = word_scores
+    best = (fixed + sketch @ weight_t).max(1)
+    alpha = np.zeros(budget.shape, sketch.dtype)
+    if (budget > 0).any():
+        alpha[np.where(budget > 0, best, -np.inf).argmax()] = 1
+    return alpha, np.zeros(budget.shape, bool)
+
+
 def attention_row_backward(
     alpha: np.ndarray, free: np.ndarray, grad: np.ndarray, transform: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -184,12 +201,14 @@ def lean_loop(
     coverage_penalty: float,
     transform: int,
     store: bool,
+    word_scores: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, _Records]:
     """Sᴺ ``(L, D_s)``, the history ``(N, L)`` (αⁿ of every step) and the records for the backward.
     ``fixed`` ``(L, O)`` (the encoder half, bias included), ``weight_t`` ``(K·D_s, O)`` (the sketch
     half, windows' column order), ``v`` ``(D_z,)``; ``transform``: the attention's code
-    (:data:`ATTENTIONS`). Without ``store`` (tagging), the records keep one step and the NumPy loop runs
-    (see module)."""
+    (:data:`ATTENTIONS`); ``word_scores``, for hard attention: the output layer's ``fixed`` ``(L, K)``
+    and sketch ``weight_t`` ``(D_s, K)`` (:func:`hard_row`). Without ``store`` (tagging), the records
+    keep one step and the NumPy loop runs (see module)."""
     length, out = fixed.shape
     score_dim = v.shape[0]
     sketch_dim = out - score_dim
@@ -198,6 +217,8 @@ def lean_loop(
     slots = steps if store else 1
     records = _Records(slots, length, out, width, sketch_dim, full_state, fixed.dtype)
     loops = _compiled() if store else None
+    if word_scores is None:
+        word_scores = (np.empty((0, 0), fixed.dtype), np.empty((0, 0), fixed.dtype))  # none read
     if loops is not None:
         sketch, history = np.zeros((length, sketch_dim), fixed.dtype), np.empty((steps, length), fixed.dtype)
         if loops.decoder_forward(
@@ -210,6 +231,7 @@ def lean_loop(
             float(coverage_penalty),
             transform,
             _EXP_RANGE,
+            *word_scores,
             sketch,
             history,
             records.cols,
@@ -248,12 +270,12 @@ def lean_loop(
             alpha, records.free[k] = sparsemax_row(z)
         elif transform == SOFTMAX:
             alpha, records.free[k] = softmax_row(z)
+        elif transform == HARD:  # Alg. 1 on Sⁿ⁻¹ and u = 1 − β, a fresh unit every L steps
+            alpha, records.free[k] = hard_row(sketch, _budget(n, length, beta), word_scores)
         elif transform >= UNIFORM:
             alpha, records.free[k] = prescribed_row(n, length, transform, fixed.dtype)
         else:  # Eq. 3, csoftmax with u = 1 − β, a fresh unit every L steps
-            budget = (1.0 if n <= length else float(np.ceil(n / length))) - beta
-            np.maximum(budget, 0, out=budget)
-            alpha, records.free[k] = csoftmax_row(z, budget)
+            alpha, records.free[k] = csoftmax_row(z, _budget(n, length, beta))
         history[n - 1] = alpha
         if full_state:  # Eq. 7
             sketch += alpha[:, None] * t[:, score_dim:]
@@ -265,6 +287,11 @@ def lean_loop(
             np.add(records.betas[k], alpha, out=records.betas[k + 1])
         beta += alpha
     return sketch.copy(), history, records
+
+
+def _budget(n: int, length: int, beta: np.ndarray) -> np.ndarray:
+    """u = (⌈n/L⌉ − βⁿ⁻¹)₊: a fresh unit of budget every L steps."""
+    return np.maximum((1.0 if n <= length else float(np.ceil(n / length))) - beta, 0)
 
 
 def lean_backward(
@@ -398,7 +425,7 @@ class LeanSketchFunction(torch.autograd.Function):
     ``(1, L, D_h)``: the input half of the window map (computed once), then the step loop (see module)."""
 
     @staticmethod
-    def forward(ctx, states, in_weight, in_bias, weight, v, steps: int, settings: tuple):
+    def forward(ctx, states, in_weight, in_bias, weight, v, steps: int, settings: tuple, word_scores):
         width = weight.shape[2]
         in_flat = flat_weight(in_weight).detach().numpy()  # (O, K·D_h)
         in_cols = window_rows(states[0].detach().numpy(), width)  # (L, K·D_h)
@@ -411,6 +438,7 @@ class LeanSketchFunction(torch.autograd.Function):
             steps,
             *settings,
             store=True,
+            word_scores=_numpy_pair(word_scores),
         )
         ctx.saved = (records, history, in_cols, in_flat, flat, v[0].detach().numpy())
         ctx.settings, ctx.shapes = settings, (in_weight.shape, weight.shape)
@@ -442,6 +470,7 @@ class LeanSketchFunction(torch.autograd.Function):
             None if ctx.settings[3] >= UNIFORM else torch.from_numpy(d_v)[None],
             None,
             None,
+            None,
         )
 
 
@@ -453,15 +482,17 @@ def lean_decoder(
     v: torch.Tensor,
     steps: int,
     settings: tuple[bool, float, float, int],
+    word_scores: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The decoder of :class:`easyfirst.model.sketch.SketchDecoder` with an attention of
     :data:`ATTENTIONS` for one sentence: Sᴺ ``(1, L, D_s)`` and the history ``(1, N, L)`` from
     ``states`` ``(1, L, D_h)``, the input and sketch halves' weights (``nn.Conv1d`` layout), v ``(1,
-    D_z)``, N and (full_state, temperature, coverage penalty, the attention's code); with gradients
-    where autograd wants them."""
+    D_z)``, N and (full_state, temperature, coverage penalty, the attention's code), and for hard
+    attention the output layer (:class:`easyfirst.model.sketch.WordScores`: ``fixed`` ``(1, L, K)``,
+    ``weight`` ``(K, D_s)``); with gradients where autograd wants them (none through the hard choice)."""
     tensors = (states, in_weight, in_bias, weight, v)
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-        return LeanSketchFunction.apply(*tensors, steps, settings)
+        return LeanSketchFunction.apply(*tensors, steps, settings, word_scores)
     with torch.no_grad():
         width = weight.shape[2]
         fixed = window_rows(states[0].numpy(), width) @ flat_weight(in_weight).numpy().T + in_bias.numpy()
@@ -472,8 +503,18 @@ def lean_decoder(
             steps,
             *settings,
             store=False,
+            word_scores=_numpy_pair(word_scores),
         )
     return torch.from_numpy(sketch)[None], torch.from_numpy(history)[None]
+
+
+def _numpy_pair(word_scores: tuple[torch.Tensor, torch.Tensor] | None) -> tuple | None:
+    """The output layer's parts for :func:`hard_row` from :class:`easyfirst.model.sketch.WordScores`'s:
+    ``fixed`` ``(L, K)`` and the transposed sketch weight ``(D_s, K)``."""
+    if word_scores is None:
+        return None
+    fixed, weight = word_scores
+    return np.ascontiguousarray(fixed[0].detach().numpy()), np.ascontiguousarray(weight.detach().numpy().T)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -134,6 +134,27 @@ def prescribed_row(n, transform, alpha, free):
 
 
 @_jit
+def hard_row(sketch, budget, scores_fixed, scores_weight_t, alpha, free):
+    """α of vanilla easy-first into ``alpha``, as :func:`easyfirst.model.lean.hard_row`: all on the
+    word with budget left whose best tag score (``scores_fixed`` + ``sketch`` ``scores_weight_t``) is
+    highest, the leftmost of ties; none when no word has budget left. No word is free."""
+    tags = np.dot(sketch, scores_weight_t)
+    chosen = -1
+    best = -np.inf
+    for i in range(sketch.shape[0]):
+        free[i] = False
+        alpha[i] = 0.0
+        if budget[i] > 0:
+            top = -np.inf
+            for k in range(tags.shape[1]):
+                top = max(top, tags[i, k] + scores_fixed[i, k])
+            if chosen < 0 or top > best:
+                chosen, best = i, top
+    if chosen >= 0:
+        alpha[chosen] = 1.0
+
+
+@_jit
 def _fill_windows(rows, pad, width, cols):
     """cols[i] = the rows i − pad … i + pad of ``rows`` side by side, zeros past the edges (Eq. 1)."""
     length, channels = rows.shape
@@ -160,6 +181,8 @@ def decoder_forward(
     coverage_penalty,
     transform,
     exp_range,
+    scores_fixed,
+    scores_weight_t,
     sketch,
     history,
     cols_record,
@@ -172,7 +195,8 @@ def decoder_forward(
     """:func:`easyfirst.model.lean.lean_loop` into the given arrays: Sᴺ into ``sketch`` (zeros on
     entry), αⁿ into ``history`` and the records of every step (tagging runs the NumPy loop); ``transform``:
     the attention's code (easyfirst.model.lean.ATTENTIONS: CSOFTMAX 0, SPARSEMAX 1, SOFTMAX 2, UNIFORM
-    3, LEFT_TO_RIGHT 4, RIGHT_TO_LEFT 5)."""
+    3, LEFT_TO_RIGHT 4, RIGHT_TO_LEFT 5, HARD 6); for HARD, the output layer's ``scores_fixed`` ``(L,
+    K)`` and ``scores_weight_t`` ``(D_s, K)`` (:func:`hard_row`)."""
     length, out = fixed.shape
     score_dim = v.shape[0]
     sketch_dim = out - score_dim
@@ -217,6 +241,8 @@ def decoder_forward(
             sparsemax_row(z, alpha, free_record[k])
         elif transform == 2:
             softmax_row(z, alpha, free_record[k])
+        elif transform == 6:  # Alg. 1 on Sⁿ⁻¹: z is not read
+            hard_row(sketch, budget, scores_fixed, scores_weight_t, alpha, free_record[k])
         else:  # a prescribed order: z is not read
             prescribed_row(n, transform, alpha, free_record[k])
         history[n - 1] = alpha

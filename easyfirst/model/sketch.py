@@ -32,7 +32,7 @@ Scores (see easyfirst.ops.attention): Eq. 2, optionally z/T (``temperature``) an
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -42,6 +42,21 @@ from easyfirst.model.lean import ATTENTIONS as LEAN_ATTENTIONS
 from easyfirst.model.lean import lean_applies, lean_decoder
 from easyfirst.ops.attention import ATTENTIONS
 from easyfirst.ops.window import WindowConv1d
+
+
+@dataclass
+class WordScores:
+    """The output layer of Eq. 6 as vanilla easy-first reads it (Alg. 1, line 4): the tag scores
+    f(i, ·; x, S) = W [h_i; s_i] + b = ``fixed`` + W_s s_i of every word for the sketches S, split into
+    the part that does not change across steps, ``fixed`` ``(B, L, K)`` (W_h h_i + b; b alone without
+    the concatenation), and the sketch's columns ``weight`` ``(K, D_s)``."""
+
+    fixed: torch.Tensor
+    weight: torch.Tensor
+
+    def __call__(self, sketch: torch.Tensor) -> torch.Tensor:
+        """Tag scores ``(B, L, K)`` for sketches ``(B, L, D_s)``."""
+        return self.fixed + sketch @ self.weight.T
 
 
 def sentence_steps(lengths: torch.Tensor, steps: int | None, beyond_length: bool = True) -> torch.Tensor:
@@ -76,7 +91,7 @@ class SketchDecoder(nn.Module):
         self.sketch_half = WindowConv1d(sketch_dim, attention_dim + sketch_dim, width, bias=False)
         self.v = nn.Linear(attention_dim, 1, bias=False)
         # the fast paths: one sentence on the CPU takes easyfirst.model.lean (every attention but
-        # csparsemax, entmax15 and hard: lean.ATTENTIONS), a batch with csoftmax runs the whole step loop as one autograd Function (easyfirst.model.
+        # csparsemax and entmax15: lean.ATTENTIONS), a batch with csoftmax runs the whole step loop as one autograd Function (easyfirst.model.
         # fused_sketch); False forces the generic loop below, the reference both are tested against
         self.fused = attention in LEAN_ATTENTIONS
 
@@ -85,7 +100,7 @@ class SketchDecoder(nn.Module):
         states: torch.Tensor,
         mask: torch.Tensor,
         steps: int | None = None,
-        score_words: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        score_words: WordScores | None = None,
         beyond_length: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Run the sketch steps.
@@ -94,8 +109,8 @@ class SketchDecoder(nn.Module):
             states: encoder states ``H`` ``(B, L, D_h)``, zero on padding.
             mask: ``(B, L)`` bool, true on real words.
             steps: N, or None for N = L_b for each sentence b.
-            score_words: for ``hard`` attention, maps sketches ``(B, L, D_s)`` to tag scores
-                ``(B, L, K)`` (the output layer of Eq. 6).
+            score_words: for ``hard`` attention, the output layer of Eq. 6 (tag scores of the
+                sketches), taken without gradient.
             beyond_length: with N fixed, whether a sentence shorter than N runs all N steps (true) or
                 stops after its L_b (N_b = min(N, L_b): N as a maximum number of steps).
 
@@ -104,6 +119,8 @@ class SketchDecoder(nn.Module):
             whose rows past a sentence's own N_b are zero.
         """
         size, length = mask.shape
+        if self.attention.scores == "output" and score_words is None:
+            raise ValueError("hard attention needs score_words (the output layer)")
         if self.fused and length and lean_applies(states) and bool(mask.all()):  # one sentence on the CPU
             steps = length if steps is None else steps if beyond_length else min(steps, length)
             transform = LEAN_ATTENTIONS.index(self.attention.name)
@@ -116,6 +133,7 @@ class SketchDecoder(nn.Module):
                 self.v.weight,
                 steps,
                 settings,
+                (score_words.fixed, score_words.weight) if self.attention.scores == "output" else None,
             )  # the NumPy path, easyfirst.model.lean
         lengths = mask.sum(1)
         n_steps = sentence_steps(lengths, steps, beyond_length)
@@ -162,7 +180,7 @@ class SketchDecoder(nn.Module):
         affine: torch.Tensor,
         sketch: torch.Tensor,
         beta: torch.Tensor,
-        score_words: Callable[[torch.Tensor], torch.Tensor] | None,
+        score_words: WordScores | None,
     ) -> torch.Tensor:
         """The scores zⁿ ``(B, L)`` that ρ reads at this step (zeros for the prescribed orders).
 
@@ -171,8 +189,6 @@ class SketchDecoder(nn.Module):
         """
         source = self.attention.scores
         if source == "output":  # vanilla easy-first: f(i, y_i; x, S) maximised over y_i (Alg. 1, line 4)
-            if score_words is None:
-                raise ValueError("hard attention needs score_words (the output layer)")
             with torch.no_grad():
                 return score_words(sketch.transpose(1, 2)).amax(-1)
         if source is None:

@@ -21,7 +21,7 @@ from easyfirst.model.embedder import Embedder
 from easyfirst.model.encoder import BiLSTMEncoder
 from easyfirst.model.qe_heads import HeadLoss, QEHeads
 from easyfirst.model.settings import LossConfig, ModelConfig
-from easyfirst.model.sketch import SketchDecoder
+from easyfirst.model.sketch import SketchDecoder, WordScores
 
 
 class EasyFirstTagger(nn.Module):
@@ -108,7 +108,7 @@ class EasyFirstTagger(nn.Module):
                 states,
                 batch.mask,
                 self.steps,
-                lambda s: self.output(self.features(states, s)),
+                self.word_scores(states) if self.decoder.attention.scores == "output" else None,
                 beyond_length=self.steps_beyond_length,
             )
             # contiguous: dropout draws its mask in memory order, and the generic loop's sketch is a
@@ -122,6 +122,16 @@ class EasyFirstTagger(nn.Module):
             source_table = self.embedder.features["source"] if self.heads.source else None
             head_scores = self.heads(features, batch.mask, batch.heads, source_table)
         return self.output(features), attention, head_scores
+
+    def word_scores(self, states: torch.Tensor) -> WordScores:
+        """The output layer on concat(h_i, s_i) (s_i alone without concat) as a function of the sketches,
+        for vanilla easy-first's choice of word (``hard`` attention), without gradient."""
+        with torch.no_grad():
+            weight, bias = self.output.weight, self.output.bias
+            if not self.concat:
+                return WordScores(bias.expand(*states.shape[:2], -1), weight)
+            held = states.shape[-1]
+            return WordScores(states @ weight[:, :held].T + bias, weight[:, held:])
 
     def features(self, states: torch.Tensor, sketch: torch.Tensor) -> torch.Tensor:
         """The output layer's input: concat(h_i, s_i) ``(B, L, D_h + D_s)``, or s_i alone without concat."""
