@@ -167,8 +167,8 @@ def attention_row_backward(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(dz, du)`` from α, its free set (csoftmax: A; sparsemax: the support; softmax: all words) and
     dα. csoftmax, Prop. 1: dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = dα − … off A; softmax the same with
-    A = all; sparsemax: dz = dα − mean_S(dα) on S; a prescribed order: A empty, dz = 0. Only csoftmax
-    reads u."""
+    A = all; sparsemax: dz = dα − mean_S(dα) on S; a prescribed order or hard: A empty, dz = 0. Only
+    csoftmax reads u."""
     weighted = np.where(free, 1 if transform == SPARSEMAX else alpha, 0)
     mass = weighted.sum()
     centred = grad - (weighted @ grad) / (mass if mass > 0 else 1)
@@ -466,7 +466,7 @@ class LeanSketchFunction(torch.autograd.Function):
             torch.from_numpy(d_in_flat).view(out, width, in_dim).transpose(1, 2),
             torch.from_numpy(d_fixed.sum(0)),
             torch.from_numpy(d_flat).view(out, width, sketch_dim).transpose(1, 2),
-            # a prescribed order never reads v: no gradient, as the generic loop, which never calls it
+            # a prescribed order or hard attention never reads v: no gradient, as in the generic loop
             None if ctx.settings[3] >= UNIFORM else torch.from_numpy(d_v)[None],
             None,
             None,

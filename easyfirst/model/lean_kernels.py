@@ -324,7 +324,7 @@ def decoder_backward(
                 d_alpha[i] += total
         # csoftmax, Prop. 1: dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = (dα − …) off A;
         # softmax the same with A = all; sparsemax: dz = dα − mean_S(dα) on the support S; a prescribed
-        # order: A empty, dz = 0
+        # order or hard: A empty, dz = 0
         # (easyfirst.model.lean.attention_row_backward)
         mass = 0.0
         dot = 0.0
