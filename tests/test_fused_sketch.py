@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_model import output_layer
 
 from easyfirst.model import sketch as sketch_module
 from easyfirst.model.fused_sketch import FusedSketchFunction, LoopPlan, fused_sketch_loop, run_loop
@@ -27,7 +28,7 @@ def random_output_layer(states: torch.Tensor, sketch_dim: int, seed: int) -> Wor
     """Tag scores from a random output layer (3 tags) on concat(h_i, s_i), for hard attention."""
     generator = torch.Generator().manual_seed(seed + 2)
     weight = torch.randn(3, states.shape[-1] + sketch_dim, generator=generator, dtype=states.dtype)
-    return WordScores(states.detach() @ weight[:, : states.shape[-1]].T, weight[:, states.shape[-1] :])
+    return output_layer(states.detach(), weight)
 
 
 def run_both(

@@ -207,7 +207,6 @@ def decoder_forward(
     z = np.empty(length, fixed.dtype)
     budget = np.empty(length, fixed.dtype)
     alpha = np.empty(length, fixed.dtype)
-    beta = np.zeros(length, fixed.dtype)
     two = fixed.dtype.type(2.0)
     for n in range(1, steps + 1):
         k = n - 1
@@ -231,9 +230,9 @@ def decoder_forward(
             if temperature != 1.0:
                 score /= temperature
             if coverage_penalty != 0.0:
-                score -= coverage_penalty * beta[i]
+                score -= coverage_penalty * betas[k, i]  # βⁿ⁻¹
             z[i] = score
-            budget[i] = max(units - beta[i], 0.0)
+            budget[i] = max(units - betas[k, i], 0.0)
         if transform == 0:  # Eq. 3
             if not csoftmax_row(z, budget, exp_range, alpha, free_record[k]):
                 return False
@@ -262,7 +261,6 @@ def decoder_forward(
                     sketch[i, d] += alpha[i] * pooled[d]
         for i in range(length):
             betas[k + 1, i] = betas[k, i] + alpha[i]
-            beta[i] += alpha[i]
     return True
 
 

@@ -91,8 +91,9 @@ class SketchDecoder(nn.Module):
         self.sketch_half = WindowConv1d(sketch_dim, attention_dim + sketch_dim, width, bias=False)
         self.v = nn.Linear(attention_dim, 1, bias=False)
         # the fast paths: one sentence on the CPU takes easyfirst.model.lean (every attention but
-        # csparsemax and entmax15: lean.ATTENTIONS), a batch with csoftmax runs the whole step loop as one autograd Function (easyfirst.model.
-        # fused_sketch); False forces the generic loop below, the reference both are tested against
+        # csparsemax and entmax15: lean.ATTENTIONS), a batch with csoftmax runs the whole step loop as
+        # one autograd Function (easyfirst.model.fused_sketch); False forces the generic loop below, the
+        # reference both are tested against
         self.fused = attention in LEAN_ATTENTIONS
 
     def forward(
