@@ -82,6 +82,11 @@ ROWS: dict[str, tuple[str, list[str], int]] = {
         [*REFERENCE, "--attention-temperature", "0.25"],
         20,
     ),
+    "ref-lr0.05-temp0.25": (
+        "lr 0.05 and attention temperature 0.25",
+        [*REFERENCE, "--lr", "0.05", "--attention-temperature", "0.25"],
+        20,
+    ),
     "b16-temp0.25": ("16/update, attention temperature 0.25", [*B16, "--attention-temperature", "0.25"], 20),
     "b16-temp0.5": ("16/update, attention temperature 0.5", [*B16, "--attention-temperature", "0.5"], 20),
     "ref-vinit4": ("v initialised × 4", [*REFERENCE, "--v-init", "4"], 10),
