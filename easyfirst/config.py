@@ -10,6 +10,7 @@ values, which are also the defaults here.
 
 from __future__ import annotations
 
+import math
 import sys
 import typing
 from dataclasses import asdict, dataclass, field, fields
@@ -68,6 +69,8 @@ class TrainConfig:
     optimizer: str = "adagrad"  # adagrad (the paper's), adam or sgd (easyfirst.optim)
     lr: float = field(default=0.1, metadata=option("Learning rate."))
     clip: float = 5.0  # gradient-norm clipping
+    # the learning rate of the embedding tables (words, affixes, features); unset: lr, like the rest
+    embedding_lr: float | None = None
     batch_size: int = field(default=16, metadata=option("Sentences per update."))
     # how an update's loss combines its words; "sum" with batch_size = 1 is the paper's own code
     # (configs/pos-reference.toml), where clipping then acts on a sentence's summed gradient
@@ -213,6 +216,8 @@ class Config:
                 raise InputError(f"{name} must be >= 1", source)
         if t.optimizer not in OPTIMIZERS:
             raise InputError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {t.optimizer!r}", source)
+        if t.embedding_lr is not None and not (math.isfinite(t.embedding_lr) and t.embedding_lr >= 0):
+            raise InputError("embedding_lr must be a finite number >= 0 (or unset: lr)", source)
         if t.reduction not in REDUCTIONS:
             raise InputError(f"reduction must be one of {', '.join(REDUCTIONS)}, not {t.reduction!r}", source)
         self.loss.validate(m.crf, source)

@@ -75,17 +75,25 @@ def _sparse_adagrad(
     param.index_add_(0, rows, values / std, alpha=-group["lr"])
 
 
-def make_optimizer(name: str, lr: float, model: nn.Module, sparse: bool = True) -> torch.optim.Optimizer:
+def make_optimizer(
+    name: str, lr: float, model: nn.Module, sparse: bool = True, embedding_lr: float | None = None
+) -> torch.optim.Optimizer:
     """The optimizer ``name`` (adagrad, adam, sgd) over ``model``'s parameters. With ``sparse`` (and
-    Adagrad or SGD) the model's embedding tables switch to sparse gradients (see module)."""
+    Adagrad or SGD) the model's embedding tables switch to sparse gradients (see module). With
+    ``embedding_lr`` the embedding tables form a parameter group of their own at that learning rate
+    (the rest at ``lr``); unset, all parameters are one group, as a checkpoint without it expects."""
     if name not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {name!r}")
     sparse_embeddings(model, sparse and name != "adam")
-    if name == "adagrad":
-        return Adagrad(model.parameters(), lr=lr)
-    if name == "adam":
-        return torch.optim.Adam(model.parameters(), lr=lr)
-    return torch.optim.SGD(model.parameters(), lr=lr)
+    params = model.parameters()
+    if embedding_lr is not None:
+        tables = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+        params = [
+            {"params": [p for p in model.parameters() if id(p) in tables], "lr": embedding_lr},
+            {"params": [p for p in model.parameters() if id(p) not in tables]},
+        ]
+    kind = {"adagrad": Adagrad, "adam": torch.optim.Adam, "sgd": torch.optim.SGD}[name]
+    return kind(params, lr=lr)
 
 
 def sparse_embeddings(model: nn.Module, on: bool) -> None:

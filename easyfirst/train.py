@@ -265,8 +265,9 @@ def prepare_run(
             if lean._compiled() is not None
             else "; one sentence on the CPU: NumPy loops (pip install 'easyfirst\\[fast]' compiles them, 1.3x faster)"
         )
+    embedding_lr = "" if t.embedding_lr is None else f" (embedding tables {t.embedding_lr:g})"
     log(
-        f"[bold]updates[/] {t.optimizer}, lr {t.lr:g}, gradient norm clipped at {t.clip:g}; {per_update} per "
+        f"[bold]updates[/] {t.optimizer}, lr {t.lr:g}{embedding_lr}, gradient norm clipped at {t.clip:g}; {per_update} per "
         f"update, the loss {'summed' if t.reduction == 'sum' else 'averaged'} over its words; training "
         f"sentences {'shuffled every epoch' if t.shuffle else 'in file order'}{loops}"
     )
@@ -286,7 +287,7 @@ def prepare_run(
         vocabs,
         model,
         trainer,
-        make_optimizer(t.optimizer, t.lr, model, sparse=not group.parallel),
+        make_optimizer(t.optimizer, t.lr, model, sparse=not group.parallel, embedding_lr=t.embedding_lr),
         generator,
         [encode(vocabs, s.words, s.tags, s.extra, task.targets(s)) for s in train_sents],
         [encode(vocabs, s.words, extra=s.extra) for s in splits.dev],

@@ -49,6 +49,38 @@ def test_sparse_adagrad_trains_as_torchs_dense_adagrad(clip):
     reference.load_state_dict(optimizer.state_dict())
 
 
+@pytest.mark.parametrize(("name", "lr", "embedding_lr"), [("adagrad", 0.1, 0.02), ("sgd", 0.002, 0.0004)])
+def test_embedding_lr_trains_the_tables_as_a_separate_optimizer_would(name, lr, embedding_lr):
+    """embedding_lr: the tables at their own rate, the rest at lr, each as torch's own optimizer with that
+    rate alone over those parameters (dense gradients) would move them."""
+    torch.manual_seed(0)
+    mine = Tiny().double()
+    theirs = copy.deepcopy(mine)
+    optimizer = make_optimizer(name, lr, mine, embedding_lr=embedding_lr)
+    kind = {"adagrad": torch.optim.Adagrad, "sgd": torch.optim.SGD}[name]
+    references = [kind([theirs.table.weight], lr=embedding_lr), kind(list(theirs.linear.parameters()), lr=lr)]
+    for _ in range(10):
+        ids = torch.randint(0, 30, (3, 5))
+        optimizer.zero_grad()
+        mine(ids).backward()
+        optimizer.step()
+        for reference in references:
+            reference.zero_grad()
+        theirs(ids).backward()
+        for reference in references:
+            reference.step()
+    for a, b in zip(mine.parameters(), theirs.parameters(), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-10)
+    assert not torch.equal(mine.table.weight, Tiny().double().table.weight)  # the tables did move
+
+
+def test_embedding_lr_unset_keeps_one_parameter_group():
+    """Checkpoints saved before embedding_lr hold one group; an unset embedding_lr must load them."""
+    assert len(make_optimizer("adagrad", 0.1, Tiny()).param_groups) == 1
+    groups = make_optimizer("adagrad", 0.1, Tiny(), embedding_lr=0.0).param_groups
+    assert [g["lr"] for g in groups] == [0.0, 0.1]
+
+
 def test_adam_keeps_dense_gradients():
     model = Tiny()
     make_optimizer("adam", 0.01, model)
@@ -132,3 +164,12 @@ def test_an_unknown_reduction_is_refused():
 
     with pytest.raises(InputError, match="reduction must be one of mean, sum"):
         Config.from_dict({"train": {"reduction": "average"}})
+
+
+@pytest.mark.parametrize("value", [-0.01, float("nan"), float("inf")])
+def test_a_negative_or_non_finite_embedding_lr_is_refused(value):
+    from easyfirst.errors import InputError
+
+    with pytest.raises(InputError, match="embedding_lr must be a finite number >= 0"):
+        Config.from_dict({"train": {"embedding_lr": value}})
+    assert Config.from_dict({"train": {"embedding_lr": 0.01}}).train.embedding_lr == 0.01
