@@ -70,7 +70,7 @@ ROWS: dict[str, tuple[str, list[str], int]] = {
     "ref-right-to-left": ("right-to-left, N = L", [*REFERENCE, "--attention", "right-to-left"], 20),
     # the factors of the study, ≥ 10 epochs
     "ref-b4": ("4 sentences/update (summed)", [*REFERENCE, "--batch-size", "4"], 10),
-    "ref-lr0.05": ("lr 0.05", [*REFERENCE, "--lr", "0.05"], 10),
+    "ref-lr0.05": ("lr 0.05", [*REFERENCE, "--lr", "0.05"], 20),
     "ref-lr0.2": ("lr 0.2", [*REFERENCE, "--lr", "0.2"], 10),
     "ref-temp0.5": (
         "attention temperature 0.5 (scores × 2)",
