@@ -20,7 +20,7 @@ import argparse
 import json
 from pathlib import Path
 
-from pos_table import folder, run_trainings, train_command
+from pos_table import BATCHED, folder, run_trainings, train_command
 
 # name: (flags, the paper's number: Table 1 English UPOS accuracy / Table 4 NER F1; None if not there)
 ROWS: dict[str, tuple[list[str], float | None]] = {
@@ -74,7 +74,9 @@ def train_rows(names: list[str], epochs: int, seed: int, out: Path, jobs: int) -
     """Run the rows' trainings, at most ``jobs`` at a time, the slowest (N = L, NEF-F) first."""
     todo = [n for n in names if not finished(out, ROWS[n][0], epochs, seed)]
     todo.sort(key=lambda n: ("--sketch-steps" in ROWS[n][0] or "bilstm" in ROWS[n][0], names.index(n)))
-    run_trainings({name: train_command(ROWS[name][0], epochs, seed, out) for name in todo}, jobs)
+    run_trainings(
+        {name: train_command(ROWS[name][0], epochs, seed, out, regime=BATCHED) for name in todo}, jobs
+    )
 
 
 def table(names: list[str], out: Path, paper: dict[str, float | None], paper_header: str) -> list[str]:

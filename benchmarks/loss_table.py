@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from pos_table import folder, run_trainings, train_command
+from pos_table import BATCHED, folder, run_trainings, train_command
 
 LOSSES = [("softmax", "1"), ("entmax15", "1.5"), ("sparsemax", "2")]
 ROWS = [
@@ -47,7 +47,12 @@ def main() -> None:
         run_trainings(
             {
                 " ".join(flags): train_command(
-                    [*nef_f, *flags], args.epochs, args.seed, args.out, output=folder(args.out, flags)
+                    [*nef_f, *flags],
+                    args.epochs,
+                    args.seed,
+                    args.out,
+                    output=folder(args.out, flags),
+                    regime=BATCHED,
                 )
                 for flags in waiting
             },

@@ -63,8 +63,10 @@ def test_every_verb_keeps_its_options(commands):
 def test_train_help_shows_each_tasks_default(commands):
     helps = {p.opts[0]: p.help for p in commands["train"].params if p.param_type_name == "option"}
     assert helps["--epochs"].endswith("[default: 20]")
-    assert helps["--lr"].endswith("[default: 0.1]")
-    assert helps["--batch-size"].endswith("[default: 16]")
+    # pos trains in the paper's regime at lr 0.05 (issue #15's study), ner and qe at 16 sentences per update
+    assert helps["--lr"].endswith("[default: 0.05; ner 0.1, qe 0.1]")
+    assert helps["--batch-size"].endswith("[default: 1; ner 16, qe 16]")
+    assert helps["--reduction"].endswith("[default: sum; ner mean, qe mean]")
     # the tasks differ: pos 0.2 (§5.1), ner 0.3 (§5.2), qe 0.1 (§5.3)
     assert helps["--dropout"].endswith("[default: 0.2; ner 0.3, qe 0.1]")
     assert helps["--sketch-steps"].endswith("[default: L; ner 5, qe 5]")

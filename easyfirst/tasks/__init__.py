@@ -58,7 +58,8 @@ class Task:
     breakdown_label: ClassVar[str] = "tag"  # what a row of that table is
     columns: ClassVar[tuple[tuple[str, str], ...]] = ()  # more (report key, label) in per-epoch tables
     selectable: ClassVar[tuple[str, ...]] = ()  # more report keys that [train] best_metric may name
-    defaults: ClassVar[dict[str, dict[str, Any]]] = {}  # config changes from the POS values
+    # config changes from the built-in values of easyfirst.config (the paper's §5.1 POS values)
+    defaults: ClassVar[dict[str, dict[str, Any]]] = {}
     input_kind: ClassVar[str]  # what its files are, for help and errors ("CoNLL-U files")
     # why `plot --text` cannot give this task a sentence (None: it can)
     refuses_text: ClassVar[str | None] = None
