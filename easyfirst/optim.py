@@ -87,7 +87,7 @@ def make_optimizer(
     sparse_embeddings(model, sparse and name != "adam")
     params = model.parameters()
     if embedding_lr is not None:
-        tables = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+        tables = {id(table.weight) for table in embedding_tables(model)}
         params = [
             {"params": [p for p in model.parameters() if id(p) in tables], "lr": embedding_lr},
             {"params": [p for p in model.parameters() if id(p) not in tables]},
@@ -96,13 +96,17 @@ def make_optimizer(
     return kind(params, lr=lr)
 
 
+def embedding_tables(model: nn.Module) -> list[nn.Embedding]:
+    """The embedding tables of ``model``: what takes sparse gradients and ``embedding_lr``."""
+    return [module for module in model.modules() if isinstance(module, nn.Embedding)]
+
+
 def sparse_embeddings(model: nn.Module, on: bool) -> None:
-    """Switch every ``nn.Embedding`` of ``model`` to sparse (``on``) or dense gradients."""
+    """Switch every embedding table of ``model`` to sparse (``on``) or dense gradients."""
     if on:  # torch.optim builds sparse tensors from coalesced ones: no need for its invariant checks
         torch.sparse.check_sparse_tensor_invariants.disable()
-    for module in model.modules():
-        if isinstance(module, nn.Embedding):
-            module.sparse = on
+    for table in embedding_tables(model):
+        table.sparse = on
 
 
 def clip_gradients(parameters: list[nn.Parameter], max_norm: float) -> torch.Tensor:
