@@ -70,6 +70,13 @@ ROWS: dict[str, tuple[str, list[str], int]] = {
     "ref-b4": ("4 sentences/update (summed)", [*REFERENCE, "--batch-size", "4"], 10),
     "ref-lr0.05": ("lr 0.05", [*REFERENCE, "--lr", "0.05"], 20),
     "ref-lr0.2": ("lr 0.2", [*REFERENCE, "--lr", "0.2"], 10),
+    # the other two models of Table 1 at lr 0.05 (with ref-lr0.05: the POS defaults since the study)
+    "ref-lr0.05-bilstm": ("BiLSTM (N = 0), lr 0.05", [*REFERENCE, "--lr", "0.05", "--model", "bilstm"], 20),
+    "ref-lr0.05-nef-s": (
+        "NEF-S csoftmax, N = L, lr 0.05",
+        [*REFERENCE, "--lr", "0.05", "--model", "nef-s"],
+        20,
+    ),
     "ref-temp0.5": (
         "attention temperature 0.5 (scores × 2)",
         [*REFERENCE, "--attention-temperature", "0.5"],

@@ -158,3 +158,17 @@ def test_bundled_model_accuracy_on_ewt_test(ewt):
     report = json.loads(result.stdout)
     assert report["tokens"] == 25094
     assert report["accuracy"] >= 0.94
+
+
+@pytest.mark.parametrize(
+    "extra, noted",
+    [
+        (["--batch-size", "4"], True),  # the pos defaults' summed loss and file order kept: said
+        (["--batch-size", "4", "--reduction", "mean"], False),  # the user chose the regime
+    ],
+)
+def test_a_batch_size_alone_on_pos_notes_the_summed_loss_and_file_order(extra, noted, tmp_path):
+    result = train_on_sample(tmp_path / "run", "--model", "bilstm", *extra, epochs=1)
+    assert result.returncode == 0, result.stderr.decode()
+    stderr = result.stderr.decode()
+    assert ("note: 4 sentences per update with the loss summed" in stderr) == noted, stderr

@@ -116,6 +116,7 @@ def train(**given) -> None:
     if cfg.model.model == "bilstm":
         cfg.model.sketch_steps = 0
     cfg.validate("command line")
+    note_summed_batches(cfg, given_flags("train", TrainConfig, given))
     check_device(given["device"])
     output = run_folder(given["output"], cfg, given["overwrite"])
     created = not output.exists()
@@ -130,6 +131,20 @@ def train(**given) -> None:
         if created and {p.name for p in output.iterdir()} <= {"train.log"}:
             shutil.rmtree(output, ignore_errors=True)
         raise
+
+
+def note_summed_batches(cfg: Config, flags: list[str]) -> None:
+    """``--batch-size K`` alone, where the task's default is the paper's regime (``--task pos``), keeps
+    the summed loss and the file order: say so, since a batch size usually comes with both changed."""
+    t = cfg.train
+    regime = {"--reduction", "--shuffle/--no-shuffle"}
+    if "--batch-size" in flags and not regime & set(flags) and t.batch_size > 1:
+        if t.reduction == "sum" and not t.shuffle:
+            err.print(
+                f"[yellow]note:[/] {t.batch_size} sentences per update with the loss summed over them and "
+                "the training file in order (the defaults of the paper's regime); add --reduction mean "
+                "--shuffle --lr 0.1 for the batched regime of the paper's §5.1"
+            )
 
 
 def run_folder(output: Path | None, cfg: Config, overwrite: bool) -> Path:
