@@ -89,28 +89,8 @@ def tag(
     and ner models): split into sentences and tokenized with segtok, written as CoNLL-U with # sent_id,
     # text and SpaceAfter=No, the tags in the UPOS (or XPOS) column, or as NER=tag in MISC for ner models.
     """
-    if text is not None and input is not None:
-        raise InputError("give either an input file or --text, not both")
-    if format not in FORMATS:
-        raise InputError(f"--format must be {', '.join(FORMATS[:-1])} or {FORMATS[-1]}, not {format!r}")
-    if pretokenized and text is None:
-        raise InputError("--pretokenized goes with --text (a file of tokens is a CoNLL file: --format model)")
-    if batch_size < 1:
-        raise InputError("--batch-size must be >= 1")
-    check_device(device)
-    check_output(output)
-    claimed = next(
-        (
-            (task, found)
-            for task in TASKS.values()
-            if (found := task.claim_input(input, task_options)) is not None
-        ),
-        None,
-    )  # an input only one task reads (QE files), read before the model is loaded so errors come first
-    if claimed is not None and text is not None:
-        raise InputError(f"give either --text or {claimed[0].name.upper()} input files, not both")
-    if claimed is not None and probabilities:
-        raise InputError(f"--probabilities: not for {claimed[0].name.upper()} input (it writes a tags file)")
+    check_arguments(input, text, format, pretokenized, batch_size, device, output)
+    claimed = claimed_input(input, task_options, text, probabilities)
     stream, name, plain = None, None, False
     if claimed is None and text is None:
         stream, name = open_input(input)  # fail fast, before the model
@@ -166,6 +146,38 @@ def tag(
 
 FORMATS = ("auto", "text", "model")
 LAZY_CHOICES["format"] = lambda: list(FORMATS)  # --help shows <auto|text|model>
+
+
+def check_arguments(input, text, format, pretokenized, batch_size, device, output) -> None:
+    """The user errors ``tag`` can find before it opens anything."""
+    if text is not None and input is not None:
+        raise InputError("give either an input file or --text, not both")
+    if format not in FORMATS:
+        raise InputError(f"--format must be {', '.join(FORMATS[:-1])} or {FORMATS[-1]}, not {format!r}")
+    if pretokenized and text is None:
+        raise InputError("--pretokenized goes with --text (a file of tokens is a CoNLL file: --format model)")
+    if batch_size < 1:
+        raise InputError("--batch-size must be >= 1")
+    check_device(device)
+    check_output(output)
+
+
+def claimed_input(input, task_options, text, probabilities):
+    """(task, what it read) for an input only one task reads (QE files), read before the model is loaded
+    so that its errors come first; None for any other input."""
+    claimed = next(
+        (
+            (task, found)
+            for task in TASKS.values()
+            if (found := task.claim_input(input, task_options)) is not None
+        ),
+        None,
+    )
+    if claimed is not None and text is not None:
+        raise InputError(f"give either --text or {claimed[0].name.upper()} input files, not both")
+    if claimed is not None and probabilities:
+        raise InputError(f"--probabilities: not for {claimed[0].name.upper()} input (it writes a tags file)")
+    return claimed
 
 
 def looks_like_text(stream, input: str | None) -> bool:
