@@ -34,6 +34,44 @@ def budget_left(matrix: torch.Tensor) -> torch.Tensor:
     return refreshed - before > BUDGET_TOLERANCE
 
 
+class StepStats:
+    """Sums over attention steps αⁿ (rows of a history), and their means for :func:`analyze`."""
+
+    def __init__(self) -> None:
+        self.count = self.focused = self.entropy_count = 0
+        self.entropy = self.support = self.position = self.max_weight = self.normalized_entropy = 0.0
+
+    def add(self, row: torch.Tensor, available: int) -> None:
+        """One step ``row`` ``(L,)``; ``available``: how many words had budget left before it."""
+        positive = row[row > 0]
+        entropy = float(-(positive * positive.log()).sum())
+        largest = float(row.max())
+        length = row.numel()
+        self.count += 1
+        self.entropy += entropy
+        self.support += int((row > 0).sum())
+        self.position += int(row.argmax()) / (length - 1) if length > 1 else 0.5
+        self.max_weight += largest
+        self.focused += largest >= HALF
+        if available > 1:  # normalised by log(words with budget left); undefined for one word
+            self.normalized_entropy += entropy / math.log(available)
+            self.entropy_count += 1
+
+    def means(self) -> dict[str, float]:
+        count = self.count or math.nan
+        return {
+            "entropy": self.entropy / count,
+            "support": self.support / count,
+            "focus_position": self.position / count,
+            "max_weight": self.max_weight / count,
+            "normalized_entropy": self.normalized_entropy / self.entropy_count
+            if self.entropy_count
+            else math.nan,
+            "share_focused": self.focused / count,
+            "count": self.count,
+        }
+
+
 def analyze(
     tagger,
     words: Sequence[Sequence[str]],
@@ -48,9 +86,9 @@ def analyze(
     predicted, attention = tagger.tag(words, return_attention=True, batch_size=batch_size, extras=extras)
     fixed = tagger.model.steps is not None
     first = Counter()
-    groups: dict[int, dict[str, float]] = {}
+    groups: dict[int, StepStats] = {}
+    early = StepStats()  # the first half of each sentence's steps
     betas = []
-    early = {"max_weight": 0.0, "focused": 0, "normalized_entropy": 0.0, "steps": 0, "entropy_steps": 0}
     for k, matrix in enumerate(attention):
         if matrix.numel() == 0:
             continue
@@ -61,53 +99,17 @@ def analyze(
         betas.append(matrix.sum(0))
         available = budget_left(matrix).sum(1).tolist()
         for n in range(steps):
-            row = matrix[n].double()
             group = n if fixed else min(9, (10 * n) // steps)
-            stats = groups.setdefault(
-                group,
-                {"count": 0, "entropy": 0.0, "support": 0.0, "position": 0.0, "max_weight": 0.0, "focused": 0}
-                | {"normalized_entropy": 0.0, "entropy_count": 0},
-            )
-            positive = row[row > 0]
-            entropy = float(-(positive * positive.log()).sum())
-            largest = float(row.max())
-            stats["count"] += 1
-            stats["entropy"] += entropy
-            stats["support"] += int((row > 0).sum())
-            stats["position"] += int(row.argmax()) / (length - 1) if length > 1 else 0.5
-            stats["max_weight"] += largest
-            stats["focused"] += largest >= HALF
-            normalized = entropy / math.log(available[n]) if available[n] > 1 else None
-            if normalized is not None:
-                stats["normalized_entropy"] += normalized
-                stats["entropy_count"] += 1
-            if n < math.ceil(steps / 2):  # the first half of the sentence's steps
-                early["steps"] += 1
-                early["max_weight"] += largest
-                early["focused"] += largest >= HALF
-                if normalized is not None:
-                    early["normalized_entropy"] += normalized
-                    early["entropy_steps"] += 1
+            step = groups.setdefault(group, StepStats())
+            step.add(matrix[n].double(), available[n])
+            if n < math.ceil(steps / 2):
+                early.add(matrix[n].double(), available[n])
     total = sum(first.values())
     beta = torch.cat(betas) if betas else torch.zeros(0)
     per_step = []
     for group in sorted(groups):
-        stats = groups[group]
         label = f"{group + 1}" if fixed else f"{group / 10:.1f}–{(group + 1) / 10:.1f}"
-        per_step.append(
-            {
-                "steps": label,
-                "entropy": stats["entropy"] / stats["count"],
-                "support": stats["support"] / stats["count"],
-                "focus_position": stats["position"] / stats["count"],
-                "max_weight": stats["max_weight"] / stats["count"],
-                "normalized_entropy": stats["normalized_entropy"] / stats["entropy_count"]
-                if stats["entropy_count"]
-                else math.nan,
-                "share_focused": stats["focused"] / stats["count"],
-                "count": stats["count"],
-            }
-        )
+        per_step.append({"steps": label} | groups[group].means())
     return {
         "sentences": total,
         "first_focus": {tag: n / total for tag, n in first.most_common()},
@@ -115,11 +117,8 @@ def analyze(
         "per_step": per_step,
         "step_grouping": "step n" if fixed else "n/N in tenths",
         "sharpness": {
-            "max_weight_first_half": early["max_weight"] / early["steps"] if early["steps"] else math.nan,
-            "share_focused_first_half": early["focused"] / early["steps"] if early["steps"] else math.nan,
-            "normalized_entropy_first_half": early["normalized_entropy"] / early["entropy_steps"]
-            if early["entropy_steps"]
-            else math.nan,
+            f"{key}_first_half": early.means()[key]
+            for key in ("max_weight", "share_focused", "normalized_entropy")
         },
         "evenness": {
             "beta_max": float(beta.max()) if beta.numel() else math.nan,
