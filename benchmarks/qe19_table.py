@@ -77,14 +77,16 @@ def table(metrics: dict[str, dict]) -> str:
 
 
 def seeds_table(folders: list[Path]) -> str:
-    """Per kept-scores folder (one seed each): the BiLSTM's and NEF-F N = 5's target F1-MULT (best epoch)
-    and gaps F1-BAD, and the mean ± standard deviation of the target F1-MULT over the folders."""
+    """Per kept-scores folder (one seed each): the BiLSTM's and NEF-F N = 5's target F1-MULT (best epoch),
+    NEF-F's lead over the BiLSTM of the same seed, and gaps F1-BAD; then the mean ± standard deviation
+    over the folders and in how many NEF-F is at or above the BiLSTM (issue #16's acceptance check)."""
     import statistics
 
     keys = ("bilstm", "nef-f-5")
     lines = [
-        "| seed | BiLSTM target F1-MULT | NEF-F N = 5 target F1-MULT | BiLSTM gaps F1-BAD | NEF-F gaps F1-BAD |",
-        "|---:|---:|---:|---:|---:|",
+        "| seed | BiLSTM target F1-MULT | NEF-F N = 5 target F1-MULT | NEF-F − BiLSTM | BiLSTM gaps F1-BAD "
+        "| NEF-F gaps F1-BAD |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
     scores: dict[str, list[float]] = {key: [] for key in keys}
     for folder in folders:
@@ -94,11 +96,16 @@ def seeds_table(folders: list[Path]) -> str:
         for key in keys:
             scores[key].append(100 * runs[key]["dev"]["target_f1_mult"])
             cells.append(f"{scores[key][-1]:.2f} ({runs[key]['best_epoch']})")
+        cells.append(f"{scores['nef-f-5'][-1] - scores['bilstm'][-1]:+.2f}")
         cells += [f"{100 * runs[key]['dev']['gaps_f1_bad']:.2f}" for key in keys]
         lines.append(f"| {seed or folder.name} | " + " | ".join(cells) + " |")
     if len(folders) > 1:
+        leads = [nef - bilstm for bilstm, nef in zip(scores["bilstm"], scores["nef-f-5"], strict=True)]
         spread = [f"{statistics.mean(v):.2f} ± {statistics.stdev(v):.2f}" for v in scores.values()]
-        lines.append(f"| mean ± sd | {spread[0]} | {spread[1]} | | |")
+        spread.append(f"{statistics.mean(leads):+.2f} ± {statistics.stdev(leads):.2f}")
+        ahead = sum(lead >= 0 for lead in leads)
+        lines.append(f"| mean ± sd | {spread[0]} | {spread[1]} | {spread[2]} | | |")
+        lines.append(f"| NEF-F ≥ BiLSTM | | | {ahead} of {len(leads)} seeds | | |")
     return "\n".join(lines)
 
 
