@@ -41,20 +41,29 @@ class StepStats:
         self.count = self.focused = self.entropy_count = 0
         self.entropy = self.support = self.position = self.max_weight = self.normalized_entropy = 0.0
 
-    def add(self, row: torch.Tensor, available: int) -> None:
-        """One step ``row`` ``(L,)``; ``available``: how many words had budget left before it."""
+    @staticmethod
+    def measure(row: torch.Tensor, available: int) -> tuple[float, int, float, float, float | None]:
+        """Step ``row`` ``(L,)``'s entropy, support, relative position of its largest weight, that weight,
+        and the entropy normalised by log(``available``: the words with budget left before it; None for
+        one word)."""
         positive = row[row > 0]
         entropy = float(-(positive * positive.log()).sum())
-        largest = float(row.max())
         length = row.numel()
+        position = int(row.argmax()) / (length - 1) if length > 1 else 0.5
+        normalized = entropy / math.log(available) if available > 1 else None
+        return entropy, int((row > 0).sum()), position, float(row.max()), normalized
+
+    def add(self, measured: tuple[float, int, float, float, float | None]) -> None:
+        """One step, as :meth:`measure` gives it."""
+        entropy, support, position, largest, normalized = measured
         self.count += 1
         self.entropy += entropy
-        self.support += int((row > 0).sum())
-        self.position += int(row.argmax()) / (length - 1) if length > 1 else 0.5
+        self.support += support
+        self.position += position
         self.max_weight += largest
         self.focused += largest >= HALF
-        if available > 1:  # normalised by log(words with budget left); undefined for one word
-            self.normalized_entropy += entropy / math.log(available)
+        if normalized is not None:
+            self.normalized_entropy += normalized
             self.entropy_count += 1
 
     def means(self) -> dict[str, float]:
@@ -92,7 +101,7 @@ def analyze(
     for k, matrix in enumerate(attention):
         if matrix.numel() == 0:
             continue
-        steps, length = matrix.shape
+        steps = matrix.shape[0]
         focus = int(matrix[0].argmax())
         labels = gold[k] if gold is not None and gold[k][focus] != "_" else predicted[k]
         first[labels[focus]] += 1
@@ -100,11 +109,12 @@ def analyze(
         available = budget_left(matrix).sum(1).tolist()
         for n in range(steps):
             group = n if fixed else min(9, (10 * n) // steps)
-            step = groups.setdefault(group, StepStats())
-            step.add(matrix[n].double(), available[n])
+            measured = StepStats.measure(matrix[n].double(), available[n])
+            groups.setdefault(group, StepStats()).add(measured)
             if n < math.ceil(steps / 2):
-                early.add(matrix[n].double(), available[n])
+                early.add(measured)
     total = sum(first.values())
+    first_half = early.means()
     beta = torch.cat(betas) if betas else torch.zeros(0)
     per_step = []
     for group in sorted(groups):
@@ -117,7 +127,7 @@ def analyze(
         "per_step": per_step,
         "step_grouping": "step n" if fixed else "n/N in tenths",
         "sharpness": {
-            f"{key}_first_half": early.means()[key]
+            f"{key}_first_half": first_half[key]
             for key in ("max_weight", "share_focused", "normalized_entropy")
         },
         "evenness": {
