@@ -12,7 +12,8 @@ each task's values out.
 
 from __future__ import annotations
 
-import math
+import difflib
+import re
 import sys
 import typing
 from dataclasses import asdict, dataclass, field, fields
@@ -20,7 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from easyfirst.errors import InputError
-from easyfirst.fields import option
+from easyfirst.fields import (
+    any_integer,
+    at_least,
+    checked,
+    encoding,
+    non_negative,
+    one_of,
+    option,
+    positive,
+)
 from easyfirst.model.settings import LossConfig, ModelConfig
 
 if sys.version_info >= (3, 11):
@@ -29,13 +39,21 @@ else:  # Python 3.10: the same parser, as a package
     import tomli as tomllib
 
 SECTIONS = ("data", "model", "loss", "train")
+# where a value came from, for its error: a flag ("--lr", None), "--set", or a file and its line
+Origin = tuple[str, int | None]
 REDUCTIONS = ("mean", "sum")
 OPTIMIZERS = ("adagrad", "adam", "sgd")
 
 
+def task_names() -> list[str]:
+    from easyfirst.tasks import TASKS
+
+    return list(TASKS)
+
+
 @dataclass
 class DataConfig:
-    task: str = "pos"
+    task: str = field(default="pos", metadata=checked(one_of(lambda: task_names())))
     # None: the task's default set (see easyfirst.data.datasets)
     train: str | None = field(
         default=None, metadata=option("Training file (default: the task's data set).", metavar="PATH")
@@ -47,15 +65,28 @@ class DataConfig:
         default=None, metadata=option("Test file, scored once at the end.", metavar="PATH")
     )
     tag_column: str = field(  # CoNLL-U column holding the target tags
-        default="upos", metadata=option("CoNLL-U column to learn: upos or xpos.")
+        default="upos",
+        metadata=option("CoNLL-U column to learn: upos or xpos.", choices=lambda: ["upos", "xpos"]),
     )
-    max_train_length: int = 50  # training drops longer sentences (paper §5.1); evaluation never does
+    # training drops longer sentences (0: none); evaluation never does. The paper's 50 (§5.1) is POS's
+    # default, where N = L makes a sentence cost O(L²); N = 5 (ner, qe) costs O(5L): they keep them all
+    max_train_length: int = field(
+        default=50,
+        metadata=option(
+            "Training drops sentences longer than this many words (0: keeps all); evaluation never does.",
+            check=at_least(0),
+            metavar="L",
+            show=lambda value: "none" if value == 0 else str(value),
+        ),
+    )
     # column files (NER, easyfirst.data.conll): 0-based columns, negative from the end; file encoding
-    token_column: int = 0
-    label_column: int = -1
+    token_column: int = field(default=0, metadata=checked(any_integer("a column number")))
+    label_column: int = field(default=-1, metadata=checked(any_integer("a column number")))
     encoding: str = field(
         default="utf-8",
-        metadata=option("Encoding of column files (ner; the original CoNLL-2002/2003 files: latin-1)."),
+        metadata=option(
+            "Encoding of column files (ner; the original CoNLL-2002/2003 files: latin-1).", check=encoding()
+        ),
     )
 
 
@@ -67,13 +98,15 @@ SAVED_BEFORE = {
 
 @dataclass
 class TrainConfig:
-    epochs: int = field(default=20, metadata=option("Training epochs."))
-    optimizer: str = "adagrad"  # adagrad (the paper's), adam or sgd (easyfirst.optim)
-    lr: float = field(default=0.1, metadata=option("Learning rate."))
-    clip: float = 5.0  # gradient-norm clipping
+    epochs: int = field(default=20, metadata=option("Training epochs.", check=at_least(1)))
+    # adagrad (the paper's), adam or sgd (easyfirst.optim)
+    optimizer: str = field(default="adagrad", metadata=checked(one_of(lambda: OPTIMIZERS)))
+    lr: float = field(default=0.1, metadata=option("Learning rate.", check=positive()))
+    # gradient-norm clipping (inf: none)
+    clip: float = field(default=5.0, metadata=checked(positive(finite=False)))
     # the learning rate of the embedding tables (words, affixes, features); unset: lr, like the rest
-    embedding_lr: float | None = None
-    batch_size: int = field(default=16, metadata=option("Sentences per update."))
+    embedding_lr: float | None = field(default=None, metadata=checked(non_negative()))
+    batch_size: int = field(default=16, metadata=option("Sentences per update.", check=at_least(1)))
     # how an update's loss combines its words; "sum" with batch_size = 1 is the paper's own code
     # (configs/pos-reference.toml), where clipping then acts on a sentence's summed gradient
     reduction: str = field(
@@ -90,16 +123,21 @@ class TrainConfig:
             "Shuffle the training sentences every epoch (--no-shuffle: file order, as the paper's code)."
         ),
     )
-    eval_batch_size: int = 256
-    seed: int = field(default=1, metadata=option("Random seed."))
+    eval_batch_size: int = field(default=256, metadata=checked(at_least(1)))
+    seed: int = field(default=1, metadata=option("Random seed.", check=at_least(0)))
     threads: int = field(  # torch intra-op threads; 0 leaves torch's default
         default=0,
         metadata=option(
-            "CPU threads for torch (0: torch's choice).", show=lambda v: "torch's choice" if not v else str(v)
+            "CPU threads for torch (0: torch's choice).",
+            check=at_least(0),
+            show=lambda v: "torch's choice" if not v else str(v),
         ),
     )
     checkpoint_every: int = field(  # also checkpoint every K updates within an epoch (0: at epoch ends only)
-        default=0, metadata=option("Also checkpoint every K updates (0: at epoch ends only).", metavar="K")
+        default=0,
+        metadata=option(
+            "Also checkpoint every K updates (0: at epoch ends only).", check=at_least(0), metavar="K"
+        ),
     )
     # the dev score that chooses the best epoch (a report key, higher is better); unset: the task's
     best_metric: str | None = field(
@@ -120,6 +158,9 @@ class Config:
     loss: LossConfig = field(default_factory=LossConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
 
+    def __post_init__(self) -> None:
+        self.origins: dict[str, Origin] = {}  # "section.key" → where its value was given (not a field)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -132,31 +173,36 @@ class Config:
         config.data.task = task
         for section, values in get_task(task).defaults.items():
             for key, value in values.items():
-                set_field(getattr(config, section), key, value, f"task {task} [{section}]")
+                config.assign(section, key, value, (f"task {task} [{section}]", None))
         return config
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any], source: str = "<config>", task: str | None = None) -> Config:
+    def from_dict(
+        cls, raw: dict[str, Any], source: str = "<config>", task: str | None = None, lines: dict | None = None
+    ) -> Config:
         """A config from TOML/JSON tables; keys left out take the defaults of its ``[data] task`` (or of
-        ``task``, which must then agree with it; without either, POS)."""
-        from easyfirst.tasks import DEFAULT_TASK, TASKS
-
+        ``task``, which must then agree with it; without either, POS). ``lines`` maps (section, key) to
+        the key's line in ``source``, for the errors."""
+        lines = lines or {}
         data = raw.get("data") if isinstance(raw.get("data"), dict) else {}
+        where = (source, lines.get(("data", "task")))
         if task is not None and data.get("task", task) != task:
-            raise InputError(f"this config is for task {data['task']!r}, not {task!r}", source)
-        task = data.get("task", task or DEFAULT_TASK)
-        if task not in TASKS:
-            raise InputError(f"task must be one of {', '.join(TASKS)}, not {task!r}", source)
+            raise InputError(f"this config is for task {data['task']!r}, not {task!r}", *where)
+        task = data.get("task", task or task_names()[0])
+        if task not in task_names():
+            raise InputError(f"data.task must be one of {', '.join(task_names())}, not {task!r}", *where)
         config = cls.for_task(task)
         for section, value in raw.items():
-            if section not in {f.name for f in fields(cls)}:
-                known = ", ".join(f.name for f in fields(cls))
-                raise InputError(f"unknown section [{section}] (expected one of {known})", source)
+            if section not in SECTIONS:
+                raise InputError(
+                    f"unknown section [{section}]{suggest(section, SECTIONS)}",
+                    source,
+                    lines.get((section, None)),
+                )
             if not isinstance(value, dict):
-                raise InputError(f"[{section}] must be a table", source)
-            target = getattr(config, section)
+                raise InputError(f"[{section}] must be a table", source, lines.get((section, None)))
             for key, item in value.items():
-                set_field(target, key, item, f"{source} [{section}]")
+                config.assign(section, key, item, (source, lines.get((section, key))))
         config.validate(source)
         return config
 
@@ -174,15 +220,25 @@ class Config:
 
     @classmethod
     def load(cls, path: str | Path, task: str | None = None) -> Config:
+        """A TOML config file; every error names the file and, where there is one, the line."""
         path = Path(path)
         try:
-            with path.open("rb") as handle:
-                raw = tomllib.load(handle)
+            text = path.read_bytes().decode("utf-8")
+            raw = tomllib.loads(text)
         except FileNotFoundError:
             raise InputError("config file not found", path) from None
+        except IsADirectoryError:
+            raise InputError("is a folder, not a TOML config file", path) from None
+        except OSError as error:
+            raise InputError(f"cannot read the config file: {error.strerror}", path) from None
+        except UnicodeDecodeError as error:
+            line = text_line(error.object, error.start)
+            raise InputError("not valid TOML: the file is not UTF-8 text", path, line) from None
         except tomllib.TOMLDecodeError as error:
-            raise InputError(f"not valid TOML: {error}", path) from None
-        return cls.from_dict(raw, str(path), task)
+            found = re.search(r"\s*\(at line (\d+), column \d+\)$", str(error))
+            message = str(error)[: found.start()] if found else str(error)
+            raise InputError(f"not valid TOML: {message}", path, int(found[1]) if found else None) from None
+        return cls.from_dict(raw, str(path), task, toml_lines(text))
 
     def set_dotted(self, assignment: str) -> None:
         """``--set section.key=value``: the value is read as TOML (``3``, ``0.5``, ``true``, ``"x"``,
@@ -192,56 +248,92 @@ class Config:
         if not sign or not dot:
             raise InputError(f"--set takes SECTION.KEY=VALUE (e.g. model.hidden_dim=100), not {assignment!r}")
         if section not in SECTIONS:
-            raise InputError(f"--set: unknown section {section!r} (known: {', '.join(SECTIONS)})")
+            raise InputError(f"--set: unknown section {section!r}{suggest(section, SECTIONS)}")
         try:
             value = tomllib.loads(f"value = {text.strip()}")["value"]
         except tomllib.TOMLDecodeError:
             value = text.strip()
-        set_field(getattr(self, section), name, value, f"--set {key.strip()}")
+        self.assign(section, name.strip(), value, ("--set", None))
+
+    def assign(self, section: str, key: str, value: Any, origin: Origin) -> None:
+        """Set ``section.key`` after checking its type; ``origin`` is where the value was given."""
+        set_field(getattr(self, section), key, value, origin, section)
+        self.origins[f"{section}.{key}"] = origin
 
     def validate(self, source: str = "<config>") -> None:
+        """Check every field against its rule (easyfirst.fields), each error naming where the value was
+        given (``source`` for a value with no other origin), then the rules that tie fields together."""
+        for section in SECTIONS:
+            target = getattr(self, section)
+            for f in fields(target):
+                rule, value = f.metadata.get("check"), getattr(target, f.name)
+                if rule is not None and value is not None and not rule.test(value):
+                    origin = self.origins.get(f"{section}.{f.name}", (source, None))
+                    raise InputError(f"{section}.{f.name} must be {rule.says()}, not {value!r}", *origin)
         from easyfirst.tasks import TASKS
 
-        m, t, d = self.model, self.train, self.data
-        m.validate(source)
-        if d.task not in TASKS:
-            raise InputError(f"task must be one of {', '.join(TASKS)}, not {d.task!r}", source)
-        TASKS[d.task].validate(d, source)
-        try:
-            "".encode(d.encoding)
-        except LookupError:
-            raise InputError(f"unknown encoding {d.encoding!r}", source) from None
-        if t.checkpoint_every < 0:
-            raise InputError("checkpoint_every must be >= 0", source)
-        for name in ("epochs", "batch_size", "eval_batch_size"):
-            if getattr(t, name) < 1:
-                raise InputError(f"{name} must be >= 1", source)
-        if t.optimizer not in OPTIMIZERS:
-            raise InputError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {t.optimizer!r}", source)
-        if t.embedding_lr is not None and not (math.isfinite(t.embedding_lr) and t.embedding_lr >= 0):
-            raise InputError("embedding_lr must be a finite number >= 0 (or unset: lr)", source)
-        if t.reduction not in REDUCTIONS:
-            raise InputError(f"reduction must be one of {', '.join(REDUCTIONS)}, not {t.reduction!r}", source)
-        self.loss.validate(m.crf, source)
+        TASKS[self.data.task].validate(self.data, source)
+        self.model.validate(source)
+        self.loss.validate(self.model.crf, source)
 
 
-def set_field(target: Any, key: str, value: Any, source: str) -> None:
+def suggest(name: str, known: typing.Iterable[str]) -> str:
+    """`` (did you mean X?)`` for the nearest known name, else the known names."""
+    known = list(known)
+    near = difflib.get_close_matches(name, known, n=1)
+    return f" (did you mean {near[0]}?)" if near else f" (known: {', '.join(known)})"
+
+
+def text_line(data: bytes, offset: int) -> int:
+    return data[:offset].count(b"\n") + 1
+
+
+def toml_lines(text: str) -> dict[tuple[str, str | None], int]:
+    """(section, key) → the 1-based line of each ``key = ...`` of a TOML text (a ``[section]`` header:
+    (section, None); ``[section.key]``: the sub-table's line), for errors that point at the line."""
+    lines: dict[tuple[str, str | None], int] = {}
+    table: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        header = re.match(r"\s*\[\s*([A-Za-z0-9_.\s\"-]+?)\s*\]", line)
+        if header and not line.lstrip().startswith("[["):
+            table = [part.strip().strip('"') for part in header[1].split(".")]
+            lines.setdefault((table[0], table[1] if len(table) > 1 else None), number)
+            continue
+        assignment = re.match(r"\s*([A-Za-z0-9_.\s\"-]+?)\s*=", line)
+        if assignment:
+            path = table + [part.strip().strip('"') for part in assignment[1].split(".")]
+            lines.setdefault((path[0], path[1] if len(path) > 1 else None), number)
+    return lines
+
+
+TYPE_NAMES = {
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    bool: "true or false",
+    type(None): "unset",
+}
+
+
+def set_field(target: Any, key: str, value: Any, origin: Origin, section: str) -> None:
     """Set ``target.key = value`` after checking ``value`` against the field's annotation."""
     hints = typing.get_type_hints(type(target))
     if key not in hints:
-        raise InputError(f"unknown key {key!r} (known: {', '.join(hints)})", source)
+        raise InputError(f"unknown key {key!r} in [{section}]{suggest(key, hints)}", *origin)
     if typing.get_origin(hints[key]) is dict:  # a table of tag = number
         numbers = isinstance(value, dict) and all(
             isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()
         )
         if not numbers:
-            raise InputError(f"{key} must be a table of numbers (TAG = weight)", source)
+            raise InputError(
+                f"{section}.{key} must be a table of numbers (TAG = weight), not {value!r}", *origin
+            )
         setattr(target, key, {str(k): float(v) for k, v in value.items()})
         return
     allowed = typing.get_args(hints[key]) or (hints[key],)
     if isinstance(value, int) and not isinstance(value, bool) and float in allowed and int not in allowed:
         value = float(value)
     if not any(isinstance(value, kind) and not (kind is int and isinstance(value, bool)) for kind in allowed):
-        names = " or ".join("unset" if kind is type(None) else kind.__name__ for kind in allowed)
-        raise InputError(f"{key} must be {names}, not {type(value).__name__}", source)
+        names = " or ".join(TYPE_NAMES.get(kind, kind.__name__) for kind in allowed)
+        raise InputError(f"{section}.{key} must be {names}, not {type(value).__name__} {value!r}", *origin)
     setattr(target, key, value)

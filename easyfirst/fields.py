@@ -1,17 +1,97 @@
-"""Config fields that are also command-line options.
+"""Config fields that are also command-line options, and the rule each field's values must keep.
 
 A field of a config dataclass (easyfirst.config, easyfirst.model.settings) becomes an option of
 ``easyfirst train`` by carrying ``metadata=option(help=...)``; the CLI (easyfirst.cli.options) builds
 the option from the field: its flag (``--key-with-dashes`` unless ``flag`` says otherwise), its type,
 its help text with the default of each task, and ``--no-KEY`` for booleans. Every field, with or
 without an option, can also be set with ``--set section.key=value``. So a new config key is one field.
+
+The field also carries its :class:`Rule` (``option(..., check=at_least(1))``, or ``checked(rule)`` for
+a field without a flag; an option with ``choices`` checks them without being told):
+``Config.validate`` checks every field's value against its rule, whichever source it came from, before
+anything is written. A numeric field must declare one (tests/test_config_validation.py sees to it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import codecs
+import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a field's values must be: ``test(value)`` is true for a valid value (never called with an
+    unset value, None); ``must`` completes "KEY must be ...", and ``invalid`` is an example that
+    breaks the rule (for the generated tests; None for a rule that no value of the right type breaks)."""
+
+    test: Callable[[Any], bool]
+    must: str | Callable[[], str]  # a callable: looked up when an error is reported (a registry's names)
+    invalid: Any = None
+
+    def says(self) -> str:
+        return self.must() if callable(self.must) else self.must
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def at_least(low: int) -> Rule:
+    """An integer >= ``low`` (a count ``at_least(0)``, a dimension ``at_least(1)``)."""
+    return Rule(lambda v: v >= low, f"an integer >= {low}", low - 1)
+
+
+def positive(finite: bool = True) -> Rule:
+    """A number > 0; finite unless ``finite`` is false (then inf is allowed: a clip of inf clips nothing)."""
+    if finite:
+        return Rule(lambda v: math.isfinite(v) and v > 0, "a finite number > 0", float("nan"))
+    return Rule(lambda v: v > 0, "a number > 0 (inf: no limit)", 0.0)
+
+
+def non_negative() -> Rule:
+    return Rule(lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0", -1.0)
+
+
+def fraction() -> Rule:
+    """A probability that cannot be 1 (a dropout, a label smoothing): in [0, 1)."""
+    return Rule(lambda v: 0 <= v < 1, "in [0, 1)", 1.0)
+
+
+def one_of(names: Callable[[], Iterable[str]]) -> Rule:
+    """One of ``names()`` (looked up when checked: a registry may import torch)."""
+    return Rule(lambda v: v in names(), lambda: "one of " + ", ".join(names()), "banana")
+
+
+def weights(tags: tuple[str, ...] | None = None) -> Rule:
+    """A table TAG = weight of finite weights >= 0 (the tags limited to ``tags`` when given)."""
+    known = " of finite weights >= 0 (TAG = W)" if tags is None else f" of {' and '.join(tags)} weights >= 0"
+    return Rule(
+        lambda table: all(
+            (tags is None or tag in tags) and _number(w) and math.isfinite(w) and w >= 0
+            for tag, w in table.items()
+        ),
+        f"a table{known}",
+        {"BAD": -1.0},
+    )
+
+
+def encoding() -> Rule:
+    def known(name: str) -> bool:
+        try:
+            codecs.lookup(name)
+        except LookupError:
+            return False
+        return True
+
+    return Rule(known, "a known text encoding (utf-8, latin-1, ...)", "banana")
+
+
+def any_integer(what: str) -> Rule:
+    """A numeric field that takes every integer (says so, rather than having no rule)."""
+    return Rule(lambda v: True, what)
 
 
 @dataclass(frozen=True)
@@ -26,6 +106,15 @@ class Option:
     choices: Callable[[], list[str]] | None = None  # the registry's names, looked up when help is shown
 
 
-def option(help: str, **settings) -> dict[str, Option]:
-    """``field(metadata=option("Learning rate."))``: make the field an option of ``easyfirst train``."""
-    return {"option": Option(help, **settings)}
+def option(help: str, check: Rule | None = None, **settings) -> dict[str, Any]:
+    """``field(metadata=option("Learning rate.", check=positive()))``: make the field an option of
+    ``easyfirst train``, its values checked by ``check`` (an option with ``choices``: one of them)."""
+    spec = Option(help, **settings)
+    if check is None and spec.choices is not None:
+        check = one_of(spec.choices)
+    return {"option": spec} | checked(check)
+
+
+def checked(rule: Rule | None) -> dict[str, Any]:
+    """``field(metadata=checked(at_least(1)))``: the rule of a field that is not a flag."""
+    return {} if rule is None else {"check": rule}

@@ -27,10 +27,10 @@ BEFORE = {
     "data": "",
 }
 ADDED = {  # new since: generic config overrides (issue #14); plain text, pretrained words, export (#17);
-    # QE gap and source heads (#16); the paper's code's training regime (#15)
+    # QE gap and source heads (#16); the paper's code's training regime (#15); the length cap per task (#29)
     "train": {"--set", "--pretrained-words", "--gaps", "--no-gaps", "--source-tags", "--no-source-tags"}
     | {"--gap-class-weight", "--source-class-weight", "--best-metric"}
-    | {"--reduction", "--shuffle", "--no-shuffle", "--v-init"},
+    | {"--reduction", "--shuffle", "--no-shuffle", "--v-init", "--max-train-length"},
     "tag": {"--format", "--pretokenized"},
     "plot": {"--pretokenized"},
     "export": {"--overwrite", "--no-overwrite"},
@@ -125,7 +125,7 @@ def test_set_reads_toml_values_and_checks_them():
     config.set_dotted("train.optimizer=adam")  # a bare word is a string
     assert config.model.hidden_dim == 100 and config.loss.class_weights == {"NOUN": 2.0}
     assert config.train.optimizer == "adam"
-    with pytest.raises(InputError, match="hidden_dim must be int"):
+    with pytest.raises(InputError, match="hidden_dim must be an integer"):
         config.set_dotted("model.hidden_dim=wide")
     with pytest.raises(InputError, match="unknown section 'modle'"):
         config.set_dotted("modle.hidden_dim=1")

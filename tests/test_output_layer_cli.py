@@ -162,7 +162,7 @@ def test_bad_loss_options_are_one_line_errors(tmp_path, flags, message):
 @pytest.mark.parametrize(
     ("loss", "model", "message"),
     [
-        ({"class_weights": {"NOUN": -1}}, {}, "must be a non-negative number"),
+        ({"class_weights": {"NOUN": -1}}, {}, "class_weights must be a table of finite weights >= 0"),
         ({"class_weights": {"NOUN": "high"}}, {}, "class_weights must be a table of numbers"),
         ({"loss": "sparsemax"}, {"crf": True}, "with crf the training loss is the CRF's"),
         ({"label_smoothing": 0.1}, {"crf": True}, "with crf the training loss is the CRF's"),
@@ -171,7 +171,7 @@ def test_bad_loss_options_are_one_line_errors(tmp_path, flags, message):
         ({"loss": "sparsemax", "alpha": 1.5}, {}, "for another alpha use loss entmax"),
         ({"loss": "hinge"}, {}, "loss must be one of softmax, entmax15, sparsemax, entmax"),
         ({"label_smoothing": 1.0}, {}, "label_smoothing must be in [0, 1)"),
-        ({"temperature": 0}, {}, "temperature must be a positive number"),
+        ({"temperature": 0}, {}, "temperature must be a finite number > 0"),
     ],
 )
 def test_bad_loss_configs_are_rejected(loss, model, message):

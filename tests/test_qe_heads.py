@@ -242,7 +242,10 @@ def test_a_words_only_model_has_no_heads_and_writes_n_tags_beside_2n_plus_1_gold
         (["--gaps", "--train", QE_SAMPLE], "[model] gaps = true, but the training data has no gap tags"),
         (["--source-tags", "--train", QE_SAMPLE], "has no source tags"),
         (["--train", QE_GAPS, "--best-metric", "nope"], "best_metric 'nope' is not a dev score"),
-        (["--train", QE_GAPS, "--gap-class-weight", "MISSING=2"], "gap_class_weights: OK and BAD"),
+        (
+            ["--train", QE_GAPS, "--gap-class-weight", "MISSING=2"],
+            "gap_class_weights must be a table of OK and BAD",
+        ),
     ],
 )
 def test_head_option_mistakes(tmp_path, flags, message):

@@ -93,8 +93,9 @@ def config_parameters(section: str, cls: type, defaults: dict[str, Any]) -> list
     return parameters
 
 
-def config_values(section: str, cls: type, given: dict[str, Any]) -> dict[str, Any]:
-    """The fields of ``cls`` that were given on the command line, parsed to the fields' types."""
+def config_values(section: str, cls: type, given: dict[str, Any]) -> dict[str, tuple[Any, str]]:
+    """The fields of ``cls`` that were given on the command line, parsed to the fields' types, each with
+    its flag (where the value came from, for its errors)."""
     values = {}
     for f in fields(cls):
         spec: Option | None = f.metadata.get("option")
@@ -105,7 +106,7 @@ def config_values(section: str, cls: type, given: dict[str, Any]) -> dict[str, A
             value = spec.parse(value)
         elif isinstance(value, Path):
             value = str(value)
-        values[f.name] = value
+        values[f.name] = (value, flag_of(f))
     return values
 
 

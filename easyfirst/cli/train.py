@@ -111,11 +111,12 @@ def train(**given) -> None:
     for assignment in given["assignments"] or []:
         cfg.set_dotted(assignment)
     for section, cls in SECTIONS.items():
-        for key, value in config_values(section, cls, given).items():
-            setattr(getattr(cfg, section), key, value)
+        for key, (value, flag) in config_values(section, cls, given).items():
+            cfg.assign(section, key, value, (flag, None))
     if cfg.model.model == "bilstm":
         cfg.model.sketch_steps = 0
     cfg.validate("command line")
+    check_paths(cfg)
     note_summed_batches(cfg, given_flags("train", TrainConfig, given))
     check_device(given["device"])
     output = run_folder(given["output"], cfg, given["overwrite"])
@@ -131,6 +132,21 @@ def train(**given) -> None:
         if created and {p.name for p in output.iterdir()} <= {"train.log"}:
             shutil.rmtree(output, ignore_errors=True)
         raise
+
+
+def check_paths(cfg: Config) -> None:
+    """Fail before the run folder is made if a data file or the pretrained vectors given are missing."""
+    from easyfirst.tasks import get_task
+
+    task = get_task(cfg.data.task)
+    for section, key in (("data", "train"), ("data", "dev"), ("data", "test"), ("model", "pretrained")):
+        path = getattr(getattr(cfg, section), key)
+        if path is None:
+            continue
+        if not (Path(path).is_file() if key == "pretrained" else task.exists(path)):
+            origin = cfg.origins.get(f"{section}.{key}", ("command line", None))
+            wanted = "" if key == "pretrained" else f" ({task.name} reads {task.input_kind})"
+            raise InputError(f"{section}.{key} {path!r} not found{wanted}", *origin)
 
 
 def note_summed_batches(cfg: Config, flags: list[str]) -> None:
@@ -176,9 +192,9 @@ def resume_training(folder: Path, given: dict) -> None:
     if not folder.is_dir():
         raise InputError("run folder not found", folder)
     cfg = Config.from_saved(read_json(folder / CONFIG_FILE), str(folder / CONFIG_FILE))
-    for key in RESUMABLE:
+    for key, flag in RESUMABLE.items():
         if given[key] is not None:
-            setattr(cfg.train, key.split("__")[1], given[key])
+            cfg.assign("train", key.split("__")[1], given[key], (flag, None))
     cfg.validate("command line")
     check_device(given["device"])
     run_training(cfg, folder, given["device"], resume=True)

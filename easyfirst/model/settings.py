@@ -7,12 +7,11 @@ vocabularies; they know nothing of tasks, data files or training. Each field tha
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from easyfirst.data.vocab import DEFAULT_PRETRAINED_WORDS
 from easyfirst.errors import InputError
-from easyfirst.fields import option
+from easyfirst.fields import at_least, checked, fraction, non_negative, option, positive, weights
 
 MODELS = ("nef-f", "nef-s", "bilstm")
 # --loss names and their α (entmax takes α from alpha)
@@ -65,6 +64,7 @@ def qe_weights(flag: str, what: str) -> dict:
         parse=lambda values: parse_class_weights(values, flag),
         repeatable=True,
         show=show_weights,
+        check=weights(("OK", "BAD")),
     )
 
 
@@ -77,10 +77,12 @@ class ModelConfig:
             choices=lambda: list(MODELS),
         ),
     )
-    word_dim: int = 64
-    affix_dim: int = 50  # prefix and suffix n-gram embeddings, summed per word (0: none)
-    max_affix: int = 4  # n-grams with n <= max_affix
-    word_min_freq: int = 2  # training words seen fewer times map to UNK (so UNK gets trained)
+    word_dim: int = field(default=64, metadata=checked(at_least(1)))
+    # prefix and suffix n-gram embeddings, summed per word (0: none)
+    affix_dim: int = field(default=50, metadata=checked(at_least(0)))
+    max_affix: int = field(default=4, metadata=checked(at_least(1)))  # n-grams with n <= max_affix
+    # training words seen fewer times map to UNK (so UNK gets trained)
+    word_min_freq: int = field(default=2, metadata=checked(at_least(0)))
     pretrained: str | None = field(
         default=None, metadata=option("word2vec/GloVe text file for the word embeddings.", metavar="PATH")
     )
@@ -89,17 +91,19 @@ class ModelConfig:
         metadata=option(
             "With --pretrained: its first K words (the most frequent) join the vocabulary, so that words "
             "unseen in training get their vector, not UNK's (0: training words only).",
+            check=at_least(0),
             metavar="K",
         ),
     )
-    hidden_dim: int = 50  # BiLSTM units per direction
-    window: int = 2  # w in Eq. 1
-    attention_dim: int = 50  # D_z in Eq. 2
-    sketch_dim: int = 50  # D_s
+    hidden_dim: int = field(default=50, metadata=checked(at_least(1)))  # BiLSTM units per direction
+    window: int = field(default=2, metadata=checked(at_least(0)))  # w in Eq. 1
+    attention_dim: int = field(default=50, metadata=checked(at_least(1)))  # D_z in Eq. 2
+    sketch_dim: int = field(default=50, metadata=checked(at_least(1)))  # D_s
     sketch_steps: int | None = field(  # N; None means N = L (one step per word, per sentence)
         default=None,
         metadata=option(
             "Sketch steps N: an integer, or L for one per word.",
+            check=at_least(0),
             metavar="N|L",
             parse=parse_steps,
             show=lambda value: "L" if value is None else str(value),
@@ -119,26 +123,41 @@ class ModelConfig:
         metadata=option("Attention ρ (Eq. 3); hard is vanilla easy-first (Alg. 1).", choices=attention_names),
     )
     attention_temperature: float = field(  # scores z/T before ρ (learned attentions only)
-        default=1.0, metadata=option("Divide the attention scores by T before ρ.", metavar="T")
+        default=1.0,
+        metadata=option("Divide the attention scores by T before ρ.", check=positive(), metavar="T"),
     )
     v_init: float = field(  # v of Eq. 2 starts as Glorot-uniform × this: the initial scale of the scores
         default=1.0,
-        metadata=option("Scale of v's initial values (Eq. 2): how spread the first scores are.", metavar="C"),
+        metadata=option(
+            "Scale of v's initial values (Eq. 2): how spread the first scores are.",
+            check=non_negative(),
+            metavar="C",
+        ),
     )
     coverage_penalty: float = field(  # λ: scores z − λβ before ρ (§4; learned attentions only)
-        default=0.0, metadata=option("λ: attend with ρ(z − λβ), penalising covered words.", metavar="λ")
+        default=0.0,
+        metadata=option(
+            "λ: attend with ρ(z − λβ), penalising covered words.", check=non_negative(), metavar="λ"
+        ),
     )
     concat: bool = field(  # p_i from concat(h_i, s_i^N) (Eq. 6); false: from s_i^N alone (Table 4)
         default=True, metadata=option("Predict from concat(h_i, s_i) (Eq. 6) or the sketch alone.")
     )
     dropout: float = field(
         default=0.2,
-        metadata=option("Dropout after the embeddings, the BiLSTM and before the output layer.", metavar="P"),
+        metadata=option(
+            "Dropout after the embeddings, the BiLSTM and before the output layer.",
+            check=fraction(),
+            metavar="P",
+        ),
     )
     # NER features (easyfirst.data.features), off by default
-    case_dim: int = 0  # capitalization-pattern embedding size (0: none)
+    case_dim: int = field(
+        default=0, metadata=checked(at_least(0))
+    )  # capitalization-pattern embedding (0: none)
     lowercase: bool = False  # look words up lower-cased
-    word_dropout: float = 0.0  # α: a training word seen c times becomes UNK with probability α/(α+c)
+    # α: a training word seen c times becomes UNK with probability α/(α+c)
+    word_dropout: float = field(default=0.0, metadata=checked(non_negative()))
     crf: bool = field(  # a linear-chain CRF over the output scores (§5.2) instead of per-word outputs
         default=False, metadata=option("A linear-chain CRF output layer (Viterbi decoding).")
     )
@@ -151,12 +170,13 @@ class ModelConfig:
     )
     # QE features (easyfirst.data.features), off by default: the aligned source words (averaged; a learned
     # NULL vector when none), and the WMT16 baseline's context (the MT words and aligned source words ±1)
-    source_dim: int = 0
+    source_dim: int = field(default=0, metadata=checked(at_least(0)))
     qe_context_dim: int = field(
         default=0,
         metadata=option(
             "QE: size of the context-word embeddings (MT neighbours, aligned words' source neighbours); "
             "0 leaves them out (the paper's 128-dimensional input).",
+            check=at_least(0),
             metavar="D",
         ),
     )
@@ -187,38 +207,18 @@ class ModelConfig:
     def validate(self, source: str) -> None:
         from easyfirst.ops.attention import ATTENTIONS
 
-        if self.model not in MODELS:
-            raise InputError(f"model must be one of {', '.join(MODELS)}, not {self.model!r}", source)
-        if self.attention not in ATTENTIONS:
-            raise InputError(
-                f"attention must be one of {', '.join(sorted(ATTENTIONS))}, not {self.attention!r}", source
-            )
-        if not (math.isfinite(self.attention_temperature) and self.attention_temperature > 0):
-            raise InputError("attention_temperature must be a finite number > 0", source)
-        if not (math.isfinite(self.coverage_penalty) and self.coverage_penalty >= 0):
-            raise InputError("coverage_penalty must be a finite number >= 0", source)
+        """The rules that tie fields together (each field's own: its ``check``, easyfirst.fields)."""
         learned = ATTENTIONS[self.attention].scores == "attention"
-        if not (math.isfinite(self.v_init) and self.v_init >= 0):
-            raise InputError("v_init must be a finite number >= 0", source)
         if (self.attention_temperature != 1 or self.coverage_penalty or self.v_init != 1) and not learned:
             raise InputError(
                 f"attention_temperature, v_init and coverage_penalty act on learned attention scores; "
                 f"{self.attention!r} has none",
                 source,
             )
-        if self.sketch_steps is not None and self.sketch_steps < 0:
-            raise InputError("sketch_steps must be >= 0 (or unset for N = L)", source)
-        for name in ("affix_dim", "source_dim", "qe_context_dim", "case_dim"):
-            if getattr(self, name) < 0:
-                raise InputError(f"{name} must be >= 0", source)
         if not self.concat and not self.decodes:
             raise InputError(
                 "concat = false predicts from the sketch alone: it needs sketch steps (N > 0)", source
             )
-        if not 0.0 <= self.dropout < 1.0:
-            raise InputError("dropout must be in [0, 1)", source)
-        if self.word_dropout < 0:
-            raise InputError("word_dropout must be >= 0", source)
 
 
 @dataclass
@@ -236,16 +236,25 @@ class LossConfig:
         default=None,
         metadata=option(
             "α > 1 of --loss entmax (1.5 = entmax15, 2 = sparsemax).",
+            check=positive(),
             show=lambda value: "the loss's own" if value is None else f"{value:g}",
         ),
     )
     label_smoothing: float = field(  # ε: target (1 − ε)·e_y + ε·uniform (Fenchel–Young label smoothing)
         default=0.0,
-        metadata=option("ε: Fenchel–Young label smoothing, target (1 − ε)·gold + ε·uniform.", metavar="ε"),
+        metadata=option(
+            "ε: Fenchel–Young label smoothing, target (1 − ε)·gold + ε·uniform.",
+            check=fraction(),
+            metavar="ε",
+        ),
     )
     temperature: float = field(  # T: training loss T · L(z / T); prediction always uses T = 1
         default=1.0,
-        metadata=option("T: train on T · loss(scores / T); T > 1 tempers. Tagging uses T = 1.", metavar="T"),
+        metadata=option(
+            "T: train on T · loss(scores / T); T > 1 tempers. Tagging uses T = 1.",
+            check=positive(),
+            metavar="T",
+        ),
     )
     class_weights: dict[str, float] = field(  # tag → weight of its words (default 1)
         default_factory=dict,
@@ -256,6 +265,7 @@ class LossConfig:
             parse=parse_class_weights,
             repeatable=True,
             show=show_weights,
+            check=weights(),
         ),
     )
     gap_class_weights: dict[str, float] = field(
@@ -272,8 +282,7 @@ class LossConfig:
         return fixed if fixed is not None else float(self.alpha)
 
     def validate(self, crf: bool, source: str) -> None:
-        if self.loss not in LOSS_ALPHA:
-            raise InputError(f"loss must be one of {', '.join(LOSS_ALPHA)}, not {self.loss!r}", source)
+        """The rules that tie fields together (each field's own: its ``check``, easyfirst.fields)."""
         fixed = LOSS_ALPHA[self.loss]
         if fixed is None and (self.alpha is None or not self.alpha > 1):
             raise InputError("loss entmax needs alpha > 1 (1.5: entmax15, 2: sparsemax)", source)
@@ -281,21 +290,6 @@ class LossConfig:
             raise InputError(
                 f"loss {self.loss} has alpha = {fixed:g}; for another alpha use loss entmax", source
             )
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise InputError("label_smoothing must be in [0, 1)", source)
-        if not self.temperature > 0 or self.temperature == float("inf"):
-            raise InputError("temperature must be a positive number", source)
-        for tag, weight in self.class_weights.items():
-            if not 0.0 <= weight < float("inf"):
-                raise InputError(
-                    f"class weight of {tag!r} must be a non-negative number, not {weight}", source
-                )
-        for name in ("gap_class_weights", "source_class_weights"):
-            for tag, weight in getattr(self, name).items():
-                if tag not in ("OK", "BAD") or not 0.0 <= weight < float("inf"):
-                    raise InputError(
-                        f"{name}: OK and BAD take non-negative weights, not {tag} = {weight}", source
-                    )
         if crf and (self != LossConfig() and self != LossConfig(alpha=1.0)):
             raise InputError(
                 "with crf the training loss is the CRF's sequence likelihood: loss, alpha, label_smoothing, "
