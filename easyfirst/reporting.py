@@ -99,3 +99,27 @@ def summary_table(
         caption += f", test {100 * metrics['test'][metric]:.2f}"
     table.caption = caption
     return table
+
+
+WARN_DROPPED = 0.01  # more than 1% of the training sentences dropped by the length cap: say so
+
+
+def length_cap(sentences: list[Sentence], limit: int) -> tuple[list[Sentence], str, str | None]:
+    """The training sentences that ``[data] max_train_length`` keeps (``limit`` words at most; 0: all
+    but empty ones), what the log says of them, and a warning when the cap drops more than 1%."""
+    kept = [s for s in sentences if s.words and (limit == 0 or len(s.words) <= limit)]
+    dropped = sum(len(s.words) > limit for s in sentences) if limit else 0
+    if limit == 0:
+        return kept, f"{len(kept)} sentences, no length cap", None
+    said = f"{len(kept)} sentences, {dropped} longer than {limit} words dropped"
+    if dropped <= WARN_DROPPED * len(sentences):
+        return kept, said, None
+    return (
+        kept,
+        said,
+        (
+            f"[yellow]warning:[/] the length cap dropped {dropped:,} of {len(sentences):,} training sentences "
+            f"({100 * dropped / len(sentences):.1f}%, longer than {limit} words); data.max_train_length "
+            "sets the cap (--max-train-length; 0 keeps every sentence)"
+        ),
+    )

@@ -54,7 +54,7 @@ from easyfirst.losses import class_weight_vector
 from easyfirst.model import lean
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.optim import clip_gradients, make_optimizer
-from easyfirst.reporting import RunLog, evaluate_sentences, summary_table
+from easyfirst.reporting import RunLog, evaluate_sentences, length_cap, summary_table
 from easyfirst.runs import CONFIG_FILE, VOCAB_FILE, load_model, save_model
 from easyfirst.tasks import Task, get_task
 
@@ -208,9 +208,7 @@ def prepare_run(
     checkpoint = load_checkpoint(output / CHECKPOINT_FILE) if resume else None
     splits = load_splits(config)
     config.data.train, config.data.dev, config.data.test = (splits.paths[k] for k in ("train", "dev", "test"))
-    limit = config.data.max_train_length
-    train_sents = [s for s in splits.train if len(s.words) <= limit and s.words]
-    dropped = len(splits.train) - len(train_sents)
+    train_sents, kept, warning = length_cap(splits.train, config.data.max_train_length)
     task.prepare(config, train_sents)  # settings that depend on the data (QE: which heads to train)
     metric, metric_label = task.selection(config)
     columns = task.report_columns(config)
@@ -221,9 +219,11 @@ def prepare_run(
         )
     test = f"test {splits.paths['test']} ({len(splits.test)})" if splits.test else "no test set"
     log(
-        f"[bold]data[/] train {splits.paths['train']} ({len(train_sents)} sentences, {dropped} longer than "
-        f"{limit} words dropped), dev {splits.paths['dev']} ({len(splits.dev)}), {test}"
+        f"[bold]data[/] train {splits.paths['train']} ({kept}), dev {splits.paths['dev']} ({len(splits.dev)}), "
+        f"{test}"
     )
+    if warning:
+        log(warning)
     if resume:
         vocabs = Vocabularies.from_json(read_json(output / VOCAB_FILE))
     else:
@@ -516,5 +516,8 @@ def finish(run: Run) -> dict:
     write_json(run.output / "metrics.json", metrics)
     columns = tuple(c for c in run.columns if c[0] != run.metric)
     run.log(summary_table(metrics, run.metric, run.metric_label, columns))
+    warning = length_cap(splits.train, run.config.data.max_train_length)[2]
+    if warning:
+        run.log(warning)
     run.log(f"model and metrics written to {run.output}")
     return metrics

@@ -51,6 +51,8 @@ class NER(Task):
     # paper §5.2: the POS values but dropout 0.3, N = 5, a CRF output layer; plus the NER word features.
     # N = 5 is Table 2's "maximum number of sketch steps": a sentence of L < 5 words runs L steps
     defaults = {
+        # N = 5 costs O(5L) per sentence (not POS's O(L²)): train on every sentence (docs/configuration.md)
+        "data": {"max_train_length": 0},
         "model": {
             "sketch_steps": 5,
             "steps_beyond_length": False,
