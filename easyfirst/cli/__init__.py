@@ -66,15 +66,43 @@ def _display_type_of_values(self, ctx):
 typer.core.TyperOption.display_type = _display_type_of_values
 
 
+try:  # Typer >= 0.20 carries its own Click
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - older Typer, Click beside it
+    from click.exceptions import ClickException
+
+
+def usage_line(error: ClickException) -> str:
+    """Click's refusal of a command line (an unknown flag, a word where a number goes, a missing
+    argument) as one line, ``--flag: what is wrong``, like every other user mistake."""
+    message = error.format_message()
+    param = getattr(error, "param", None)
+    if param is not None and param.opts and message.startswith("Invalid value for"):
+        message = f"{param.opts[0]}: {message.split(': ', 1)[1]}"
+    ctx = getattr(error, "ctx", None)
+    return f"{message} (see {ctx.command_path} --help)" if ctx is not None else message
+
+
+def report(line: str) -> None:
+    if os.environ.get("RANK", "0") == "0":  # under torchrun every process finds it: process 0 says it
+        from easyfirst.cli.common import err
+
+        err.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
 def main() -> None:
     try:
-        app(prog_name="easyfirst")
+        code = app(prog_name="easyfirst", standalone_mode=False)
+    except ClickException as error:
+        if type(error).__name__ == "NoArgsIsHelpError":  # `easyfirst` alone: the help
+            error.show()
+        else:
+            report(usage_line(error))
+        sys.exit(error.exit_code)
     except InputError as error:
-        if os.environ.get("RANK", "0") == "0":  # under torchrun every process finds it: process 0 says it
-            from easyfirst.cli.common import err
-
-            err.print(str(error), markup=False, highlight=False, soft_wrap=True)
+        report(str(error))
         sys.exit(2)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -46,6 +46,12 @@ def check_device(device: str) -> None:
         raise InputError("--device cuda: no CUDA GPU is available here (use --device cpu)")
 
 
+def check_option(flag: str, value, rule) -> None:
+    """Refuse a verb's option value that breaks ``rule`` (easyfirst.fields), as ``flag: ...``."""
+    if value is not None and not rule.test(value):
+        raise InputError(f"{flag} must be {rule.says()}, not {value!r}")
+
+
 def load_tagger(model: Path | None, device: str = "cpu"):
     from easyfirst.api import Tagger, default_model_path
 

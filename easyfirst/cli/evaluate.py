@@ -15,12 +15,14 @@ from easyfirst.cli.common import (
     ModelOption,
     check_device,
     check_input,
+    check_option,
     console,
     err,
     load_tagger,
     task_of,
 )
-from easyfirst.errors import InputError
+from easyfirst.fields import at_least
+from easyfirst.fields import encoding as known_encoding
 from easyfirst.tasks import TASKS
 
 
@@ -47,15 +49,13 @@ def evaluate(
     F1-OK × F1-BAD and MCC of the MT words, and, when the model predicts them and the gold files have them,
     of the gaps, of MT words and gaps together (WMT19's target score) and of the source words;
     calibration (ECE) and sparsity (mean support size of the output distributions)."""
+    check_option("--batch-size", batch_size, at_least(1))
+    check_option("--encoding", encoding, known_encoding())
     check_input(gold, "no such file (nor a QE prefix: PREFIX.mt is missing too)")
     check_device(device)
     tagger = load_tagger(model, device)
     task, data = task_of(tagger)
     if encoding is not None:
-        try:
-            "".encode(encoding)
-        except LookupError:
-            raise InputError(f"--encoding: unknown encoding {encoding!r}") from None
         data.encoding = encoding
     sentences = task.read(gold, data)
     report = score(tagger, task, sentences, batch_size)

@@ -1,0 +1,51 @@
+"""The options of tag, evaluate, plot, analyze and export (issue #29): a bad value, an unknown flag or a
+missing argument is one line on stderr, exit 2, and nothing written. Each line is typed by hand. The
+verbs run in this process on the bundled model (validation only: nothing is tagged)."""
+
+from __future__ import annotations
+
+import pytest
+from test_config_validation import easyfirst
+
+from conftest import SAMPLE
+
+REFUSED = [
+    (["tag", SAMPLE, "--batch-size", "0"], "--batch-size must be >= 1"),
+    (
+        ["tag", SAMPLE, "--batch-size", "many"],
+        "--batch-size: Input should be a valid integer, unable to parse string as an integer "
+        "(see easyfirst tag --help)",
+    ),
+    (["tag", SAMPLE, "--device", "banana"], "--device: not a device name: 'banana'"),
+    (["tag", SAMPLE, "--format", "xml"], "--format must be auto, text or model, not 'xml'"),
+    (["tag", SAMPLE, "--colour"], "No such option: --colour (see easyfirst tag --help)"),
+    (["evaluate", SAMPLE, "--batch-size", "0"], "--batch-size must be an integer >= 1, not 0"),
+    (["evaluate", SAMPLE, "--batch-size", "-3"], "--batch-size must be an integer >= 1, not -3"),
+    (["evaluate", SAMPLE, "--device", "banana"], "--device: not a device name: 'banana'"),
+    (
+        ["evaluate", SAMPLE, "--encoding", "banana"],
+        "--encoding must be a known text encoding (utf-8, latin-1, ...), not 'banana'",
+    ),
+    (["plot", "--text", "a b", "--sentence", "0", "--terminal"], "--sentence counts from 1"),
+    (
+        ["plot", "--text", "a b", "--output", "{tmp}/x.jpg"],
+        "{tmp}/x.jpg: the figure file must end in .png, .svg or .pdf",
+    ),
+    (
+        ["plot", "--text", "a b", "--terminal", "--compare", "{tmp}/nope"],
+        "{tmp}/nope: model folder not found",
+    ),
+    (["analyze", "{tmp}/nope"], "{tmp}/nope: no such file"),
+    (["analyze", SAMPLE, "--json", "--markdown"], "give --json or --markdown, not both"),
+    (["export", "{tmp}/out"], "Missing argument 'output'. (see easyfirst export --help)"),
+    (["export", "{tmp}/nope", "{tmp}/out"], "{tmp}/nope: model folder not found"),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "line"), REFUSED, ids=[" ".join(map(str, a[:1] + a[2:])) for a, _ in REFUSED]
+)
+def test_a_bad_option_is_one_line_and_writes_nothing(tmp_path, args, line):
+    code, stderr = easyfirst(*(str(a).format(tmp=tmp_path) for a in args))
+    assert (code, stderr.strip()) == (2, line.format(tmp=tmp_path))
+    assert list(tmp_path.iterdir()) == []
