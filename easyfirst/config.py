@@ -183,12 +183,14 @@ class Config:
         """A config from TOML/JSON tables; keys left out take the defaults of its ``[data] task`` (or of
         ``task``, which must then agree with it; without either, POS). ``lines`` maps (section, key) to
         the key's line in ``source``, for the errors."""
+        from easyfirst.tasks import DEFAULT_TASK
+
         lines = lines or {}
         data = raw.get("data") if isinstance(raw.get("data"), dict) else {}
         where = (source, lines.get(("data", "task")))
         if task is not None and data.get("task", task) != task:
             raise InputError(f"this config is for task {data['task']!r}, not {task!r}", *where)
-        task = data.get("task", task or task_names()[0])
+        task = data.get("task", task or DEFAULT_TASK)
         if task not in task_names():
             raise InputError(f"data.task must be one of {', '.join(task_names())}, not {task!r}", *where)
         config = cls.for_task(task)

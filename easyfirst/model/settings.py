@@ -205,9 +205,9 @@ class ModelConfig:
         return self.model != "bilstm" and self.sketch_steps != 0
 
     def validate(self, source: str) -> None:
+        """The rules that tie fields together (each field's own: its ``check``, easyfirst.fields)."""
         from easyfirst.ops.attention import ATTENTIONS
 
-        """The rules that tie fields together (each field's own: its ``check``, easyfirst.fields)."""
         learned = ATTENTIONS[self.attention].scores == "attention"
         if (self.attention_temperature != 1 or self.coverage_penalty or self.v_init != 1) and not learned:
             raise InputError(
