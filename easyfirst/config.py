@@ -22,6 +22,7 @@ from typing import Any
 
 from easyfirst.errors import InputError
 from easyfirst.fields import (
+    Origin,
     any_integer,
     at_least,
     checked,
@@ -39,8 +40,6 @@ else:  # Python 3.10: the same parser, as a package
     import tomli as tomllib
 
 SECTIONS = ("data", "model", "loss", "train")
-# where a value came from, for its error: a flag ("--lr", None), "--set", or a file and its line
-Origin = tuple[str, int | None]
 REDUCTIONS = ("mean", "sum")
 OPTIMIZERS = ("adagrad", "adam", "sgd")
 
@@ -274,9 +273,13 @@ class Config:
                     raise InputError(f"{section}.{f.name} must be {rule.says()}, not {value!r}", *origin)
         from easyfirst.tasks import TASKS
 
+        def where(*keys: str) -> Origin:
+            given = [self.origins.get(k) for k in keys]
+            return next((o for o in given if o and not o[0].startswith("task ")), (source, None))
+
         TASKS[self.data.task].validate(self.data, source)
-        self.model.validate(source)
-        self.loss.validate(self.model.crf, source)
+        self.model.validate(where)
+        self.loss.validate(self.model.crf, where)
 
 
 def suggest(name: str, known: typing.Iterable[str]) -> str:

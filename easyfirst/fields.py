@@ -20,6 +20,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+# where a value came from, for its error: a flag ("--lr", None), "--set", or a file and its line
+Origin = tuple[str, int | None]
+# the origin of the first of some keys ("loss.alpha", ...) that was given: where a rule between keys points
+Where = Callable[..., Origin]
+
 
 @dataclass(frozen=True)
 class Rule:

@@ -189,6 +189,17 @@ REFUSED = [
         "{toml}:3: unknown key 'hiden_dim' in [model] (did you mean hidden_dim?)",
     ),
     ('[data]\ntask = "nre"\n', "{toml}:2: data.task must be one of pos, ner, qe, not 'nre'"),
+    # a rule between keys points at the key that was given
+    (["--loss", "entmax"], "--loss: loss entmax needs alpha > 1 (1.5: entmax15, 2: sparsemax)"),
+    (
+        ["--no-concat", "--sketch-steps", "0"],
+        "--no-concat: concat = false predicts from the sketch alone: it needs sketch steps (N > 0)",
+    ),
+    (
+        '[data]\ntask = "ner"\n\n[loss]\nlabel_smoothing = 0.1\n',
+        "{toml}:5: with crf the training loss is the CRF's sequence likelihood: loss, alpha, label_smoothing, "
+        "temperature and class_weights apply to per-word outputs only",
+    ),
 ]
 
 

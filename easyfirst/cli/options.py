@@ -106,7 +106,8 @@ def config_values(section: str, cls: type, given: dict[str, Any]) -> dict[str, t
             value = spec.parse(value)
         elif isinstance(value, Path):
             value = str(value)
-        values[f.name] = (value, flag_of(f))
+        flag = flag_of(f)
+        values[f.name] = (value, f"--no-{flag[2:]}" if value is False else flag)
     return values
 
 

@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 
 from easyfirst.data.vocab import DEFAULT_PRETRAINED_WORDS
 from easyfirst.errors import InputError
-from easyfirst.fields import at_least, checked, fraction, non_negative, option, positive, weights
+from easyfirst.fields import Where, at_least, checked, fraction, non_negative, option, positive, weights
 
 MODELS = ("nef-f", "nef-s", "bilstm")
+# the keys a CRF output layer leaves unused (its loss is the sequence likelihood)
+LOSS_KEYS = ("loss", "alpha", "label_smoothing", "temperature", "class_weights")
 # --loss names and their α (entmax takes α from alpha)
 LOSS_ALPHA = {"softmax": 1.0, "entmax15": 1.5, "sparsemax": 2.0, "entmax": None}
 
@@ -204,8 +206,9 @@ class ModelConfig:
         """Whether the model has a sketch decoder (N != 0 and not the BiLSTM baseline)."""
         return self.model != "bilstm" and self.sketch_steps != 0
 
-    def validate(self, source: str) -> None:
-        """The rules that tie fields together (each field's own: its ``check``, easyfirst.fields)."""
+    def validate(self, where: Where) -> None:
+        """The rules that tie fields together (each field's own: its ``check``, easyfirst.fields); an
+        error points at ``where`` the keys it names were given."""
         from easyfirst.ops.attention import ATTENTIONS
 
         learned = ATTENTIONS[self.attention].scores == "attention"
@@ -213,11 +216,14 @@ class ModelConfig:
             raise InputError(
                 f"attention_temperature, v_init and coverage_penalty act on learned attention scores; "
                 f"{self.attention!r} has none",
-                source,
+                *where(
+                    "model.attention_temperature", "model.v_init", "model.coverage_penalty", "model.attention"
+                ),
             )
         if not self.concat and not self.decodes:
             raise InputError(
-                "concat = false predicts from the sketch alone: it needs sketch steps (N > 0)", source
+                "concat = false predicts from the sketch alone: it needs sketch steps (N > 0)",
+                *where("model.concat", "model.sketch_steps", "model.model"),
             )
 
 
@@ -281,18 +287,22 @@ class LossConfig:
         fixed = LOSS_ALPHA.get(self.loss)
         return fixed if fixed is not None else float(self.alpha)
 
-    def validate(self, crf: bool, source: str) -> None:
-        """The rules that tie fields together (each field's own: its ``check``, easyfirst.fields)."""
+    def validate(self, crf: bool, where: Where) -> None:
+        """The rules that tie fields together (each field's own: its ``check``, easyfirst.fields); an
+        error points at ``where`` the keys it names were given."""
         fixed = LOSS_ALPHA[self.loss]
         if fixed is None and (self.alpha is None or not self.alpha > 1):
-            raise InputError("loss entmax needs alpha > 1 (1.5: entmax15, 2: sparsemax)", source)
+            raise InputError(
+                "loss entmax needs alpha > 1 (1.5: entmax15, 2: sparsemax)", *where("loss.alpha", "loss.loss")
+            )
         if fixed is not None and self.alpha is not None and self.alpha != fixed:
             raise InputError(
-                f"loss {self.loss} has alpha = {fixed:g}; for another alpha use loss entmax", source
+                f"loss {self.loss} has alpha = {fixed:g}; for another alpha use loss entmax",
+                *where("loss.alpha", "loss.loss"),
             )
         if crf and (self != LossConfig() and self != LossConfig(alpha=1.0)):
             raise InputError(
                 "with crf the training loss is the CRF's sequence likelihood: loss, alpha, label_smoothing, "
                 "temperature and class_weights apply to per-word outputs only",
-                source,
+                *where(*(f"loss.{key}" for key in LOSS_KEYS), "model.crf"),
             )
