@@ -227,3 +227,14 @@ def test_loss_names_are_checked_by_their_rule():
     assert LOSS_ALPHA  # the rule's choices come from the registry the loss is built from
     code, stderr = easyfirst("train", "--train", SAMPLE, "--loss", "banana", "--output", "/nonexistent/run")
     assert code == 2 and stderr.startswith("--loss: loss.loss must be one of softmax"), stderr
+
+
+@pytest.mark.parametrize("given", [["--epochs", "ten"], ["--lr", "fast"], ["--dropout", "half"]])
+def test_a_word_for_a_flags_number_is_one_line(tmp_path, given):
+    """Click refuses it; its wording is Typer's (it changed between versions), the form is ours."""
+    code, stderr = easyfirst("train", "--train", SAMPLE, "--output", tmp_path / "run", *given)
+    assert code == 2 and len(stderr.strip().splitlines()) == 1, stderr
+    assert stderr.startswith(f"{given[0]}: ") and stderr.strip().endswith("(see easyfirst train --help)"), (
+        stderr
+    )
+    assert not (tmp_path / "run").exists()
