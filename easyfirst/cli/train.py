@@ -139,14 +139,13 @@ def check_paths(cfg: Config) -> None:
     from easyfirst.tasks import get_task
 
     task = get_task(cfg.data.task)
-    for section, key in (("data", "train"), ("data", "dev"), ("data", "test"), ("model", "pretrained")):
-        path = getattr(getattr(cfg, section), key)
-        if path is None:
-            continue
-        if not (Path(path).is_file() if key == "pretrained" else task.exists(path)):
-            origin = cfg.origins.get(f"{section}.{key}", ("command line", None))
-            wanted = "" if key == "pretrained" else f" ({task.name} reads {task.input_kind})"
-            raise InputError(f"{section}.{key} {path!r} not found{wanted}", *origin)
+    for split in ("train", "dev", "test"):
+        if getattr(cfg.data, split) is not None:
+            task.check_exists(getattr(cfg.data, split), split)  # the task's own words (QE: which file)
+    path = cfg.model.pretrained
+    if path is not None and not Path(path).is_file():
+        origin = cfg.origins.get("model.pretrained", ("command line", None))
+        raise InputError(f"model.pretrained {path!r} not found", *origin)
 
 
 def note_summed_batches(cfg: Config, flags: list[str]) -> None:

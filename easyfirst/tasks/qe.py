@@ -111,7 +111,10 @@ class QE(Task):
         return Path(path).is_file() or is_qe_prefix(path)
 
     def check_exists(self, path: str | Path, split: str) -> None:
-        """Nothing to check before reading: :func:`~easyfirst.data.qe.read_qe` names each missing file."""
+        """Fail unless ``path`` is a QE prefix with its files (the error names each missing one)."""
+        from easyfirst.data.qe import QEFiles
+
+        QEFiles.from_prefix(path)
 
     def read(self, path: str | Path, data) -> list[Sentence]:
         from easyfirst.data.qe import read_qe
