@@ -54,8 +54,10 @@ def raindrop_data(
     rows = attention.tolist() if hasattr(attention, "tolist") else [list(row) for row in attention]
     length = len(tokens)
     if len(tags) != length or (gold is not None and len(gold) != length):
-        raise ValueError(f"raindrop_data: {length} tokens but {len(tags)} tags" + (
-            f" and {len(gold)} gold tags" if gold is not None else ""))
+        raise ValueError(
+            f"raindrop_data: {length} tokens but {len(tags)} tags"
+            + (f" and {len(gold)} gold tags" if gold is not None else "")
+        )
     for n, row in enumerate(rows):
         if len(row) != length:
             raise ValueError(f"raindrop_data: attention row {n} has {len(row)} values for {length} tokens")
