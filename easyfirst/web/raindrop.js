@@ -38,8 +38,11 @@
     return node;
   }
 
+  // α and β as read in a tooltip: three decimals, and small non-zero values in exponent form (the exact
+  // value is the cell's data-alpha)
   function format(value) {
-    return value.toFixed(3);
+    if (value === 0) return "0";
+    return Math.abs(value) < 0.001 ? value.toExponential(2) : value.toFixed(3);
   }
 
   function style(data, tag) {
@@ -147,10 +150,14 @@
     root.appendChild(scroller);
 
     var tip = el("div", "efr-tooltip");
-    tip.setAttribute("role", "status");
-    tip.textContent = "point at a cell (or focus the grid and use the arrow keys) to read it";
+    tip.setAttribute("role", "tooltip");
+    tip.hidden = true;
     root.appendChild(tip);
     root.appendChild(legend(data));
+    root.appendChild(el("p", "efr-hint", "Rows are sketch steps n (step 1 at the top), columns the words " +
+      "with their predicted tags; a cell's colour is the attention αⁿ on the word at step n, the β row " +
+      "the attention each word got up to the step shown. Point at a cell, or focus the grid (Tab) and " +
+      "move with the arrow keys, to read it."));
 
     var state = { step: steps, timer: null };
     function show(step) {
@@ -191,16 +198,28 @@
       }, Math.max(60, Math.min(600, 6000 / Math.max(1, steps))));
     });
 
+    // the tooltip sits just below the cell (above it near the bottom of the grid), inside the view
     function point(cell) {
       var n = Number(cell.dataset.step), i = Number(cell.dataset.word);
       tip.textContent = tooltipText(data, beta, n, i);
+      tip.hidden = false;
+      var box = cell.getBoundingClientRect(), frame = root.getBoundingClientRect();
+      var left = Math.max(0, Math.min(box.left - frame.left - 8, frame.width - tip.offsetWidth));
+      var below = box.bottom - frame.top + 6;
+      var above = box.top - frame.top - tip.offsetHeight - 6;
+      tip.style.left = left + "px";
+      tip.style.top = (n > steps / 2 && above > 0 ? above : below) + "px";
     }
+    function hide() { tip.hidden = true; }
     grid.addEventListener("mouseover", function (e) {
       if (e.target.classList && e.target.classList.contains("efr-cell")) point(e.target);
     });
+    grid.addEventListener("mouseleave", hide);
     grid.addEventListener("focusin", function (e) {
       if (e.target.classList.contains("efr-cell")) point(e.target);
     });
+    grid.addEventListener("focusout", hide);
+    scroller.addEventListener("scroll", hide);
     grid.addEventListener("keydown", function (e) {
       var cell = e.target, moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1],
         Home: [0, -length], End: [0, length] };

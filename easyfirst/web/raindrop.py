@@ -45,7 +45,9 @@ class Raindrop:
 
     def html(self, title: str | None = None) -> str:
         """A whole self-contained HTML page."""
-        return page(self.views(), title or "easyfirst raindrop: " + " ".join(self.drops[0].words))
+        words = self.drops[0].words
+        sentence = " ".join(words[:12]) + (" …" if len(words) > 12 else "")
+        return page(self.views(), title or f"easyfirst raindrop: {sentence}")
 
     def _repr_html_(self) -> str:
         return fragment(self.views())
