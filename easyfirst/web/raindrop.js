@@ -102,6 +102,9 @@
     grid.setAttribute("aria-label", "attention: rows are sketch steps, columns are words");
     grid.style.gridTemplateColumns = "auto repeat(" + length + ", var(--efr-cell))";
     grid.style.setProperty("--efr-row", steps > 40 ? "9px" : "16px");
+    // narrower columns for long sentences: 100 words fit a wide window, and scroll sideways at 800 px
+    grid.style.setProperty("--efr-cell", length > 60 ? "15px" : length > 30 ? "18px" : "22px");
+    if (length > 60) grid.classList.add("efr-long");
     var cells = [];
     data.attention.forEach(function (row, n) {
       var line = el("div", "efr-row");
@@ -157,7 +160,7 @@
     root.appendChild(el("p", "efr-hint", "Rows are sketch steps n (step 1 at the top), columns the words " +
       "with their predicted tags; a cell's colour is the attention αⁿ on the word at step n, the β row " +
       "the attention each word got up to the step shown. Point at a cell, or focus the grid (Tab) and " +
-      "move with the arrow keys, to read it."));
+      "move with the arrow keys, to read it." + (length > 30 ? " A long sentence scrolls sideways." : "")));
 
     var state = { step: steps, timer: null };
     function show(step) {
