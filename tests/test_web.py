@@ -12,6 +12,8 @@ from browser import chromium
 from conftest import SAMPLE, run_cli
 from easyfirst import Tagger
 from easyfirst.data.conllu import read_conllu
+from easyfirst.web import page as page_html
+from easyfirst.web import raindrop_data
 
 pytestmark = pytest.mark.browser
 
@@ -77,13 +79,19 @@ def test_notebook_fragment_has_the_same_cells_and_two_fragments_do_not_clash(tag
     roots.nth(1).locator(".efr-first").click()
     assert roots.nth(1).locator(".efr-cell.efr-future").count() == 4 * len(short)
     assert roots.nth(0).locator(".efr-cell.efr-future").count() == 0
-    names = page.evaluate("Object.keys(window).filter(k => k.toLowerCase().includes('efr') || k.includes('aindrop'))")
+    names = page.evaluate(
+        "Object.keys(window).filter(k => k.toLowerCase().includes('efr') || k.includes('aindrop'))"
+    )
     assert names == ["easyfirstRaindrop"]
 
 
 def expected_tooltip(word, tag, step, alpha, beta):
     def show(value):
-        return "0" if value == 0 else (f"{value:.2e}".replace("e-0", "e-") if abs(value) < 1e-3 else f"{value:.3f}")
+        return (
+            "0"
+            if value == 0
+            else (f"{value:.2e}".replace("e-0", "e-") if abs(value) < 1e-3 else f"{value:.3f}")
+        )
 
     return word, tag, f"step {step}", f"α = {show(alpha)}", f"β up to step {step} = {show(beta)}"
 
@@ -106,7 +114,10 @@ def test_pointing_at_or_focusing_a_cell_shows_word_tag_gold_step_alpha_and_beta(
     page.locator(".efr-last").focus()
     page.keyboard.press("Tab")
     page.keyboard.press("Tab")
-    assert page.evaluate("document.activeElement.dataset.step + ',' + document.activeElement.dataset.word") == "0,0"
+    assert (
+        page.evaluate("document.activeElement.dataset.step + ',' + document.activeElement.dataset.word")
+        == "0,0"
+    )
     for key in ("ArrowDown", "ArrowDown", "ArrowRight"):
         page.keyboard.press(key)
     text = tooltip.text_content()
@@ -122,7 +133,9 @@ def test_the_step_control_replays_the_decoder_and_beta_follows(tagger, page):
     steps = attention.shape[0]
 
     def shown():
-        future = page.locator(".efr-cell.efr-future").evaluate_all("cs => cs.map(c => Number(c.dataset.step))")
+        future = page.locator(".efr-cell.efr-future").evaluate_all(
+            "cs => cs.map(c => Number(c.dataset.step))"
+        )
         betas = page.locator(".efr-beta").evaluate_all("cs => cs.map(c => Number(c.dataset.beta))")
         return sorted(set(future)), betas
 
@@ -138,3 +151,95 @@ def test_the_step_control_replays_the_decoder_and_beta_follows(tagger, page):
     assert future == list(range(3, steps))
     assert all(abs(b - float(a)) < 1e-5 for b, a in zip(betas, attention[:3].sum(0), strict=True))
     assert page.locator(".efr-shown").text_content() == f"showing steps 1–3 of {steps}"
+
+
+def luminance(color: str) -> float:
+    red, green, blue = (
+        float(part) / 255 for part in color[color.index("(") + 1 : color.index(")")].split(",")[:3]
+    )
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (red, green, blue)]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(foreground: str, background: str) -> float:
+    light, dark = sorted((luminance(foreground), luminance(background)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+# every element with text of its own: its colour and the first opaque background behind it
+TEXTS = """root => Array.from(root.querySelectorAll('*')).filter(e =>
+    Array.from(e.childNodes).some(n => n.nodeType === 3 && n.textContent.trim()) && e.getClientRects().length
+  ).map(e => {
+    let back = e;
+    while (back && ['rgba(0, 0, 0, 0)', 'transparent'].includes(getComputedStyle(back).backgroundColor))
+      back = back.parentElement;
+    return [e.textContent.trim().slice(0, 20), getComputedStyle(e).color,
+            back ? getComputedStyle(back).backgroundColor : 'rgb(255, 255, 255)'];
+  })"""
+
+
+def test_every_text_contrasts_at_least_4_5_to_1_at_every_step(tagger, page):
+    sentence = read_conllu(SAMPLE)[2]
+    gold = [*sentence.tags[:-1], "X" if sentence.tags[-1] != "X" else "NOUN"]  # one mistake: the red label
+    seen = 0
+
+    def check():
+        nonlocal seen
+        for text, color, background in page.locator("body").evaluate(TEXTS):
+            assert contrast(color, background) >= 4.5, (text, color, background)
+            seen += 1
+
+    page.set_content(tagger.raindrop(sentence.words, gold=gold).html())
+    page.locator('.efr-cell[data-step="1"][data-word="1"]').hover()  # the tooltip too
+    for control in (None, ".efr-first", ".efr-next", ".efr-next"):
+        if control:
+            page.locator(control).click()
+        check()
+    assert seen > 4 * (2 * len(sentence.words))  # the labels and the β values were among them
+    # β written on every shade of the colour scale: one step whose attention runs from 0 to 1
+    sweep = [k / 20 for k in range(21)]
+    page.set_content(page_html(raindrop_data([f"w{k}" for k in range(21)], ["NOUN"] * 21, [sweep])))
+    assert page.locator(".efr-beta").evaluate_all("cs => cs.map(c => Number(c.dataset.beta))") == sweep
+    check()
+
+
+def hundred_words(tagger) -> list[str]:
+    words = [w for s in read_conllu(SAMPLE) for w in s.words][:100]
+    assert len(words) == 100
+    return words
+
+
+BOXES = """root => {
+  const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.right, r.top, r.bottom]; };
+  const scroll = root.querySelector('.efr-scroll');
+  return {grid: box(root.querySelector('.efr-grid')), cell: box(root.querySelector('.efr-cell')),
+          words: Array.from(root.querySelectorAll('.efr-word')).map(box),
+          scroll: [scroll.scrollWidth, scroll.clientWidth], page: document.documentElement.scrollWidth};
+}"""
+
+
+@pytest.mark.parametrize("width", [800, 1600])
+def test_a_hundred_words_are_not_clipped_and_fit_800_px_by_scrolling(tagger, page, width):
+    words = hundred_words(tagger)
+    page.set_viewport_size({"width": width, "height": 900})
+    page.set_content(tagger.raindrop(words).html())
+    layout = page.locator(".efr").evaluate(BOXES)
+    assert layout["page"] <= width  # the page itself never scrolls sideways
+    grid_left, grid_right, grid_top, grid_bottom = layout["grid"]
+    column = layout["cell"][1] - layout["cell"][0]
+    assert len(layout["words"]) == 100
+    for k, (left, right, top, bottom) in enumerate(layout["words"]):
+        assert right - left <= column + 0.5, k  # a label stays in its column
+        assert (
+            grid_left <= left and right <= grid_right and grid_top <= top and bottom <= grid_bottom + 0.5
+        ), k
+    scroll_width, visible = layout["scroll"]
+    assert scroll_width >= grid_right - grid_left  # all of the grid can be scrolled to
+    if width == 1600:
+        assert scroll_width <= visible  # a wide window shows all 100 words at once
+    # the last word's cell scrolled into view: its tooltip is inside the window
+    page.locator('.efr-cell[data-step="99"][data-word="99"]').hover()
+    left, right = page.locator(".efr-tooltip").evaluate(
+        "t => [t.getBoundingClientRect().left, t.getBoundingClientRect().right]"
+    )
+    assert 0 <= left and right <= width

@@ -24,11 +24,26 @@
     return [1, 3, 5].map(function (i) { return parseInt(hex.slice(i, i + 2), 16); });
   }
 
-  function viridis(value) {
+  function viridisRGB(value) {
     var x = Math.max(0, Math.min(1, value)) * (VIRIDIS.length - 1);
     var i = Math.min(VIRIDIS.length - 2, Math.floor(x));
     var a = rgb(VIRIDIS[i]), b = rgb(VIRIDIS[i + 1]), t = x - i;
-    return "rgb(" + a.map(function (c, k) { return Math.round(c + t * (b[k] - c)); }).join(",") + ")";
+    return a.map(function (c, k) { return Math.round(c + t * (b[k] - c)); });
+  }
+
+  function viridis(value) {
+    return "rgb(" + viridisRGB(value).join(",") + ")";
+  }
+
+  // black or white text on a viridis colour, whichever contrasts more (WCAG 2 relative luminance; the
+  // better of the two is at least 4.58:1 on any background)
+  function textOn(value) {
+    var lum = viridisRGB(value).map(function (c) {
+      c /= 255;
+      return c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
+    });
+    var y = 0.2126 * lum[0] + 0.7152 * lum[1] + 0.0722 * lum[2];
+    return (y + 0.05) / 0.05 >= 1.05 / (y + 0.05) ? "#000" : "#fff";
   }
 
   function el(tag, className, text) {
@@ -175,7 +190,7 @@
       var top = Math.max(1, Math.max.apply(null, b.concat([0])));
       betaCells.forEach(function (cell, i) {
         cell.style.background = viridis(b[i] / top);
-        cell.style.color = b[i] / top > 0.6 ? "#000" : "#fff";
+        cell.style.color = textOn(b[i] / top);
         cell.dataset.beta = String(b[i]);
         cell.textContent = length <= ANNOTATE_BETA_UP_TO ? b[i].toFixed(2) : "";
         cell.title = data.tokens[i] + ": β up to step " + state.step + " = " + format(b[i]);
