@@ -243,3 +243,15 @@ def test_a_hundred_words_are_not_clipped_and_fit_800_px_by_scrolling(tagger, pag
         "t => [t.getBoundingClientRect().left, t.getBoundingClientRect().right]"
     )
     assert 0 <= left and right <= width
+
+
+def test_no_beta_leaves_out_the_beta_row_only(tagger, page, tmp_path):
+    out = tmp_path / "r.html"
+    words = ["She", "reads", "a", "book", "."]
+    tagger.raindrop(words).save(out, show_beta=False)
+    page.goto(out.as_uri())
+    assert page.locator(".efr-cell").count() == len(words) ** 2
+    assert page.locator(".efr-beta, .efr-beta-label").count() == 0
+    assert "β row" not in page.locator(".efr-hint").text_content()
+    page.locator(".efr-first").click()  # the step control works without it
+    assert page.locator(".efr-cell.efr-future").count() == (len(words) - 1) * len(words)

@@ -4,7 +4,8 @@
  *
  * window.easyfirstRaindrop.render(element, data_or_list_of_data) draws one view per data object, side by
  * side. A data object has tokens, tags and attention (one row per step, one column per word); optional:
- * gold (gold tags), model, task, title, colors ({tag: {color, bold}}; easyfirst.web.tag_colors).
+ * gold (gold tags), model, task, title, colors ({tag: {color, bold}}; easyfirst.web.tag_colors), and
+ * beta: false to leave out the β row.
  * No network, no globals beyond window.easyfirstRaindrop; loading this file twice changes nothing.
  */
 (function () {
@@ -141,12 +142,12 @@
     });
     var betaRow = el("div", "efr-row efr-beta-row");
     betaRow.appendChild(el("div", "efr-stepnum efr-beta-label", "β"));
-    var betaCells = data.tokens.map(function () {
+    var betaCells = data.beta === false ? [] : data.tokens.map(function () {
       var cell = el("div", "efr-beta");
       betaRow.appendChild(cell);
       return cell;
     });
-    grid.appendChild(betaRow);
+    if (betaCells.length) grid.appendChild(betaRow);
     var words = el("div", "efr-row efr-words");
     words.appendChild(el("div", "efr-stepnum"));
     data.tokens.forEach(function (token, i) {
@@ -173,9 +174,10 @@
     root.appendChild(tip);
     root.appendChild(legend(data));
     root.appendChild(el("p", "efr-hint", "Rows are sketch steps n (step 1 at the top), columns the words " +
-      "with their predicted tags; a cell's colour is the attention αⁿ on the word at step n, the β row " +
-      "the attention each word got up to the step shown. Point at a cell, or focus the grid (Tab) and " +
-      "move with the arrow keys, to read it." + (length > 30 ? " A long sentence scrolls sideways." : "")));
+      "with their predicted tags; a cell's colour is the attention αⁿ on the word at step n" +
+      (betaCells.length ? ", the β row the attention each word got up to the step shown. " : ". ") +
+      "Point at a cell, or focus the grid (Tab) and move with the arrow keys, to read it." +
+      (length > 30 ? " A long sentence scrolls sideways." : "")));
 
     var state = { step: steps, timer: null };
     function show(step) {

@@ -27,8 +27,9 @@ class Raindrop:
         tagset = sorted({tag for r in raindrops for tag in r.tagset})
         return cls([drop for r in raindrops for drop in r.drops], tagset)
 
-    def views(self) -> list[dict]:
-        """The component's data for each panel (easyfirst.web.raindrop_data)."""
+    def views(self, show_beta: bool = True) -> list[dict]:
+        """The component's data for each panel (easyfirst.web.raindrop_data); ``show_beta=False`` leaves
+        out the β row."""
         return [
             raindrop_data(
                 d.words,
@@ -40,14 +41,15 @@ class Raindrop:
                 title=d.title or None,
                 tagset=self.tagset,
             )
+            | ({} if show_beta else {"beta": False})
             for d in self.drops
         ]
 
-    def html(self, title: str | None = None) -> str:
+    def html(self, title: str | None = None, show_beta: bool = True) -> str:
         """A whole self-contained HTML page."""
         words = self.drops[0].words
         sentence = " ".join(words[:12]) + (" …" if len(words) > 12 else "")
-        return page(self.views(), title or f"easyfirst raindrop: {sentence}")
+        return page(self.views(show_beta), title or f"easyfirst raindrop: {sentence}")
 
     def _repr_html_(self) -> str:
         return fragment(self.views())
@@ -62,7 +64,7 @@ class Raindrop:
         if suffix not in FORMATS:
             raise ValueError(f"{path}: a raindrop is saved as {', '.join(FORMATS)} (by the file's suffix)")
         if suffix == ".html":
-            text = self.html().encode("utf-8")
+            text = self.html(show_beta=show_beta).encode("utf-8")
             atomic_write(path, lambda out: out.write(text))
         else:
             save(self.drops, self.tagset, path, show_beta=show_beta)
