@@ -65,6 +65,12 @@ def test_two_fragments_get_their_own_ids():
         )
 
 
+def test_where_scripts_do_not_run_the_fragment_says_why():
+    html = fragment(raindrop_data(["a"], ["X"], [[1.0]]))
+    mount = re.search(r'id="efr-[0-9a-f]+-mount">(.*?)</div>', html, re.S).group(1)
+    assert "drawn by JavaScript, which did not run here" in mount and "trust the notebook" in mount
+
+
 def test_a_token_cannot_end_the_script_or_inject_markup():
     nasty = ["</script><script>alert(1)</script>", "<!--", "&amp;", "\u2028"]
     html = page(raindrop_data(nasty, ["X"] * 4, [[0.25] * 4]), title="<b>title</b>")

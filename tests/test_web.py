@@ -71,6 +71,7 @@ def test_notebook_fragment_has_the_same_cells_and_two_fragments_do_not_clash(tag
     page.set_content(f"<!DOCTYPE html><html><body>{html}</body></html>")
     roots = page.locator(".efr-fragment")
     assert roots.count() == 2
+    assert page.locator(".efr-fallback").count() == 0  # the words for a notebook whose scripts do not run
     assert len(set(roots.evaluate_all("nodes => nodes.map(n => n.id)"))) == 2
     for root, words in zip(roots.all(), (TEXT.split(), short), strict=True):
         _, attention = tagger.tag(words, return_attention=True)

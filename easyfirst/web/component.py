@@ -96,7 +96,11 @@ def fragment(views: Sequence[Mapping] | Mapping) -> str:
         f'<div class="efr-fragment" id="{ident}">'
         f"<style>{asset('raindrop.css')}</style>"
         f'<div class="efr" id="{ident}-mount">'
-        "<noscript>This raindrop needs JavaScript to draw.</noscript></div>"
+        # shown where scripts do not run (an untrusted notebook, GitHub's notebook viewer); render()
+        # replaces it
+        '<p class="efr-fallback">This raindrop is drawn by JavaScript, which did not run here: in Jupyter, '
+        "trust the notebook or run the cell again; or save it as a page with .save('raindrop.html')."
+        "</p></div>"
         f'<script type="application/json" id="{ident}-data">{_json_for_script(views)}</script>'
         f"<script>{asset('raindrop.js')}</script>"
         f"<script>{boot}</script>"
