@@ -113,6 +113,68 @@ class Tagger:
             return tuple(part[0] for part in result) if isinstance(result, tuple) else result[0]
         return self._tag_sentences(sentences, extras=extras, **options)
 
+    def raindrop(
+        self,
+        text_or_tokens: str | Sequence[str],
+        *,
+        sentence: int = 1,
+        gold: Sequence[str] | None = None,
+        extra: Mapping | None = None,
+        name: str | None = None,
+    ):
+        """The raindrop of one sentence (easyfirst.web.Raindrop): shown inline in a notebook (the
+        interactive component) and saved by ``.save(path)`` as .html, .png, .svg or .pdf.
+
+        ``text_or_tokens`` is text (split and tokenized as :meth:`tag` does; ``sentence`` picks which
+        sentence, from 1) or one sentence's tokens. ``gold`` tags are shown beside the predicted ones,
+        ``extra`` holds a QE sentence's source and alignment, ``name`` names the model in the title.
+        In a notebook, a cell ending in ``tagger.raindrop("She reads a book.")`` shows the raindrop.
+        """
+        from easyfirst.plot import Drop
+        from easyfirst.tasks import get_task
+        from easyfirst.web.raindrop import Raindrop
+
+        if self.model.decoder is None:
+            raise ValueError("this model has no sketch steps (N = 0): there is no attention to plot")
+        words = self._one_sentence(text_or_tokens, sentence)
+        if extra is None and get_task(self.config.data.task).refuses_text is not None:
+            raise ValueError("a QE model's raindrop needs the sentence's extra (source and alignment)")
+        if gold is not None and len(gold) != len(words):
+            raise ValueError(f"gold has {len(gold)} tags for {len(words)} tokens")
+        tags, attention = self.tag([words], return_attention=True, extras=[extra] if extra else None)
+        m = self.config.model
+        title = f"{m.model}, {m.attention}, " + (
+            "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"
+        )
+        drop = Drop(
+            words,
+            tags[0],
+            attention[0],
+            None if gold is None else list(gold),
+            f"{name}: {title}" if name else title,
+            name or "",
+            self.config.data.task,
+        )
+        return Raindrop([drop], self.tags)
+
+    @staticmethod
+    def _one_sentence(text_or_tokens: str | Sequence[str], sentence: int) -> list[str]:
+        """The tokens of sentence ``sentence`` (from 1) of text, or the given tokens."""
+        if sentence < 1:
+            raise ValueError("sentence counts from 1")
+        if input_kind(text_or_tokens) == "tokens":
+            if sentence != 1:
+                raise ValueError("sentence: a list of tokens is one sentence")
+            return list(text_or_tokens)
+        if input_kind(text_or_tokens) != "text":
+            raise TypeError("Tagger.raindrop takes text or one sentence's tokens, not a list of sentences")
+        from easyfirst.data.text import split
+
+        sentences = [s.words for s in split(text_or_tokens)]
+        if sentence > len(sentences):
+            raise ValueError(f"the text has {len(sentences)} sentence(s), fewer than sentence={sentence}")
+        return sentences[sentence - 1]
+
     def _tag_sentences(
         self,
         sentences: Sequence[Sequence[str]],

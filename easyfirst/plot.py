@@ -65,6 +65,8 @@ class Drop:
     attention: torch.Tensor  # (N, L)
     gold: list[str] | None = None
     title: str = ""
+    model: str = ""  # the model's name (a run folder's), for the interactive page
+    task: str = ""
 
 
 def tag_style(tag: str, tagset: Sequence[str]) -> tuple[str, bool]:

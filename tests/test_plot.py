@@ -63,7 +63,10 @@ def test_tag_colours_follow_the_papers_figures():
     assert len({tag_style(t, upos)[0] for t in upos}) == 3
 
 
-@pytest.mark.parametrize("suffix, magic", [(".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")])
+@pytest.mark.parametrize(
+    "suffix, magic",
+    [(".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF"), (".html", b"<!DOCTYPE html>")],
+)
 def test_each_format_is_written(run_dir, tmp_path, suffix, magic):
     out = tmp_path / f"drop{suffix}"
     result = run_cli("plot", "-m", run_dir, "--input", SAMPLE, "--sentence", "3", "-o", out)

@@ -47,15 +47,19 @@ def plot(
     ] = None,
     sentence: Annotated[int, typer.Option(help="Which sentence of --input or --text (from 1).")] = 1,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Figure file: .png, .svg or .pdf.")
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Figure file: .html (interactive, self-contained), .png, .svg or .pdf."
+        ),
     ] = None,
     terminal: Annotated[bool, typer.Option(help="Draw the matrix in the terminal.")] = False,
     compare: Annotated[list[Path] | None, typer.Option(help="More run folders to draw side by side.")] = None,
     beta: Annotated[bool, typer.Option(help="Add the cumulative-attention panel.")] = True,
 ) -> None:
-    """Raindrop plot: where the decoder looks at each sketch step, for one sentence."""
-    from easyfirst.plot import Drop, save
+    """Raindrop plot: where the decoder looks at each sketch step, for one sentence (an interactive page
+    for .html)."""
     from easyfirst.plot import terminal as render
+    from easyfirst.web.raindrop import FORMATS, Raindrop
 
     if (text is None) == (input is None):
         raise InputError("give exactly one of --text or --input")
@@ -64,15 +68,15 @@ def plot(
     if sentence < 1:
         raise InputError("--sentence counts from 1")
     if output is None and not terminal:
-        raise InputError("give --output FILE (.png, .svg, .pdf) and/or --terminal")
+        raise InputError(f"give --output FILE ({', '.join(FORMATS)}) and/or --terminal")
     if output is not None:
-        if output.suffix.lower() not in (".png", ".svg", ".pdf"):
-            raise InputError("the figure file must end in .png, .svg or .pdf", output)
+        if output.suffix.lower() not in FORMATS:
+            raise InputError(f"the figure file must end in {', '.join(FORMATS)}", output)
         check_output(output)
     if input is not None:
         check_input(input)
     taggers = [load_tagger(model)] + [load_tagger(path) for path in compare or []]
-    drops, tagset = [], set()
+    raindrops = []
     for path, tagger in zip([model, *(compare or [])], taggers, strict=True):
         if tagger.model.decoder is None:
             raise InputError("this model has no sketch steps (N = 0): there is no attention to plot", path)
@@ -88,17 +92,14 @@ def plot(
             if sentence > len(sentences):
                 raise InputError(f"--text has {len(sentences)} sentence(s), fewer than --sentence {sentence}")
             words = sentences[sentence - 1]
-        tags, attention = tagger.tag([words], return_attention=True, extras=[extra] if extra else None)
-        m = tagger.config.model
-        steps = "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"
         name = "bundled model" if path is None else path.name
-        drops.append(Drop(words, tags[0], attention[0], gold, f"{name}: {m.model}, {m.attention}, {steps}"))
-        tagset |= set(tagger.tags)
+        raindrops.append(tagger.raindrop(words, gold=gold, extra=extra, name=name))
+    raindrop = Raindrop.side_by_side(raindrops)
     if terminal:
-        for drop in drops:
-            console().print(render(drop, sorted(tagset)))
+        for drop in raindrop.drops:
+            console().print(render(drop, raindrop.tagset))
     if output is not None:
-        save(drops, sorted(tagset), output, show_beta=beta)
+        raindrop.save(output, show_beta=beta)
         err.print(f"wrote {output}")
 
 
