@@ -155,6 +155,43 @@ def test_a_bad_request_is_a_4xx_saying_what_is_wrong_and_the_server_stays_up(ser
     assert server.post({"text": "Still here."})[0] == 200
 
 
+@pytest.mark.browser
+def test_the_page_tags_the_text_typed_and_draws_the_raindrop_of_the_sentence_picked(server):
+    from browser import chromium
+    from easyfirst import Tagger
+
+    expected = Tagger.load().tag(TEXT)  # [(token, tag), ...] per sentence
+    with chromium() as context:
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(server.url("/"))
+        page.fill("#text", TEXT)
+        page.click("button[type=submit]")
+        page.locator("#sentences button.sentence").nth(1).wait_for()  # (the page's policy forbids eval)
+        shown = page.eval_on_selector_all(
+            "#sentences button.sentence",
+            """buttons => buttons.map(b => Array.from(b.querySelectorAll('.token')).map(
+                t => [t.firstChild.textContent, t.querySelector('.tag').textContent]))""",
+        )
+        assert shown == [[list(pair) for pair in sentence] for sentence in expected]
+        page.click("#sentences button.sentence >> nth=1")
+        page.wait_for_selector("#raindrop .efr-cell")
+        cells = page.locator("#raindrop").evaluate(
+            """root => Array.from(root.querySelectorAll('.efr-cell')).map(
+                c => [Number(c.dataset.step), Number(c.dataset.word), Number(c.dataset.alpha)])"""
+        )
+        assert page.get_attribute("#sentences button.sentence >> nth=1", "aria-pressed") == "true"
+        refused = list(context.refused)
+    words = [token for token, _ in expected[1]]
+    _, attention = Tagger.load().tag(words, return_attention=True)
+    steps, length = attention.shape
+    assert sorted((n, i) for n, i, _ in cells) == [(n, i) for n in range(steps) for i in range(length)]
+    for n, i, alpha in cells:
+        assert abs(alpha - float(attention[n, i])) <= 1e-3, (n, i, alpha)
+    assert not errors and not refused, (errors, refused)
+
+
 def test_unknown_routes_and_methods_answer_json(server):
     assert server.post({"text": "a"}, "/nothing") == (404, {"error": "Not Found"})
     status, answer = server.post({"text": "a"}, "/health")

@@ -24,12 +24,13 @@ def build_app(tagger, name: str, limits: Limits, window: float) -> Starlette:
     """The app serving ``tagger`` (its model called ``name`` in answers)."""
     from easyfirst.serve.page import page
     from easyfirst.tasks import get_task
+    from easyfirst.web import tag_colors
 
     task = get_task(tagger.config.data.task)
     pairs = task.text_column(tagger.config.data) is None  # a model of sentence pairs (QE)
     batcher = Batcher(tagger, window=window)
     about = {"model": name, "task": task.name}
-    html = page(about, pairs)
+    html = page({**about, "colors": tag_colors(sorted(tagger.tags))}, pairs)
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse(

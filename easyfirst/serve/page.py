@@ -8,7 +8,11 @@ another host; the raindrop is the interactive component of easyfirst.web
 from __future__ import annotations
 
 import html
-import json
+
+from easyfirst.web.component import POLICY, _json_for_script, asset
+
+# the page's own script may also call POST /tag on the server that sent it, and nothing else
+PAGE_POLICY = POLICY + "; connect-src 'self'"
 
 STYLE = """
 body { font: 16px/1.45 system-ui, sans-serif; color: #1a1a1a; background: #fff; margin: 0 auto;
@@ -48,8 +52,9 @@ SCRIPT = """
     const sentence = answer.sentences[k];
     if (!sentence.attention || sentence.attention.length === 0) {
       drop.textContent = 'This model has no sketch steps: there is no attention to show.';
-    } else if (window.easyfirstRaindrop) {
-      window.easyfirstRaindrop.render(drop, sentence);
+    } else {
+      const view = Object.assign({model: about.model, task: about.task, colors: about.colors}, sentence);
+      window.easyfirstRaindrop.render(drop, view);
     }
   }
 
@@ -113,36 +118,30 @@ EXAMPLE = "The easy words are tagged first. Then the decoder looks at the hard o
 
 
 def page(about: dict, pairs: bool) -> str:
-    """The page for a model described by ``about`` (model, task); ``pairs``: a QE model's three fields
-    instead of a text box."""
-    style, script = assets()
+    """The page for a model described by ``about`` (model, task, and the tag ``colors`` of
+    easyfirst.web.tag_colors); ``pairs``: a QE model's three fields instead of a text box."""
     fields = PAIR_FIELDS if pairs else TEXT_FIELDS.format(example=html.escape(EXAMPLE))
     title = html.escape(f"easyfirst: {about['model']}")
-    data = json.dumps(about).replace("<", "\\u003c")
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{PAGE_POLICY}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
-<style>{STYLE}{style}</style>
+<style>{STYLE}{asset("raindrop.css")}</style>
 </head>
 <body>
 <h1>{title}</h1>
-<p class="about">A {html.escape(about["task"])} model. Tag a text, then pick a sentence to see where the
+<p class="about">A {html.escape(about["task"].upper())} model. Tag a text, then pick a sentence to see where the
 decoder looked at each sketch step.</p>
 <form id="form">{fields}<button type="submit">Tag</button></form>
 <div id="error" role="alert"></div>
 <ul id="sentences"></ul>
 <div id="raindrop"></div>
-<script type="application/json" id="about">{data}</script>
-<script>{script}</script>
+<script type="application/json" id="about">{_json_for_script(about)}</script>
+<script>{asset("raindrop.js")}</script>
 <script>{SCRIPT}</script>
 </body>
 </html>
 """
-
-
-def assets() -> tuple[str, str]:
-    """The raindrop component's style and script (easyfirst.web)."""
-    return "", ""
