@@ -89,30 +89,27 @@
       " · β up to step " + (n + 1) + " = " + format(beta[n][i]);
   }
 
-  function view(data) {
+  // the step control: first, back, the slider, on, last, play, and what is shown
+  function controls(steps) {
+    var c = {
+      box: el("div", "efr-controls"), first: el("button", "efr-first", "first"),
+      back: el("button", "efr-back", "◀"), play: el("button", "efr-play", "▶ play"),
+      next: el("button", "efr-next", "▶"), last: el("button", "efr-last", "last"),
+      slider: el("input", "efr-step"), shown: el("span", "efr-shown")
+    };
+    c.slider.type = "range"; c.slider.min = 1; c.slider.max = Math.max(1, steps); c.slider.value = Math.max(1, steps);
+    c.slider.setAttribute("aria-label", "sketch step shown");
+    c.shown.setAttribute("aria-live", "polite");
+    c.first.title = "step 1"; c.back.title = "one step back"; c.next.title = "one step on"; c.last.title = "all steps";
+    [c.first, c.back, c.play, c.next, c.last].forEach(function (b) { b.type = "button"; });
+    [el("span", "efr-control-label", "step"), c.first, c.back, c.slider, c.next, c.last, c.play, c.shown]
+      .forEach(function (part) { c.box.appendChild(part); });
+    return c;
+  }
+
+  // the step × word grid: one row of cells per step (cells[n][i]), then the β row and the labelled words
+  function attentionGrid(data, beta) {
     var length = data.tokens.length, steps = data.attention.length;
-    var beta = cumulative(data.attention, length);
-    var root = el("section", "efr-view");
-    root.setAttribute("aria-label", "raindrop: " + (data.title || data.tokens.join(" ")));
-    var title = data.title || [data.model, data.task].filter(Boolean).join(" · ");
-    if (title) root.appendChild(el("h3", "efr-title", title));
-
-    var controls = el("div", "efr-controls");
-    var first = el("button", "efr-first", "first"), back = el("button", "efr-back", "◀");
-    var play = el("button", "efr-play", "▶ play"), next = el("button", "efr-next", "▶");
-    var last = el("button", "efr-last", "last");
-    var slider = el("input", "efr-step");
-    slider.type = "range"; slider.min = 1; slider.max = Math.max(1, steps); slider.value = Math.max(1, steps);
-    slider.setAttribute("aria-label", "sketch step shown");
-    var shown = el("span", "efr-shown");
-    shown.setAttribute("aria-live", "polite");
-    first.title = "step 1"; back.title = "one step back"; next.title = "one step on"; last.title = "all steps";
-    [first, back, play, next, last].forEach(function (b) { b.type = "button"; });
-    [el("span", "efr-control-label", "step"), first, back, slider, next, last, play, shown]
-      .forEach(function (c) { controls.appendChild(c); });
-    root.appendChild(controls);
-
-    var scroller = el("div", "efr-scroll");
     var grid = el("div", "efr-grid");
     grid.setAttribute("role", "grid");
     grid.setAttribute("aria-label", "attention: rows are sketch steps, columns are words");
@@ -121,14 +118,14 @@
     // narrower columns for long sentences: 100 words fit a wide window, and scroll sideways at 800 px
     grid.style.setProperty("--efr-cell", length > 60 ? "15px" : length > 30 ? "18px" : "22px");
     if (length > 60) grid.classList.add("efr-long");
-    var cells = [];
-    data.attention.forEach(function (row, n) {
+    var cells = data.attention.map(function (row, n) {
       var line = el("div", "efr-row");
       line.setAttribute("role", "row");
       var head = el("div", "efr-stepnum", (n + 1) % 5 === 0 || n === 0 || steps <= 25 ? String(n + 1) : "");
       head.setAttribute("role", "rowheader");
       line.appendChild(head);
-      cells.push(row.map(function (alpha, i) {
+      grid.appendChild(line);
+      return row.map(function (alpha, i) {
         var cell = el("div", "efr-cell");
         cell.setAttribute("role", "gridcell");
         cell.dataset.step = n; cell.dataset.word = i; cell.dataset.alpha = String(alpha);
@@ -137,60 +134,52 @@
         cell.setAttribute("aria-label", tooltipText(data, beta, n, i));
         line.appendChild(cell);
         return cell;
-      }));
-      grid.appendChild(line);
+      });
     });
     var betaRow = el("div", "efr-row efr-beta-row");
     betaRow.appendChild(el("div", "efr-stepnum efr-beta-label", "β"));
     var betaCells = data.beta === false ? [] : data.tokens.map(function () {
-      var cell = el("div", "efr-beta");
-      betaRow.appendChild(cell);
-      return cell;
+      return betaRow.appendChild(el("div", "efr-beta"));
     });
     if (betaCells.length) grid.appendChild(betaRow);
-    var words = el("div", "efr-row efr-words");
-    words.appendChild(el("div", "efr-stepnum"));
+    grid.appendChild(words(data));
+    return { grid: grid, cells: cells, betaCells: betaCells };
+  }
+
+  // the words with their tags, coloured by (gold) tag; a wrong prediction in red with the gold tag
+  function words(data) {
+    var row = el("div", "efr-row efr-words");
+    row.appendChild(el("div", "efr-stepnum"));
     data.tokens.forEach(function (token, i) {
-      var tag = data.gold ? data.gold[i] : data.tags[i];
       var wrong = data.gold && data.gold[i] !== data.tags[i];
-      var look = style(data, tag);
+      var look = style(data, data.gold ? data.gold[i] : data.tags[i]);
       var word = el("div", "efr-word");
       word.dataset.word = i;
       label(data, i).forEach(function (part, k) {
-        var span = el("span", k === 0 ? "efr-token" : "efr-tag", part);
-        word.appendChild(span);
+        word.appendChild(el("span", k === 0 ? "efr-token" : "efr-tag", part));
       });
       word.style.color = wrong ? WRONG : look.color;
       if (look.bold || wrong) word.style.fontWeight = "bold";
-      words.appendChild(word);
+      row.appendChild(word);
     });
-    grid.appendChild(words);
-    scroller.appendChild(grid);
-    root.appendChild(scroller);
+    return row;
+  }
 
-    var tip = el("div", "efr-tooltip");
-    tip.setAttribute("role", "tooltip");
-    tip.hidden = true;
-    root.appendChild(tip);
-    root.appendChild(legend(data));
-    root.appendChild(el("p", "efr-hint", "Rows are sketch steps n (step 1 at the top), columns the words " +
-      "with their predicted tags; a cell's colour is the attention αⁿ on the word at step n" +
-      (betaCells.length ? ", the β row the attention each word got up to the step shown. " : ". ") +
-      "Point at a cell, or focus the grid (Tab) and move with the arrow keys, to read it." +
-      (length > 30 ? " A long sentence scrolls sideways." : "")));
-
+  // replaying the decoder: steps after the shown one greyed, β up to it; returns show(step)
+  function stepper(root, data, beta, c, g) {
+    var length = data.tokens.length, steps = data.attention.length;
     var state = { step: steps, timer: null };
     function show(step) {
       state.step = Math.max(1, Math.min(steps, step));
-      slider.value = state.step;
-      shown.textContent = steps ? "showing steps 1–" + state.step + " of " + steps : "no sketch steps";
-      cells.forEach(function (row, n) {
+      c.slider.value = state.step;
+      c.shown.textContent = steps ? "showing steps 1–" + state.step + " of " + steps : "no sketch steps";
+      g.cells.forEach(function (row, n) {
         row.forEach(function (cell) { cell.classList.toggle("efr-future", n >= state.step); });
         row.forEach(function (cell) { cell.classList.toggle("efr-current", n === state.step - 1); });
       });
       var b = steps ? beta[state.step - 1] : new Array(length).fill(0);
       var top = Math.max(1, Math.max.apply(null, b.concat([0])));
-      betaCells.forEach(function (cell, i) {
+      g.betaCells.forEach(function (cell, i) {
         cell.style.background = viridis(b[i] / top);
         cell.style.color = textOn(b[i] / top);
         cell.dataset.beta = String(b[i]);
@@ -201,24 +190,29 @@
     function stop() {
       if (state.timer) clearInterval(state.timer);
       state.timer = null;
-      play.textContent = "▶ play";
+      c.play.textContent = "▶ play";
     }
-    slider.addEventListener("input", function () { stop(); show(Number(slider.value)); });
-    first.addEventListener("click", function () { stop(); show(1); });
-    back.addEventListener("click", function () { stop(); show(state.step - 1); });
-    next.addEventListener("click", function () { stop(); show(state.step + 1); });
-    last.addEventListener("click", function () { stop(); show(steps); });
-    play.addEventListener("click", function () {
+    c.slider.addEventListener("input", function () { stop(); show(Number(c.slider.value)); });
+    c.first.addEventListener("click", function () { stop(); show(1); });
+    c.back.addEventListener("click", function () { stop(); show(state.step - 1); });
+    c.next.addEventListener("click", function () { stop(); show(state.step + 1); });
+    c.last.addEventListener("click", function () { stop(); show(steps); });
+    c.play.addEventListener("click", function () {
       if (state.timer) return stop();
       if (state.step >= steps) show(1);
-      play.textContent = "⏸ pause";
+      c.play.textContent = "⏸ pause";
       state.timer = setInterval(function () {
         if (state.step >= steps || !root.isConnected) return stop();
         show(state.step + 1);
       }, Math.max(60, Math.min(600, 6000 / Math.max(1, steps))));
     });
+    return show;
+  }
 
-    // the tooltip sits just below the cell (above it near the bottom of the grid), inside the view
+  // reading a cell by pointing or by keyboard focus: the tooltip sits just below the cell (above it near
+  // the bottom of the grid), inside the view; the arrow keys, Home and End move the focus
+  function pointer(root, scroller, tip, data, beta, g) {
+    var length = data.tokens.length, steps = data.attention.length, grid = g.grid;
     function point(cell) {
       var n = Number(cell.dataset.step), i = Number(cell.dataset.word);
       tip.textContent = tooltipText(data, beta, n, i);
@@ -247,11 +241,37 @@
       var n = Math.max(0, Math.min(steps - 1, Number(cell.dataset.step) + moves[e.key][0]));
       var i = Math.max(0, Math.min(length - 1, Number(cell.dataset.word) + moves[e.key][1]));
       cell.tabIndex = -1;
-      cells[n][i].tabIndex = 0;
-      cells[n][i].focus();
+      g.cells[n][i].tabIndex = 0;
+      g.cells[n][i].focus();
       e.preventDefault();
     });
-    show(steps);
+  }
+
+  // one view: title, step control, the grid (scrolling sideways when wide), tooltip, legend and hint
+  function view(data) {
+    var length = data.tokens.length, steps = data.attention.length;
+    var beta = cumulative(data.attention, length);
+    var root = el("section", "efr-view");
+    root.setAttribute("aria-label", "raindrop: " + (data.title || data.tokens.join(" ")));
+    var title = data.title || [data.model, data.task].filter(Boolean).join(" · ");
+    if (title) root.appendChild(el("h3", "efr-title", title));
+    var c = controls(steps);
+    root.appendChild(c.box);
+    var scroller = el("div", "efr-scroll"), g = attentionGrid(data, beta);
+    scroller.appendChild(g.grid);
+    root.appendChild(scroller);
+    var tip = el("div", "efr-tooltip");
+    tip.setAttribute("role", "tooltip");
+    tip.hidden = true;
+    root.appendChild(tip);
+    root.appendChild(legend(data));
+    root.appendChild(el("p", "efr-hint", "Rows are sketch steps n (step 1 at the top), columns the words " +
+      "with their predicted tags; a cell's colour is the attention αⁿ on the word at step n" +
+      (g.betaCells.length ? ", the β row the attention each word got up to the step shown. " : ". ") +
+      "Point at a cell, or focus the grid (Tab) and move with the arrow keys, to read it." +
+      (length > 30 ? " A long sentence scrolls sideways." : "")));
+    pointer(root, scroller, tip, data, beta, g);
+    stepper(root, data, beta, c, g)(steps);
     return root;
   }
 
