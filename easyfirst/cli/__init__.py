@@ -1,7 +1,7 @@
 """The ``easyfirst`` command line: one module per verb on one Typer app.
 
 train (easyfirst.cli.train), tag (tag), evaluate (evaluate), plot and analyze (plot), export and
-data (export). User mistakes (bad files, bad options) are reported as ``path:line: what is wrong`` on
+data (export), serve (serve). User mistakes (bad files, bad options) are reported as ``path:line: what is wrong`` on
 stderr with exit status 2 and no traceback; see easyfirst.errors.
 """
 
@@ -46,6 +46,7 @@ from easyfirst.cli import tag  # noqa: E402, F401
 from easyfirst.cli import evaluate  # noqa: E402, F401
 from easyfirst.cli import plot  # noqa: E402, F401
 from easyfirst.cli import export  # noqa: E402, F401
+from easyfirst.cli import serve  # noqa: E402, F401
 
 
 _display_type = typer.core.TyperOption.display_type

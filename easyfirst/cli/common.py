@@ -1,9 +1,8 @@
-"""What the verbs share: consoles, the model option, loading a tagger, reading inputs, writing outputs."""
+"""What the verbs share: consoles, the model and device options, loading a tagger, checking inputs. What
+an input is and how its tagged output is written is easyfirst.pipeline, below the CLI."""
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -81,54 +80,3 @@ def read_sentences(path: Path, tagger):
     """The sentences of ``path`` in the format of the tagger's task."""
     task, data = task_of(tagger)
     return task.read(path, data)
-
-
-def open_input(path: str | None):
-    """A binary stream for ``path`` (stdin for None or ``-``) and its name for messages."""
-    from easyfirst.data.files import open_binary
-
-    if path is None or path == "-":
-        return sys.stdin.buffer, "<stdin>"
-    return open_binary(path), path
-
-
-def check_output(output: Path | None) -> None:
-    """Fail before any work if ``output`` cannot be written."""
-    if output is None:
-        return
-    if output.is_dir():
-        raise InputError("is a folder; give a file name", output)
-    folder = output.parent if str(output.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError("cannot write: the folder does not exist", output)
-    if not os.access(folder, os.W_OK):
-        raise InputError("cannot write: permission denied", output)
-
-
-def write_output(output: Path | None, write) -> None:
-    """Call ``write(binary_stream)`` on stdout, or on a temporary file renamed to ``output`` on success."""
-    if output is None:
-        write(sys.stdout.buffer)
-        sys.stdout.buffer.flush()
-        return
-    from easyfirst.atomic import atomic_write
-
-    check_output(output)
-    try:
-        atomic_write(output, write)
-    except OSError as error:
-        raise InputError(f"cannot write: {error.strerror}", output) from None
-
-
-def text_words(text: str, pretokenized: bool) -> list[list[str]]:
-    """The sentences of --text: tokenized by segtok, or (``pretokenized``) split on whitespace only."""
-    from easyfirst.data.text import split, whitespace_tokens
-
-    if pretokenized:
-        words = [t.form for t in whitespace_tokens(text)]
-        sentences = [words] if words else []
-    else:
-        sentences = [s.words for s in split(text)]
-    if not sentences:
-        raise InputError("--text has no words")
-    return sentences

@@ -12,15 +12,14 @@ from easyfirst.cli import app
 from easyfirst.cli.common import (
     ModelOption,
     check_input,
-    check_output,
     console,
     err,
     load_tagger,
     read_sentences,
     task_of,
-    text_words,
 )
 from easyfirst.errors import InputError
+from easyfirst.pipeline import check_output, text_sentences
 
 
 def read_sentence(path: Path, number: int, tagger):
@@ -89,7 +88,7 @@ def plot(
             task, _ = task_of(tagger)
             if task.refuses_text is not None:
                 raise InputError(task.refuses_text, path)
-            sentences = text_words(text, pretokenized)
+            sentences = text_sentences(text, pretokenized)
             if sentence > len(sentences):
                 raise InputError(f"--text has {len(sentences)} sentence(s), fewer than --sentence {sentence}")
             words = sentences[sentence - 1]

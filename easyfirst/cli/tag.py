@@ -7,29 +7,16 @@ The options that only one task reads (--replace, --scheme, --encoding for column
 from __future__ import annotations
 
 import inspect
-import sys
-from itertools import islice
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from easyfirst.cli import app
-from easyfirst.cli.common import (
-    BatchOption,
-    DeviceOption,
-    ModelOption,
-    check_device,
-    check_output,
-    load_tagger,
-    open_input,
-    task_of,
-    text_words,
-    write_output,
-)
+from easyfirst.cli.common import BatchOption, DeviceOption, ModelOption, check_device, load_tagger
 from easyfirst.cli.options import LAZY_CHOICES, tag_option_parameters
-from easyfirst.data.text import read_text, tag_text
 from easyfirst.errors import InputError
+from easyfirst.pipeline import Source, check_output, write_output
 from easyfirst.tasks import TASKS
 
 
@@ -90,58 +77,15 @@ def tag(
     # text and SpaceAfter=No, the tags in the UPOS (or XPOS) column, or as NER=tag in MISC for ner models.
     """
     check_arguments(input, text, format, pretokenized, batch_size, device, output)
-    claimed = claimed_input(input, task_options, text, probabilities)
-    stream, name, plain = None, None, False
-    if claimed is None and text is None:
-        stream, name = open_input(input)  # fail fast, before the model
-        plain = format == "text" or (format == "auto" and looks_like_text(stream, input))
+    source = Source.find(
+        input, text, task_options, pretokenized=pretokenized, format=format, probabilities=probabilities
+    )
     try:
         tagger = load_tagger(model, device)
-        task, data = task_of(tagger)
-        if claimed is not None and claimed[0] is not task:
-            raise InputError(
-                f"{claimed[0].name.upper()} input needs a {claimed[0].name} model; this is a {task.name} model",
-                model,
-            )
-        if claimed is None and task.unclaimed_input is not None:
-            raise InputError(task.unclaimed_input)
-        options = task.tag_options(task_options)
-        task.configure(data, options)
-        source = claimed[1] if claimed is not None else stream
-        column = task.text_column(data)
-        if (plain or text is not None) and column is None:
-            raise InputError(f"a {task.name} model cannot tag plain text: give it {task.input_kind}", input)
-        if probabilities:
-            if text is not None:
-                sentences = iter(text_words(text, pretokenized))
-            elif plain:
-                sentences = iter(s.words for s in read_text(stream, name))
-            else:  # one batch at a time where the format allows (CoNLL-U), so a large file fits in memory
-                sentences = (s.words for s in task.stream(stream, data, name))
-            write_output(output, lambda out: write_distributions(out, tagger, sentences, batch_size))
-        elif text is not None:
-            words = text_words(text, pretokenized)
-            tags = tagger.tag(words, batch_size=batch_size)
-            rows = "\n".join(
-                "".join(f"{w}\t{t}\n" for w, t in zip(sentence, predicted, strict=True))
-                for sentence, predicted in zip(words, tags, strict=True)
-            )
-            write_output(output, lambda out: out.write(rows.encode()))
-        elif plain:
-            write_output(
-                output,
-                lambda out: tag_text(stream, out, tagger.tag, column, batch_size=batch_size, name=name),
-            )
-        else:
-            write_output(
-                output,
-                lambda out: task.write(
-                    source, out, tagger.tag, data, options, batch_size=batch_size, name=name, output=output
-                ),
-            )
+        write = source.writer(tagger, task_options, batch_size=batch_size, output=output, model=model)
+        write_output(output, write)
     finally:
-        if stream is not None and stream is not sys.stdin.buffer:
-            stream.close()
+        source.close()
 
 
 FORMATS = ("auto", "text", "model")
@@ -160,49 +104,6 @@ def check_arguments(input, text, format, pretokenized, batch_size, device, outpu
         raise InputError("--batch-size must be >= 1")
     check_device(device)
     check_output(output)
-
-
-def claimed_input(input, task_options, text, probabilities):
-    """(task, what it read) for an input only one task reads (QE files), read before the model is loaded
-    so that its errors come first; None for any other input."""
-    claimed = next(
-        (
-            (task, found)
-            for task in TASKS.values()
-            if (found := task.claim_input(input, task_options)) is not None
-        ),
-        None,
-    )
-    if claimed is not None and text is not None:
-        raise InputError(f"give either --text or {claimed[0].name.upper()} input files, not both")
-    if claimed is not None and probabilities:
-        raise InputError(f"--probabilities: not for {claimed[0].name.upper()} input (it writes a tags file)")
-    return claimed
-
-
-def looks_like_text(stream, input: str | None) -> bool:
-    """Whether the file (or stdin, from the bytes buffered so far) looks like plain text."""
-    from easyfirst.data import detect
-
-    if input is None or input == "-":
-        looks = detect.sniff_bytes(stream.peek(detect.HEAD_BYTES)[: detect.HEAD_BYTES])
-    else:
-        looks = detect.sniff(input)
-    return looks.kind == detect.TEXT
-
-
-def write_distributions(out, tagger, sentences, batch_size: int) -> None:
-    """TSV of each word's output distribution: a header ``word tag TAG1 … TAGK``, then one row per word
-    (probabilities with 6 significant digits, exact zeros as 0) and a blank line after each sentence."""
-    out.write(("\t".join(["word", "tag", *tagger.tags]) + "\n").encode())
-    while chunk := list(islice(sentences, batch_size)):
-        tags, distributions = tagger.tag(chunk, return_probabilities=True, batch_size=batch_size)
-        for words, predicted, p in zip(chunk, tags, distributions, strict=True):
-            rows = (
-                "\t".join([w, t, *(f"{x:.6g}" for x in row)])
-                for w, t, row in zip(words, predicted, p.tolist(), strict=True)
-            )
-            out.write(("".join(row + "\n" for row in rows) + "\n").encode())
 
 
 def _register() -> None:

@@ -1,0 +1,294 @@
+"""One path from an input to tagged output, below every front end (CLI, API, notebook, server).
+
+input                                  sentences                        output
+-----                                  ---------                        ------
+text (split and tokenized by segtok)  ─┐                             ┌─ rows ``word<TAB>tag`` (``tag --text``)
+tokens (one sentence, or several)     ─┤                             ├─ the input file back with its tags
+a QE triple (src, mt, alignments)     ─┼─ words + extras → Tagger ──┼─ a TSV of distributions
+a file or stream (task's format,      ─┤   tags, attention,          ├─ JSON (:meth:`Tagged.as_json`,
+  plain text sniffed, QE prefix)      ─┘   probabilities, heads      └─   the server's answer)
+
+:class:`Source` is what ``easyfirst tag`` was given (a file, stdin, ``--text``, QE files), found out
+before the model is loaded so that input errors come first; :meth:`Source.writer` binds it to a model.
+:func:`tag_sentences` is the in-memory path the server and the notebook take: sentences (with their QE
+extras) in, one :class:`Tagged` per sentence out. Both call :meth:`easyfirst.api.Tagger.tag`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from easyfirst.errors import InputError
+
+# ---------------------------------------------------------------------------- sentences from text
+
+
+def text_sentences(text: str, pretokenized: bool = False, *, what: str = "--text") -> list[list[str]]:
+    """The sentences of a text: split and tokenized by segtok (easyfirst.data.text), or
+    (``pretokenized``) one sentence split on whitespace only. No words is an error naming ``what``."""
+    from easyfirst.data.text import split, whitespace_tokens
+
+    if pretokenized:
+        words = [t.form for t in whitespace_tokens(text)]
+        sentences = [words] if words else []
+    else:
+        sentences = [s.words for s in split(text)]
+    if not sentences:
+        raise InputError(f"{what} has no words")
+    return sentences
+
+
+def qe_sentence(src: str, mt: str, alignments: str, *, what: str = "request") -> tuple[list[str], dict]:
+    """One QE sentence pair given as lines (tokens separated by spaces, Pharaoh ``i-j`` pairs): the MT
+    words to tag and their extras (easyfirst.data.qe)."""
+    from easyfirst.data.qe import parse_alignment, tokens
+
+    source, words = tokens(src), tokens(mt)
+    alignment = parse_alignment(alignments, len(source), len(words), Path(what), None)
+    return words, {"source": source, "alignment": alignment}
+
+
+# ---------------------------------------------------------------------------- tagging in memory
+
+
+@dataclass
+class Tagged:
+    """One tagged sentence: its tokens and tags, and what else was asked for."""
+
+    tokens: list[str]
+    tags: list[str]
+    attention: Any = None  # (N, L) tensor of αⁿ: rows are sketch steps, columns words
+    probabilities: Any = None  # (L, K) tensor over the tagger's tags
+    heads: dict[str, list[str]] = field(default_factory=dict)  # QE: gaps (N + 1), source_tags
+
+    def as_json(self) -> dict:
+        """A JSON object: tokens, tags, and attention (a list of rows), probabilities (one row per word),
+        gaps and source_tags where present."""
+        found: dict[str, Any] = {"tokens": self.tokens, "tags": self.tags}
+        if self.attention is not None:
+            found["attention"] = self.attention.tolist()
+        if self.probabilities is not None:
+            found["probabilities"] = self.probabilities.tolist()
+        found.update(self.heads)
+        return found
+
+
+def tag_sentences(
+    tagger,
+    sentences: Sequence[Sequence[str]],
+    extras: Sequence[Mapping] | None = None,
+    *,
+    attention: bool = False,
+    probabilities: bool = False,
+    batch_size: int = 256,
+) -> list[Tagged]:
+    """Tag tokenized sentences (QE: with their ``extras``, which also returns the QE heads' tags)."""
+    heads = extras is not None
+    result = tagger.tag(
+        [list(s) for s in sentences],
+        extras=extras,
+        return_attention=attention,
+        return_probabilities=probabilities,
+        return_heads=heads,
+        batch_size=batch_size,
+    )
+    parts = list(result) if isinstance(result, tuple) else [result]
+    tags = parts.pop(0)
+    found_attention = parts.pop(0) if attention else [None] * len(tags)
+    found_probabilities = parts.pop(0) if probabilities else [None] * len(tags)
+    found_heads = parts.pop(0) if heads else {}
+    return [
+        Tagged(
+            list(words),
+            tags[k],
+            found_attention[k],
+            found_probabilities[k],
+            {name: rows[k] for name, rows in found_heads.items()},
+        )
+        for k, words in enumerate(sentences)
+    ]
+
+
+# ---------------------------------------------------------------------------- outputs
+
+
+def word_rows(sentences: Sequence[Sequence[str]], tags: Sequence[Sequence[str]]) -> bytes:
+    """``word<TAB>tag`` per word, a blank line between sentences (``easyfirst tag --text``)."""
+    rows = "\n".join(
+        "".join(f"{w}\t{t}\n" for w, t in zip(sentence, predicted, strict=True))
+        for sentence, predicted in zip(sentences, tags, strict=True)
+    )
+    return rows.encode()
+
+
+def write_distributions(out: BinaryIO, tagger, sentences: Iterator[list[str]], batch_size: int) -> None:
+    """TSV of each word's output distribution: a header ``word tag TAG1 … TAGK``, then one row per word
+    (probabilities with 6 significant digits, exact zeros as 0) and a blank line after each sentence."""
+    out.write(("\t".join(["word", "tag", *tagger.tags]) + "\n").encode())
+    while chunk := list(islice(sentences, batch_size)):
+        tags, distributions = tagger.tag(chunk, return_probabilities=True, batch_size=batch_size)
+        for words, predicted, p in zip(chunk, tags, distributions, strict=True):
+            rows = (
+                "\t".join([w, t, *(f"{x:.6g}" for x in row)])
+                for w, t, row in zip(words, predicted, p.tolist(), strict=True)
+            )
+            out.write(("".join(row + "\n" for row in rows) + "\n").encode())
+
+
+def check_output(output: Path | None) -> None:
+    """Fail before any work if ``output`` cannot be written."""
+    if output is None:
+        return
+    if output.is_dir():
+        raise InputError("is a folder; give a file name", output)
+    folder = output.parent if str(output.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError("cannot write: the folder does not exist", output)
+    if not os.access(folder, os.W_OK):
+        raise InputError("cannot write: permission denied", output)
+
+
+def write_output(output: Path | None, write: Callable[[BinaryIO], Any]) -> None:
+    """Call ``write(binary_stream)`` on stdout, or on a temporary file renamed to ``output`` on success."""
+    if output is None:
+        write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return
+    from easyfirst.atomic import atomic_write
+
+    check_output(output)
+    try:
+        atomic_write(output, write)
+    except OSError as error:
+        raise InputError(f"cannot write: {error.strerror}", output) from None
+
+
+# ---------------------------------------------------------------------------- files and streams
+
+
+def open_input(path: str | None) -> tuple[BinaryIO, str]:
+    """A binary stream for ``path`` (stdin for None or ``-``) and its name for messages."""
+    from easyfirst.data.files import open_binary
+
+    if path is None or path == "-":
+        return sys.stdin.buffer, "<stdin>"
+    return open_binary(path), path
+
+
+def looks_like_text(stream: BinaryIO, input: str | None) -> bool:
+    """Whether the file (or stdin, from the bytes buffered so far) looks like plain text."""
+    from easyfirst.data import detect
+
+    if input is None or input == "-":
+        looks = detect.sniff_bytes(stream.peek(detect.HEAD_BYTES)[: detect.HEAD_BYTES])
+    else:
+        looks = detect.sniff(input)
+    return looks.kind == detect.TEXT
+
+
+@dataclass
+class Source:
+    """What ``easyfirst tag`` was given: ``text`` (``--text``), ``claimed`` (task, what it read) for an
+    input only one task reads (QE files), or an open ``stream`` (``plain``: read as plain text)."""
+
+    text: str | None = None
+    pretokenized: bool = False
+    claimed: tuple | None = None
+    stream: BinaryIO | None = None
+    name: str | None = None  # the stream's name for messages
+    path: str | None = None  # the input as given (None or - for stdin)
+    plain: bool = False
+    probabilities: bool = False
+
+    @classmethod
+    def find(
+        cls,
+        input: str | None,
+        text: str | None,
+        task_options: dict[str, Any],
+        *,
+        pretokenized: bool = False,
+        format: str = "auto",
+        probabilities: bool = False,
+    ) -> Source:
+        """Read what can be read before the model is loaded (QE files; the head of a file, to tell plain
+        text from the model's format, ``format`` being auto, text or model) so that its errors come first."""
+        from easyfirst.tasks import TASKS
+
+        claimed = next(
+            (
+                (task, found)
+                for task in TASKS.values()
+                if (found := task.claim_input(input, task_options)) is not None
+            ),
+            None,
+        )
+        if claimed is not None and text is not None:
+            raise InputError(f"give either --text or {claimed[0].name.upper()} input files, not both")
+        if claimed is not None and probabilities:
+            raise InputError(
+                f"--probabilities: not for {claimed[0].name.upper()} input (it writes a tags file)"
+            )
+        found = cls(text, pretokenized, claimed, path=input, probabilities=probabilities)
+        if claimed is None and text is None:
+            found.stream, found.name = open_input(input)
+            found.plain = format == "text" or (format == "auto" and looks_like_text(found.stream, input))
+        return found
+
+    def close(self) -> None:
+        if self.stream is not None and self.stream is not sys.stdin.buffer:
+            self.stream.close()
+
+    def writer(
+        self,
+        tagger,
+        task_options: dict[str, Any],
+        *,
+        batch_size: int,
+        output: Path | None,
+        model: Path | None = None,
+    ) -> Callable[[BinaryIO], Any]:
+        """``write(out)`` writing this input tagged by ``tagger`` (loaded from ``model``, named in
+        messages); the errors of a model that cannot tag this input are raised here, before anything
+        is written."""
+        from easyfirst.data.text import read_text, tag_text
+        from easyfirst.tasks import get_task
+
+        task, data = get_task(tagger.config.data.task), tagger.config.data
+        if self.claimed is not None and self.claimed[0] is not task:
+            kind = self.claimed[0].name
+            raise InputError(f"{kind.upper()} input needs a {kind} model; this is a {task.name} model", model)
+        if self.claimed is None and task.unclaimed_input is not None:
+            raise InputError(task.unclaimed_input)
+        options = task.tag_options(task_options)
+        task.configure(data, options)
+        column = task.text_column(data)
+        if (self.plain or self.text is not None) and column is None:
+            raise InputError(
+                f"a {task.name} model cannot tag plain text: give it {task.input_kind}", self.path
+            )
+        stream, name = self.stream, self.name
+        if self.probabilities:
+            if self.text is not None:
+                sentences = iter(text_sentences(self.text, self.pretokenized))
+            elif self.plain:
+                sentences = iter(s.words for s in read_text(stream, name))
+            else:  # one batch at a time where the format allows (CoNLL-U), so a large file fits in memory
+                sentences = (s.words for s in task.stream(stream, data, name))
+            return lambda out: write_distributions(out, tagger, sentences, batch_size)
+        if self.text is not None:
+            words = text_sentences(self.text, self.pretokenized)
+            rows = word_rows(words, tagger.tag(words, batch_size=batch_size))
+            return lambda out: out.write(rows)
+        if self.plain:
+            return lambda out: tag_text(stream, out, tagger.tag, column, batch_size=batch_size, name=name)
+        source = self.claimed[1] if self.claimed is not None else stream
+        return lambda out: task.write(
+            source, out, tagger.tag, data, options, batch_size=batch_size, name=name, output=output
+        )

@@ -1,0 +1,52 @@
+"""``easyfirst serve``: a trained tagger over HTTP, as an ASGI app (Starlette) run by uvicorn.
+
+``create_app(model)`` is the app factory for any ASGI server::
+
+    uvicorn --factory easyfirst.serve:create_app            # the bundled model
+    # or, in a module of your own:  app = create_app("runs/pos-nef-f")
+
+The serving libraries are the optional extra ``serve`` (``pip install "easyfirst[serve]"``); this
+module imports them only when an app is built, so that ``easyfirst --help`` works without them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from easyfirst.errors import InputError
+from easyfirst.serve.requests import Limits
+
+EXTRA = 'pip install "easyfirst[serve]"'
+PACKAGES = ("starlette", "uvicorn")
+
+
+def require() -> None:
+    """Fail, naming the extra to install, unless the serving libraries are installed."""
+    missing = [name for name in PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise InputError(f"serving needs {' and '.join(missing)}, not installed here: {EXTRA}")
+
+
+def create_app(
+    model: str | Path | None = None,
+    *,
+    device: str = "cpu",
+    limits: Limits = Limits(),
+    batch_window_ms: float = 2.0,
+):
+    """The ASGI app serving the model folder ``model`` (None: the bundled English UPOS model).
+
+    ``limits``: what one request may hold (body bytes, sentences, words per sentence);
+    ``batch_window_ms``: how long the tagging worker waits for more requests to tag together."""
+    require()
+    from easyfirst.api import Tagger
+    from easyfirst.serve.app import build_app, model_name
+
+    if model is not None and not Path(model).exists():
+        raise InputError("model folder not found", model)
+    tagger = Tagger.load(model, device)
+    return build_app(tagger, model_name(model), limits, batch_window_ms / 1000)
+
+
+__all__ = ["EXTRA", "Limits", "create_app", "require"]

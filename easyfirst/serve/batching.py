@@ -1,0 +1,114 @@
+"""Dynamic batching: requests that arrive together are tagged together, off the event loop.
+
+One worker thread owns the model. Requests wait in a queue; the worker takes the first, gathers what
+else arrives within a short window (or is already waiting, up to ``max_sentences``), tags all their
+sentences in one call of :func:`easyfirst.pipeline.tag_sentences` (sorted by length and cut into
+batches there) and hands each request its own sentences back. A model server does the same: one
+sentence per request would otherwise pay a whole forward pass each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+import time
+from dataclasses import dataclass
+
+from easyfirst.pipeline import Tagged, tag_sentences
+from easyfirst.serve.requests import Job
+
+
+@dataclass
+class Waiting:
+    job: Job
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future
+
+
+class Batcher:
+    """``await batcher.tag(job)`` → one :class:`Tagged` per sentence of the job."""
+
+    def __init__(self, tagger, *, window: float = 0.002, max_sentences: int = 256):
+        self.tagger, self.window, self.max_sentences = tagger, window, max_sentences
+        self.queue: queue.Queue[Waiting | None] = queue.Queue()
+        self.thread = threading.Thread(target=self._run, name="easyfirst-tagger", daemon=True)
+        self.batches = 0  # calls of the model so far
+        self.requests = 0  # requests answered so far
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        """Finish what is queued, then end the worker."""
+        self.queue.put(None)
+        self.thread.join()
+
+    async def tag(self, job: Job) -> list[Tagged]:
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self.queue.put(Waiting(job, loop, future))
+        return await future
+
+    def _gather(self, first: Waiting) -> tuple[list[Waiting], bool]:
+        """The requests tagged with ``first``, and whether the worker was asked to stop meanwhile."""
+        items, count = [first], len(first.job.sentences)
+        deadline = time.monotonic() + self.window
+        while count < self.max_sentences:
+            try:
+                item = self.queue.get(timeout=max(deadline - time.monotonic(), 1e-4))
+            except queue.Empty:
+                break
+            if item is None:
+                return items, True
+            items.append(item)
+            count += len(item.job.sentences)
+        return items, False
+
+    def _run(self) -> None:
+        stopping = False
+        while not stopping:
+            first = self.queue.get()
+            if first is None:
+                break
+            items, stopping = self._gather(first)
+            try:
+                results = self._tag([item.job for item in items])
+            except Exception as error:  # the requests fail; the worker goes on serving
+                for item in items:
+                    item.loop.call_soon_threadsafe(_settle, item.future, None, error)
+                continue
+            self.batches += 1
+            self.requests += len(items)
+            for item, result in zip(items, results, strict=True):
+                item.loop.call_soon_threadsafe(_settle, item.future, result, None)
+
+    def _tag(self, jobs: list[Job]) -> list[list[Tagged]]:
+        sentences = [s for job in jobs for s in job.sentences]
+        extras = None if jobs[0].extras is None else [x for job in jobs for x in job.extras]
+        tagged = tag_sentences(
+            self.tagger,
+            sentences,
+            extras,
+            attention=any(job.attention for job in jobs),
+            probabilities=any(job.probabilities for job in jobs),
+            batch_size=max(len(sentences), 1),
+        )
+        results, start = [], 0
+        for job in jobs:
+            mine = tagged[start : start + len(job.sentences)]
+            start += len(job.sentences)
+            for sentence in mine:  # only what this request asked for
+                sentence.attention = sentence.attention if job.attention else None
+                sentence.probabilities = sentence.probabilities if job.probabilities else None
+            results.append(mine)
+        return results
+
+
+def _settle(future: asyncio.Future, result, error) -> None:
+    if future.done():  # the client went away
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)

@@ -1,0 +1,153 @@
+"""The body of ``POST /tag``: read, checked against the limits, and turned into sentences to tag.
+
+Every mistake is a :class:`RequestError` with an HTTP status (400 not JSON, 413 over a limit, 422 a
+JSON of the wrong shape) and one line saying what is wrong; the server answers it as
+``{"error": message}``. Nothing here imports Starlette, so that it can be tested without a server.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from easyfirst.errors import InputError
+
+TEXT_KEYS = ("text", "sentences")  # what a model of plain text takes
+PAIR_KEYS = ("src", "mt", "alignments")  # what a model of sentence pairs (QE) takes
+FLAGS = ("attention", "probabilities", "pretokenized")
+
+
+class RequestError(Exception):
+    """A bad request: ``status`` (4xx) and ``message`` (one line)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may hold. Attention with N = L steps is O(L²) per sentence, hence ``words``."""
+
+    body_bytes: int = 1_000_000
+    sentences: int = 100
+    words: int = 200  # per sentence
+
+
+@dataclass
+class Job:
+    """What one request asks for: sentences (QE: with their ``extras``) and the optional outputs."""
+
+    sentences: list[list[str]]
+    extras: list[dict] | None = None
+    attention: bool = False
+    probabilities: bool = False
+
+    @property
+    def words(self) -> int:
+        return sum(len(s) for s in self.sentences)
+
+
+def parse_job(body: bytes, limits: Limits, pairs: bool) -> Job:
+    """The job of a request body. ``pairs``: the model tags sentence pairs (QE: src, mt, alignments)
+    rather than text or tokenized sentences."""
+    if len(body) > limits.body_bytes:
+        raise RequestError(413, f"the body has {len(body):,} bytes, over the limit of {limits.body_bytes:,}")
+    try:
+        request = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise RequestError(400, f"the body is not JSON: {error}") from None
+    if not isinstance(request, dict):
+        raise RequestError(422, f"the body must be a JSON object, not {_kind(request)}")
+    own, other = (PAIR_KEYS, TEXT_KEYS) if pairs else (TEXT_KEYS, PAIR_KEYS)
+    known = set(TEXT_KEYS + PAIR_KEYS + FLAGS)
+    unknown = sorted(set(request) - known)
+    if unknown:
+        raise RequestError(422, f"unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
+    for flag in FLAGS:
+        if not isinstance(request.get(flag, False), bool):
+            raise RequestError(422, f"{flag!r} must be true or false, not {_kind(request[flag])}")
+    if any(key in request for key in other) and not any(key in request for key in own):
+        model = "a QE model (sentence pairs)" if pairs else "a model of plain text"
+        raise RequestError(
+            422, f"this is {model}: give {' and '.join(own) if pairs else 'text or sentences'}"
+        )
+    try:
+        sentences, extras = _pairs(request) if pairs else _sentences(request)
+    except InputError as error:
+        raise RequestError(422, str(error)) from None
+    if len(sentences) > limits.sentences:
+        raise RequestError(
+            413, f"{len(sentences)} sentences, over the limit of {limits.sentences} per request"
+        )
+    for k, sentence in enumerate(sentences):
+        if len(sentence) > limits.words:
+            raise RequestError(
+                413, f"sentence {k} has {len(sentence)} words, over the limit of {limits.words} per sentence"
+            )
+    return Job(sentences, extras, request.get("attention", False), request.get("probabilities", False))
+
+
+def _sentences(request: dict) -> tuple[list[list[str]], None]:
+    from easyfirst.pipeline import text_sentences
+
+    if ("text" in request) == ("sentences" in request):
+        raise InputError("give either 'text' (a string) or 'sentences' (lists of tokens)")
+    if "text" in request:
+        text = request["text"]
+        if not isinstance(text, str):
+            raise InputError(f"'text' must be a string, not {_kind(text)}")
+        return text_sentences(text, request.get("pretokenized", False), what="'text'"), None
+    if request.get("pretokenized"):
+        raise InputError("'pretokenized' goes with 'text'")
+    given = request["sentences"]
+    if not isinstance(given, list) or not given:
+        raise InputError(f"'sentences' must be a non-empty list of lists of tokens, not {_kind(given)}")
+    for k, sentence in enumerate(given):
+        if not isinstance(sentence, list):
+            raise InputError(f"sentences[{k}] must be a list of tokens, not {_kind(sentence)}")
+        if not sentence:
+            raise InputError(f"sentences[{k}] is empty")
+        for i, token in enumerate(sentence):
+            if not isinstance(token, str):
+                raise InputError(f"sentences[{k}][{i}] must be a string, not {_kind(token)}")
+            if not token or any(c.isspace() for c in token):
+                raise InputError(f"sentences[{k}][{i}] = {token!r} is not a token (empty or with whitespace)")
+    return given, None
+
+
+def _pairs(request: dict) -> tuple[list[list[str]], list[dict]]:
+    """QE: ``src``, ``mt`` and ``alignments`` as one line each (tokens separated by spaces, Pharaoh
+    ``i-j`` pairs), or as lists of such lines."""
+    from easyfirst.pipeline import qe_sentence
+
+    missing = [key for key in PAIR_KEYS if key not in request]
+    if missing:
+        raise InputError(f"a QE request needs src, mt and alignments; missing {', '.join(missing)}")
+    if request.get("pretokenized"):
+        raise InputError("'pretokenized' goes with 'text'")
+    values = {key: request[key] for key in PAIR_KEYS}
+    if all(isinstance(v, str) for v in values.values()):
+        values = {key: [v] for key, v in values.items()}
+    for key, value in values.items():
+        if not isinstance(value, list) or not all(isinstance(line, str) for line in value):
+            raise InputError(f"{key!r} must be a string or a list of strings, not {_kind(value)}")
+    counts = {len(v) for v in values.values()}
+    if len(counts) != 1 or 0 in counts:
+        raise InputError("src, mt and alignments must hold the same (non-zero) number of lines")
+    sentences, extras = [], []
+    for k, (src, mt, alignments) in enumerate(zip(*values.values(), strict=True)):
+        words, extra = qe_sentence(src, mt, alignments, what=f"line {k}")
+        if not words:
+            raise InputError(f"mt line {k} is empty")
+        sentences.append(words)
+        extras.append(extra)
+    return sentences, extras
+
+
+def _kind(value: Any) -> str:
+    """A JSON value's kind, for messages."""
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list"}
+    names |= {dict: "an object", type(None): "null"}
+    return names.get(type(value), type(value).__name__)

@@ -1,0 +1,299 @@
+"""`easyfirst serve` as a client uses it: a real uvicorn on 127.0.0.1 in a subprocess, spoken to over HTTP.
+
+The expected tags come from other paths: `easyfirst tag --text` (a subprocess) and the Python API."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+
+from conftest import QE_GAPS, run_cli
+
+TEXT = "The dog barks at the mailman. She reads a long book about birds, doesn't she?"
+LIMITS = ["--max-words", "40", "--max-sentences", "5", "--max-body", "4000"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``easyfirst serve ARGS`` on a free port, stopped with SIGTERM."""
+
+    def __init__(self, *args: str):
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "easyfirst", "serve", "--port", str(self.port), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if self.get("/health")[0] == 200:
+                    return
+            except OSError:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.process.kill()
+                raise AssertionError(f"the server did not start: {self.process.stdout.read().decode()}")
+            time.sleep(0.2)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        with urllib.request.urlopen(self.url(path), timeout=30) as response:
+            return response.status, response.read()
+
+    def post(self, body: bytes | dict, path: str = "/tag") -> tuple[int, dict]:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        request = urllib.request.Request(self.url(path), data, {"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    def stop(self) -> tuple[int, str]:
+        self.process.send_signal(signal.SIGTERM)
+        output = self.process.communicate(timeout=30)[0].decode()
+        return self.process.returncode, output
+
+
+@pytest.fixture(scope="module")
+def server():
+    served = Server(*LIMITS)
+    yield served
+    served.stop()
+
+
+def test_health_and_the_self_contained_page(server):
+    status, body = server.get("/health")
+    health = json.loads(body)
+    assert status == 200 and health["status"] == "ok"
+    assert (health["model"], health["task"]) == ("en_ewt_upos", "pos")
+    status, page = server.get("/")
+    page = page.decode()
+    assert status == 200 and "<textarea" in page and "en_ewt_upos" in page
+    assert "http://" not in page and "https://" not in page  # nothing fetched from another host
+
+
+def test_text_gets_the_tags_of_tag_text(server):
+    status, answer = server.post({"text": TEXT})
+    assert status == 200, answer
+    assert (answer["model"], answer["task"]) == ("en_ewt_upos", "pos")
+    cli = run_cli("tag", "--text", TEXT)
+    assert cli.returncode == 0, cli.stderr.decode()
+    expected = [
+        [line.split("\t") for line in block.splitlines()]
+        for block in cli.stdout.decode().strip().split("\n\n")
+    ]
+    assert len(expected) == 2
+    got = [[[w, t] for w, t in zip(s["tokens"], s["tags"], strict=True)] for s in answer["sentences"]]
+    assert got == expected
+    assert "attention" not in answer["sentences"][0] and "probabilities" not in answer["sentences"][0]
+
+
+def test_tokens_with_attention_and_probabilities(server):
+    from easyfirst import Tagger
+
+    sentences = [["She", "reads", "a", "book", "."], ["Birds", "fly", "south", "in", "winter", "."]]
+    status, answer = server.post({"sentences": sentences, "attention": True, "probabilities": True})
+    assert status == 200, answer
+    tags, attention = Tagger.load().tag(sentences, return_attention=True)
+    assert [s["tags"] for s in answer["sentences"]] == tags
+    for sentence, expected in zip(answer["sentences"], attention, strict=True):
+        matrix = sentence["attention"]
+        length = len(sentence["tokens"])
+        assert len(matrix) == length and all(len(row) == length for row in matrix)  # csoftmax, N = L
+        for i in range(length):  # each word's attention budget is spent exactly over the L steps
+            assert sum(row[i] for row in matrix) == pytest.approx(1, abs=1e-4)
+        torch.testing.assert_close(torch.tensor(matrix), expected, atol=1e-5, rtol=0)
+        assert len(sentence["probabilities"]) == length
+        for row, tag in zip(sentence["probabilities"], sentence["tags"], strict=True):
+            assert sum(row) == pytest.approx(1, abs=1e-4)
+            assert answer["tagset"][row.index(max(row))] == tag
+
+
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        (b'{"text": "no closing brace"', 400, "not JSON"),
+        ({"text": 5}, 422, "'text' must be a string, not a number"),
+        ({"sentences": "The dog"}, 422, "'sentences' must be a non-empty list"),
+        ({}, 422, "give either 'text'"),
+        ({"text": "  \n "}, 422, "'text' has no words"),
+        ({"sentences": [["a"], []]}, 422, "sentences[1] is empty"),
+        ({"sentences": [["a", 3]]}, 422, "sentences[0][1] must be a string"),
+        ({"text": "a", "attention": "yes"}, 422, "'attention' must be true or false"),
+        ({"src": "a", "mt": "b", "alignments": "0-0"}, 422, "give text or sentences"),
+        ({"sentences": [["w"] * 41]}, 413, "41 words, over the limit of 40"),
+        ({"sentences": [["w"]] * 6}, 413, "6 sentences, over the limit of 5"),
+        ({"text": "word " * 1000}, 413, "over the limit of 4,000"),
+        (b"[1, 2]", 422, "must be a JSON object"),
+    ],
+)
+def test_a_bad_request_is_a_4xx_saying_what_is_wrong_and_the_server_stays_up(server, body, status, message):
+    got, answer = server.post(body)
+    assert got == status, answer
+    assert message in answer["error"]
+    assert server.post({"text": "Still here."})[0] == 200
+
+
+@pytest.mark.browser
+def test_the_page_tags_the_text_typed_and_draws_the_raindrop_of_the_sentence_picked(server):
+    from browser import chromium
+    from easyfirst import Tagger
+
+    expected = Tagger.load().tag(TEXT)  # [(token, tag), ...] per sentence
+    with chromium() as context:
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(server.url("/"))
+        page.fill("#text", TEXT)
+        page.click("button[type=submit]")
+        page.locator("#sentences button.sentence").nth(1).wait_for()  # (the page's policy forbids eval)
+        shown = page.eval_on_selector_all(
+            "#sentences button.sentence",
+            """buttons => buttons.map(b => Array.from(b.querySelectorAll('.token')).map(
+                t => [t.firstChild.textContent, t.querySelector('.tag').textContent]))""",
+        )
+        assert shown == [[list(pair) for pair in sentence] for sentence in expected]
+        page.click("#sentences button.sentence >> nth=1")
+        page.wait_for_selector("#raindrop .efr-cell")
+        cells = page.locator("#raindrop").evaluate(
+            """root => Array.from(root.querySelectorAll('.efr-cell')).map(
+                c => [Number(c.dataset.step), Number(c.dataset.word), Number(c.dataset.alpha)])"""
+        )
+        assert page.get_attribute("#sentences button.sentence >> nth=1", "aria-pressed") == "true"
+        refused = list(context.refused)
+    words = [token for token, _ in expected[1]]
+    _, attention = Tagger.load().tag(words, return_attention=True)
+    steps, length = attention.shape
+    assert sorted((n, i) for n, i, _ in cells) == [(n, i) for n in range(steps) for i in range(length)]
+    for n, i, alpha in cells:
+        assert abs(alpha - float(attention[n, i])) <= 1e-3, (n, i, alpha)
+    assert not errors and not refused, (errors, refused)
+
+
+def test_unknown_routes_and_methods_answer_json(server):
+    assert server.post({"text": "a"}, "/nothing") == (404, {"error": "Not Found"})
+    status, answer = server.post({"text": "a"}, "/health")
+    assert status == 405 and "error" in answer
+
+
+def test_concurrent_clients_are_tagged_together(server):
+    from easyfirst import Tagger
+
+    sentences = [
+        ["She", "reads", "."],
+        ["The", "dog", "barks", "at", "the", "mailman", "."],
+        ["Birds", "fly"],
+    ]
+    expected = Tagger.load().tag(sentences)
+    before = json.loads(server.get("/health")[1])
+
+    def client(k: int) -> list[bool]:
+        results = []
+        for i in range(25):
+            which = (k + i) % len(sentences)
+            status, answer = server.post({"sentences": [sentences[which]]})
+            results.append(status == 200 and answer["sentences"][0]["tags"] == expected[which])
+        return results
+
+    with ThreadPoolExecutor(8) as pool:
+        results = [ok for oks in pool.map(client, range(8)) for ok in oks]
+    assert len(results) == 200 and all(results)
+    after = json.loads(server.get("/health")[1])
+    requests, batches = after["requests"] - before["requests"], after["batches"] - before["batches"]
+    assert requests == 200
+    assert batches < requests  # some requests shared a forward pass
+
+
+def test_sigterm_answers_the_requests_in_flight_then_exits():
+    served = Server("--batch-window", "1500")  # the first request holds the worker 1.5 s: in flight
+    answers = []
+
+    def client(text):
+        answers.append(served.post({"text": text}))
+
+    threads = [threading.Thread(target=client, args=(f"Request number {k} is here.",)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.5)
+    returncode, output = served.stop()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert [status for status, _ in answers] == [200] * 4, output
+    assert returncode == 0, output
+    assert "Traceback" not in output
+
+
+def test_serve_without_the_extra_exits_2_naming_it():
+    code = "import sys; sys.modules['starlette'] = None; from easyfirst.cli import main; main()"
+    result = subprocess.run(
+        [sys.executable, "-c", code, "serve"], capture_output=True, timeout=120, env={**os.environ}
+    )
+    assert result.returncode == 2
+    assert result.stderr.decode().strip() == (
+        'serving needs starlette, not installed here: pip install "easyfirst[serve]"'
+    )
+
+
+def test_a_busy_port_exits_2_naming_the_flag():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli("serve", "--port", port)
+    assert result.returncode == 2
+    assert result.stderr.decode() == f"--port: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+@pytest.mark.slow
+def test_a_qe_model_tags_sentence_pairs_as_tag_does(tmp_path):
+    run = tmp_path / "qe"
+    trained = run_cli(
+        "train", "--task", "qe", "--train", QE_GAPS, "--dev", QE_GAPS, "--test", QE_GAPS,
+        "--epochs", 1, "--seed", 1, "--threads", 1, "--output", run,
+    )  # fmt: skip
+    assert trained.returncode == 0, trained.stderr.decode()
+    lines = {k: open(f"{QE_GAPS}.{s}").read().splitlines()[:3] for k, s in
+             (("src", "src"), ("mt", "mt"), ("alignments", "src-mt.alignments"))}  # fmt: skip
+    out = tmp_path / "out.tags"
+    cli = run_cli("tag", "-m", run, "--src", f"{QE_GAPS}.src", "--mt", f"{QE_GAPS}.mt",
+                  "--alignments", f"{QE_GAPS}.src-mt.alignments", "-o", out)  # fmt: skip
+    assert cli.returncode == 0, cli.stderr.decode()
+    served = Server("-m", str(run))
+    try:
+        status, answer = served.post(lines)
+        refused = served.post({"text": "a b"})
+    finally:
+        served.stop()
+    assert status == 200, answer
+    assert answer["task"] == "qe"
+    expected = [line.split() for line in out.read_text().splitlines()[:3]]
+    for sentence, tags in zip(answer["sentences"], expected, strict=True):
+        merged = [sentence["gaps"][0]]
+        for word, gap in zip(sentence["tags"], sentence["gaps"][1:], strict=True):
+            merged += [word, gap]
+        assert merged == tags
+    sources = out.with_name("out.source_tags").read_text().splitlines()[:3]
+    assert [s["source_tags"] for s in answer["sentences"]] == [line.split() for line in sources]
+    assert refused[0] == 422 and "give src and mt and alignments" in refused[1]["error"]
