@@ -5,7 +5,7 @@
 [['DET', 'NOUN', 'VERB', 'PUNCT']]
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # CHANGELOG.md's latest entry (tests/test_docs.py); pyproject.toml reads it
 
 __all__ = ["Tagger", "__version__"]
 
