@@ -1,11 +1,11 @@
 """easyfirst: neural easy-first sequence taggers (Martins & Kreutzer, EMNLP 2017).
 
 >>> from easyfirst import Tagger
->>> Tagger.load().tag([["The", "dog", "barks", "."]])
-[['DET', 'NOUN', 'VERB', 'PUNCT']]
+>>> Tagger.load().tag([["She", "reads", "a", "book", "."]])
+[['PRON', 'VERB', 'DET', 'NOUN', 'PUNCT']]
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # CHANGELOG.md's latest entry (tests/test_docs.py); pyproject.toml reads it
 
 __all__ = ["Tagger", "__version__"]
 

@@ -33,7 +33,7 @@ ADDED = {  # new since: generic config overrides (issue #14); plain text, pretra
     | {"--reduction", "--shuffle", "--no-shuffle", "--v-init", "--max-train-length"},
     "tag": {"--format", "--pretokenized"},
     "plot": {"--pretokenized"},
-    "export": {"--overwrite", "--no-overwrite"},
+    "export": {"--overwrite", "--no-overwrite", "--output", "-o"},  # -o OUT beside the positional OUT (#28)
 }
 REMOVED = {"tag": {"--tags"}}  # issue #16: tagging never reads gold tags, so a tags file is no input
 

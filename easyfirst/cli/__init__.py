@@ -7,6 +7,7 @@ stderr with exit status 2 and no traceback; see easyfirst.errors.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from typing import Annotated
@@ -47,6 +48,27 @@ from easyfirst.cli import evaluate  # noqa: E402, F401
 from easyfirst.cli import plot  # noqa: E402, F401
 from easyfirst.cli import export  # noqa: E402, F401
 from easyfirst.cli import serve  # noqa: E402, F401
+
+
+def unwrapped(text: str) -> str:
+    """A docstring as --help should show it: its paragraphs kept, the line breaks inside each joined.
+
+    Typer's rich help keeps a docstring's line breaks and then wraps the lines again to the terminal's
+    width, which left stray short lines ("(pos" / "and ner models)") and broke a command's summary in
+    the command list over several lines."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
+
+
+def unwrap_command_help() -> None:
+    """Give every registered command its docstring unwrapped as its help."""
+    for command in app.registered_commands:
+        text = command.help or inspect.getdoc(command.callback)
+        if text:
+            command.help = unwrapped(text)
+
+
+unwrap_command_help()  # after the verbs above have registered; a verb added later registers above
 
 
 _display_type = typer.core.TyperOption.display_type

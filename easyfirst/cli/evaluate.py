@@ -44,8 +44,9 @@ def evaluate(
         str | None, typer.Option(help="Column files: the file's encoding (default: the model's).")
     ] = None,
 ) -> None:
-    """Tag a gold file and score it: accuracy and per-tag precision, recall and F1 (pos), or entity
-    precision, recall and F1, micro-averaged and per entity type (ner), or for qe F1-OK, F1-BAD, F1-MULT =
+    """Tag a gold file and score the predictions.
+
+    Accuracy and per-tag precision, recall and F1 (pos), or entity precision, recall and F1, micro-averaged and per entity type (ner), or for qe F1-OK, F1-BAD, F1-MULT =
     F1-OK × F1-BAD and MCC of the MT words, and, when the model predicts them and the gold files have them,
     of the gaps, of MT words and gaps together (WMT19's target score) and of the source words;
     calibration (ECE) and sparsity (mean support size of the output distributions)."""

@@ -15,7 +15,12 @@ from easyfirst.errors import InputError
 @app.command()
 def export(
     run_dir: Annotated[Path, typer.Argument(help="Run folder written by `easyfirst train`.")],
-    output: Annotated[Path, typer.Argument(help="Folder for the exported model.")],
+    output: Annotated[
+        Path | None, typer.Argument(help="Folder for the exported model (or give it with -o).")
+    ] = None,
+    output_option: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Folder for the exported model.")
+    ] = None,
     half: Annotated[
         bool, typer.Option(help="Store weights as float16 (half the size; loaded as float32).")
     ] = True,
@@ -23,9 +28,20 @@ def export(
         bool, typer.Option(help="Replace the model files of a folder that already holds a model.")
     ] = False,
 ) -> None:
-    """Copy a trained model (weights, config, vocabularies) to a new folder, by default in float16."""
+    """Copy a trained model to a new folder, with a model card.
+
+    The folder gets the weights (by default in float16), config.json and vocab.json, and README.md, a
+    model card written from the run's config and metrics.json: data, a command that trains the same
+    configuration, dev and test scores, intended use and limits."""
+    from easyfirst.atomic import atomic_write, read_json
+    from easyfirst.model_card import model_card
     from easyfirst.runs import load_model, save_model
 
+    if output is not None and output_option is not None:
+        raise InputError("give the output folder once: as OUT or as -o OUT, not both")
+    output = output if output is not None else output_option
+    if output is None:
+        raise InputError("no output folder: easyfirst export RUN -o OUT")
     if (output / "model.pt").exists() and not overwrite:
         raise InputError("already holds a model (--overwrite replaces it)", output)
     if output.exists() and not output.is_dir():
@@ -33,14 +49,25 @@ def export(
     model, config, vocabs = load_model(run_dir)
     if output.resolve() == Path(run_dir).resolve():
         raise InputError("is the run folder itself: export into another folder", output)
+    metrics_file = Path(run_dir) / "metrics.json"
+    metrics = read_json(metrics_file) if metrics_file.is_file() else None
+    sizes = {"words": len(vocabs.words), "tags": len(vocabs.tags)}
+    parameters = sum(p.numel() for p in model.parameters())
+    card = model_card(config, metrics, sizes, parameters, str(run_dir), half)
     save_model(output, model, config, vocabs, half=half)
+    atomic_write(output / "README.md", lambda out: out.write(card.encode()))
     size = sum(f.stat().st_size for f in output.iterdir()) / 2**20
-    err.print(f"exported {run_dir} to {output} ({size:.1f} MiB{', float16' if half else ''})")
+    err.print(
+        f"exported {run_dir} to {output} ({size:.1f} MiB{', float16' if half else ''}), with its card README.md"
+    )
 
 
 @app.command()
 def data() -> None:
-    """List the known data sets and where each split is found (EASYFIRST_DATA, cache, or missing)."""
+    """List the known data sets and where each split is found.
+
+    Each split is found under EASYFIRST_DATA, in the cache, or missing (then: where it looked and how to
+    get it)."""
     from rich.table import Table
 
     from easyfirst.data.datasets import describe

@@ -56,8 +56,7 @@ def plot(
     compare: Annotated[list[Path] | None, typer.Option(help="More run folders to draw side by side.")] = None,
     beta: Annotated[bool, typer.Option(help="Add the cumulative-attention panel.")] = True,
 ) -> None:
-    """Raindrop plot: where the decoder looks at each sketch step, for one sentence (an interactive page
-    for .html)."""
+    """Raindrop plot of one sentence: where each sketch step looks (.html: interactive)."""
     from easyfirst.plot import terminal as render
     from easyfirst.web.raindrop import FORMATS, Raindrop
 
@@ -117,8 +116,9 @@ def analyze(
         bool, typer.Option("--markdown", help="Print the statistics as Markdown tables.")
     ] = False,
 ) -> None:
-    """Attention statistics over a data set: first focus; per step the entropy (also normalised by the
-    words with budget left), support, largest weight, share of steps where one word takes ≥ 0.5 and focus
+    """Attention statistics of a data set: focus, sharpness, evenness.
+
+    First focus; per step the entropy (also normalised by the words with budget left), support, largest weight, share of steps where one word takes ≥ 0.5 and focus
     position; sharpness over the first half of the steps; evenness."""
     from rich.table import Table
 

@@ -65,16 +65,21 @@ def tag(
     ] = False,
     **task_options,
 ) -> None:
-    """Tag a file, writing it back with the predicted tags and every other byte unchanged.
+    """Tag a file, stdin or --text (default model: the bundled one).
 
-    CoNLL-U (pos models): the UPOS (or XPOS) column of each word is filled in. CoNLL column files (ner
-    models): the tag is added as a last column (or replaces the tag column with --replace), in the
-    input's tagging scheme; -DOCSTART- and blank lines are kept. QE models: --src, --mt and
-    --alignments (or a PREFIX) in, a tags file out: 2N+1 tags (gaps predicted) from a model trained
-    with gaps, else one OK/BAD per MT word; the predicted source tags go to OUT.source_tags (OUT being
-    -o without its .tags ending) when the model predicts them. Gold tags are never read. Plain text (pos
-    and ner models): split into sentences and tokenized with segtok, written as CoNLL-U with # sent_id,
-    # text and SpaceAfter=No, the tags in the UPOS (or XPOS) column, or as NER=tag in MISC for ner models.
+    A file in the model's format is written back with the predicted tags and every other byte
+    unchanged. CoNLL-U (pos models): the UPOS (or XPOS) column of each word is filled in. CoNLL column
+    files (ner models): the tag is added as a last column (or replaces the tag column with --replace),
+    in the input's tagging scheme; -DOCSTART- and blank lines are kept.
+
+    QE models: --src, --mt and --alignments (or a PREFIX) in, a tags file out: 2N+1 tags (gaps
+    predicted) from a model trained with gaps, else one OK/BAD per MT word; the predicted source tags go
+    to OUT.source_tags (OUT being -o without its .tags ending) when the model predicts them. Gold tags
+    are never read.
+
+    Plain text (pos and ner models): split into sentences and tokenized with segtok, written as CoNLL-U
+    with "# sent_id", "# text" and SpaceAfter=No, the tags in the UPOS (or XPOS) column, or as NER=tag
+    in MISC for ner models.
     """
     check_arguments(input, text, format, pretokenized, batch_size, device, output)
     source = Source.find(

@@ -95,9 +95,9 @@ def _task_defaults() -> dict[str, dict[str, object]]:
 
 
 def train(**given) -> None:
-    """Train a tagger; writes the best-epoch model, metrics.json and train.log to the run folder.
+    """Train a tagger; its best epoch goes to the run folder.
 
-    Defaults are the task's (configs/pos.toml, ner.toml, qe.toml hold the same values). Under
+    The run folder gets the best dev epoch's model, metrics.json and train.log. Defaults are the task's (configs/pos.toml, ner.toml, qe.toml hold the same values). Under
     `torchrun --nproc_per_node K -m easyfirst train ...` it trains data-parallel on K processes.
     """
     resume: Path | None = given["resume"]

@@ -1,0 +1,224 @@
+"""Model cards: a README.md for an exported model, written from its run's config and metrics.
+
+``easyfirst export RUN -o OUT`` writes ``OUT/README.md`` with :func:`model_card`: what the model is, the
+data it was trained on (and the data set's licence where the data is one of the known sets), a command
+that trains the same configuration again, the dev and test scores of the best epoch, and what it is
+for and where it is weak. Everything in the card comes from ``config.json``, ``metrics.json`` and the
+vocabularies; nothing is measured here.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from easyfirst import __version__
+from easyfirst.config import Config
+from easyfirst.data.datasets import DATASETS
+
+MODEL_NAMES = {
+    "nef-f": "NEF-F (full-state sketch)",
+    "nef-s": "NEF-S (single-state sketch)",
+    "bilstm": "BiLSTM",
+}
+TASK_NAMES = {
+    "pos": "part-of-speech tagging (CoNLL-U)",
+    "ner": "named entity recognition (CoNLL column files)",
+    "qe": "word-level translation quality estimation (WMT files)",
+}
+# scores kept as counts or sizes, not fractions: shown as they are rather than as percentages
+NOT_PERCENT = {"tokens", "mean_support", "sentences", "words", "gaps", "source_words"}
+SPLIT_FLAGS = {"train": "--train", "dev": "--dev", "test": "--test"}
+RUN_KEYS = {("train", "seed"), ("train", "epochs")}  # given as --seed and --epochs
+
+
+def model_card(
+    config: Config, metrics: dict | None, sizes: dict[str, int], parameters: int, source: str, half: bool
+) -> str:
+    """The card of a model trained with ``config``; ``metrics`` is the run's metrics.json (None if the
+    run folder has none), ``sizes`` the number of words and tags in its vocabularies, ``source`` the run
+    folder it was exported from."""
+    parts = [
+        _summary(config, sizes, parameters, half),
+        _data(config, metrics),
+        _command(config),
+        _scores(metrics),
+        _use_and_limits(config, half),
+        f"*Written by `easyfirst export` (easyfirst {__version__}) from the run folder `{source}`.*\n",
+    ]
+    return "\n".join(parts)
+
+
+def _summary(config: Config, sizes: dict[str, int], parameters: int, half: bool) -> str:
+    model, task = config.model, config.data.task
+    name = MODEL_NAMES.get(model.model, model.model)
+    steps = "" if model.model == "bilstm" else f", N = {model.sketch_steps or 'L'} sketch steps"
+    rows = [
+        ("task", f"{task}: {TASK_NAMES.get(task, task)}"),
+        ("model", f"{name}{steps}"),
+    ]
+    if model.model != "bilstm":
+        rows.append(("attention", f"{model.attention}, temperature {model.attention_temperature:g}"))
+    output = "CRF" if model.crf else f"{config.loss.loss} loss"
+    rows += [
+        ("output layer", output),
+        ("tags", f"{sizes['tags']}" + (f" ({config.data.tag_column.upper()})" if task == "pos" else "")),
+        ("vocabulary", f"{sizes['words']:,} words (those seen at least {model.word_min_freq} times)"),
+        ("pretrained vectors", model.pretrained or "none"),
+        ("parameters", f"{parameters:,}"),
+        ("weights", "float16 (loaded as float32)" if half else "float32"),
+    ]
+    table = "\n".join(f"| {key} | {_cell(value)} |" for key, value in rows)
+    return (
+        f"# Model card: {name}, {task} tagger\n\n"
+        f"An easy-first tagger (Martins & Kreutzer, EMNLP 2017) trained with easyfirst. Load it with\n"
+        f'`easyfirst tag -m THIS_FOLDER` or `Tagger.load("THIS_FOLDER")`.\n\n'
+        f"| | |\n|---|---|\n{table}\n"
+    )
+
+
+def known_dataset(path: str | None):
+    """The registered data set (easyfirst.data.datasets) whose split ``path`` is, or None."""
+    if not path:
+        return None
+    posix = Path(path).as_posix()
+    for dataset in DATASETS.values():
+        if any(posix.endswith(relative) for relative in dataset.splits.values()):
+            return dataset
+    return None
+
+
+def _data(config: Config, metrics: dict | None) -> str:
+    data = config.data
+    lines = ["## Data", ""]
+    for split in ("train", "dev", "test"):
+        path = getattr(data, split)
+        lines.append(f"- {split}: " + (f"`{path}`" if path else "none"))
+    if metrics and "train_sentences" in metrics:
+        dropped = metrics.get("dropped_long_sentences", 0)
+        lines.append(
+            f"- {metrics['train_sentences']:,} training sentences"
+            + (f" ({dropped:,} over {data.max_train_length} words left out of training)" if dropped else "")
+        )
+    dataset = known_dataset(data.train)
+    lines.append("")
+    if dataset is not None:
+        lines.append(f"The training data is {dataset.note}; the model's vocabulary comes from it.")
+    else:
+        lines.append(
+            "The data's licence is not recorded in the run: check the licence of the training data "
+            "before you share the model, since its vocabulary comes from that data."
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def training_command(config: Config) -> str:
+    """An ``easyfirst train`` command for ``config``: its task, data, seed and epochs, and a ``--set`` for
+    every other key that differs from the task's defaults."""
+    saved, defaults = config.to_dict(), Config.for_task(config.data.task).to_dict()
+    args = ["easyfirst", "train", "--task", config.data.task]
+    for split, flag in SPLIT_FLAGS.items():
+        if saved["data"].get(split):
+            args += [flag, saved["data"][split]]
+    unset = []
+    for section, values in saved.items():
+        for key, value in values.items():
+            if section == "data" and key in SPLIT_FLAGS or (section, key) in RUN_KEYS:
+                continue
+            if value == defaults.get(section, {}).get(key):
+                continue
+            if value is None:
+                unset.append(f"{section}.{key}")
+                continue
+            args += ["--set", f"{section}.{key}={_toml(value)}"]
+    args += ["--seed", str(config.train.seed), "--epochs", str(config.train.epochs), "--output", "RUN"]
+    command = " ".join(shlex.quote(a) for a in args)
+    if unset:
+        command += f"\n# and unset (the task's default is a value): {', '.join(unset)}"
+    return command
+
+
+def _command(config: Config) -> str:
+    return (
+        "## Training\n\n"
+        "A command that trains this configuration again (the task's defaults plus every setting that "
+        "differs from them; the same seed on another machine or version gives a model that differs "
+        "at rounding level):\n\n"
+        f"```bash\n{training_command(config)}\n```\n"
+    )
+
+
+def _number(key: str, value: float) -> str:
+    return f"{value:g}" if key in NOT_PERCENT or isinstance(value, int) else f"{100 * value:.2f}"
+
+
+def _scores(metrics: dict | None) -> str:
+    if not metrics:
+        return "## Scores\n\nThe run folder had no metrics.json, so the card has no scores.\n"
+    splits = [s for s in ("dev", "test") if isinstance(metrics.get(s), dict)]
+    keys = [
+        k
+        for k in dict.fromkeys(k for s in splits for k in metrics[s])
+        if all(isinstance(metrics[s].get(k), int | float) for s in splits)
+    ]
+    lines = [
+        "## Scores",
+        "",
+        f"At the best epoch, {metrics.get('best_epoch', '?')} of {len(metrics.get('epochs', []))}, chosen on "
+        f"dev by `{metrics.get('best_metric', 'the task metric')}`; scores in percent except counts "
+        f"({', '.join(sorted(k for k in keys if k in NOT_PERCENT)) or 'none'}).",
+        "",
+        "| score | " + " | ".join(splits) + " |",
+        "|---|" + "---:|" * len(splits),
+    ]
+    lines += [
+        f"| {key} | " + " | ".join(_number(key, metrics[s][key]) for s in splits) + " |" for key in keys
+    ]
+    if "seconds_per_epoch" in metrics:
+        lines += [
+            "",
+            f"Trained on {metrics.get('device', '?')} with {metrics.get('threads', '?')} thread(s) and "
+            f"{metrics.get('processes', 1)} process(es): {metrics['seconds_per_epoch']:.0f} s per epoch.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _use_and_limits(config: Config, half: bool) -> str:
+    limits = [
+        "It knows the words, spelling and tag set of its training data; expect lower scores on text "
+        "of another domain, period or language.",
+    ]
+    if not config.model.pretrained:
+        limits.append(
+            "It was trained without pretrained word vectors: a word unseen in training (or seen once) "
+            "is an unknown word, tagged from its prefixes, suffixes and context."
+        )
+    if config.data.max_train_length:
+        limits.append(
+            f"Sentences over {config.data.max_train_length} words were left out of training; tagging "
+            "takes any length (with N = L sketch steps, time grows with the square of the length)."
+        )
+    if half:
+        limits.append(
+            "Its weights are stored in float16: scores can differ from the run's in the last digit."
+        )
+    return (
+        "## Intended use and limits\n\n"
+        "Tagging and studying text like its training data: the scores above were measured on that data's "
+        "dev and test splits only.\n\n" + "\n".join(f"- {limit}" for limit in limits) + "\n"
+    )
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|")

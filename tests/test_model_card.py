@@ -1,0 +1,70 @@
+"""Model cards: `easyfirst export RUN -o OUT` writes OUT/README.md from the run's config and metrics."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from conftest import SAMPLE, run_cli
+from easyfirst.config import Config
+from easyfirst.model_card import training_command
+from easyfirst.train import train
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    config = Config.for_task("pos")
+    config.data.train = config.data.dev = config.data.test = str(SAMPLE)
+    config.train.epochs = 2
+    config.model.attention_temperature = 0.25  # a setting away from the defaults, for the command
+    out = tmp_path_factory.mktemp("card") / "run"
+    train(config, out)
+    return out
+
+
+def test_export_with_o_writes_the_model_and_its_card(run_dir, tmp_path):
+    out = tmp_path / "shipped"
+    result = run_cli("export", run_dir, "-o", out)
+    assert result.returncode == 0, result.stderr.decode()
+    assert {"model.pt", "config.json", "vocab.json", "README.md"} <= {p.name for p in out.iterdir()}
+    card = (out / "README.md").read_text(encoding="utf-8")
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    # the scores are the run's metrics.json, in percent, at its best epoch
+    dev, test = metrics["dev"]["accuracy"], metrics["test"]["accuracy"]
+    assert f"| accuracy | {100 * dev:.2f} | {100 * test:.2f} |" in card
+    assert f"At the best epoch, {metrics['best_epoch']} of 2" in card
+    assert "temperature 0.25" in card and "pretrained word vectors" in card
+    assert "float16" in card  # exported with --half, the default
+    assert str(SAMPLE) in card  # the data it was trained on
+
+
+def test_the_cards_command_trains_the_same_configuration():
+    """Parsing the card's command back (its --set values through the CLI's own --set parser) gives the
+    config the run was trained with."""
+    config = Config.for_task("ner")
+    config.data.train, config.data.dev = "/data/esp.train", "/data/esp.testa"
+    config.model.attention_temperature = 0.25
+    config.loss.class_weights = {"B-PER": 2.0}
+    config.train.reduction, config.train.seed, config.train.epochs = "sum", 7, 3
+    args = shlex.split(training_command(config).splitlines()[0])
+    assert args[:4] == ["easyfirst", "train", "--task", "ner"]
+    rebuilt = Config.for_task(args[3])
+    pairs = list(zip(args[4::2], args[5::2], strict=True))
+    flags = {flag: value for flag, value in pairs if flag != "--set"}
+    for flag, value in pairs:
+        if flag == "--set":
+            rebuilt.set_dotted(value)
+    rebuilt.data.train, rebuilt.data.dev = flags["--train"], flags["--dev"]
+    rebuilt.train.seed, rebuilt.train.epochs = int(flags["--seed"]), int(flags["--epochs"])
+    assert rebuilt.to_dict() == config.to_dict()
+    assert sum(flag == "--set" for flag, _ in pairs) == 3  # only what differs from the ner defaults
+
+
+def test_export_needs_one_output_folder(run_dir, tmp_path):
+    none = run_cli("export", run_dir)
+    assert none.returncode == 2 and "no output folder" in none.stderr.decode()
+    both = run_cli("export", run_dir, tmp_path / "a", "-o", tmp_path / "b")
+    assert both.returncode == 2 and "not both" in both.stderr.decode()
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
