@@ -92,6 +92,12 @@ ROWS: dict[str, tuple[str, list[str], int]] = {
         [*REFERENCE, "--lr", "0.05", "--attention-temperature", "0.25"],
         20,
     ),
+    # issue #26: recipes that aim at sharp attention and the default's accuracy at once
+    "ref-lr0.05-temp0.5": (
+        "lr 0.05 and attention temperature 0.5",
+        [*REFERENCE, "--lr", "0.05", "--attention-temperature", "0.5"],
+        20,
+    ),
     "b16-temp0.25": (
         "16/update, attention temperature 0.25",
         [*BATCHED, "--attention-temperature", "0.25"],
