@@ -101,6 +101,24 @@ class TrainConfig:
     checkpoint_every: int = field(  # also checkpoint every K updates within an epoch (0: at epoch ends only)
         default=0, metadata=option("Also checkpoint every K updates (0: at epoch ends only).", metavar="K")
     )
+    # the attention temperature annealed over the epochs (easyfirst.anneal; issue #26): geometrically from
+    # anneal_from at epoch 1 to anneal_to at epoch anneal_epochs, then kept; 0 epochs: no annealing, the
+    # model's attention_temperature throughout. Annealing writes each epoch's value into attention_temperature
+    anneal_epochs: int = field(
+        default=0,
+        metadata=option(
+            "Anneal the attention temperature over the first E epochs, geometrically from --anneal-from "
+            "to --anneal-to, then keep it (0: no annealing, --attention-temperature throughout).",
+            metavar="E",
+        ),
+    )
+    anneal_from: float = field(
+        default=1.0, metadata=option("The attention temperature of epoch 1 when annealing.", metavar="T")
+    )
+    anneal_to: float = field(
+        default=0.25,
+        metadata=option("The attention temperature reached at epoch E when annealing.", metavar="T"),
+    )
     # the dev score that chooses the best epoch (a report key, higher is better); unset: the task's
     best_metric: str | None = field(
         default=None,
@@ -200,6 +218,7 @@ class Config:
         set_field(getattr(self, section), name, value, f"--set {key.strip()}")
 
     def validate(self, source: str = "<config>") -> None:
+        from easyfirst.ops.attention import ATTENTIONS
         from easyfirst.tasks import TASKS
 
         m, t, d = self.model, self.train, self.data
@@ -220,6 +239,13 @@ class Config:
             raise InputError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {t.optimizer!r}", source)
         if t.embedding_lr is not None and not (math.isfinite(t.embedding_lr) and t.embedding_lr >= 0):
             raise InputError("embedding_lr must be a finite number >= 0 (or unset: lr)", source)
+        if t.anneal_epochs < 0:
+            raise InputError("anneal_epochs must be >= 0", source)
+        for name in ("anneal_from", "anneal_to"):
+            if not (math.isfinite(getattr(t, name)) and getattr(t, name) > 0):
+                raise InputError(f"{name} must be a finite number > 0", source)
+        if t.anneal_epochs and not (m.decodes and ATTENTIONS[m.attention].scores == "attention"):
+            raise InputError("anneal_epochs anneals learned attention scores; this model has none", source)
         if t.reduction not in REDUCTIONS:
             raise InputError(f"reduction must be one of {', '.join(REDUCTIONS)}, not {t.reduction!r}", source)
         self.loss.validate(m.crf, source)
