@@ -148,10 +148,14 @@ class Config:
 
         config = cls()
         config.data.task = task
-        for section, values in get_task(task).defaults.items():
-            for key, value in values.items():
-                set_field(getattr(config, section), key, value, f"task {task} [{section}]")
+        config.update(get_task(task).defaults, f"task {task}")
         return config
+
+    def update(self, tables: dict[str, dict[str, Any]], source: str) -> None:
+        """Set the keys of ``tables`` (section → key → value), each checked against its field."""
+        for section, values in tables.items():
+            for key, value in values.items():
+                set_field(getattr(self, section), key, value, f"{source} [{section}]")
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any], source: str = "<config>", task: str | None = None) -> Config:

@@ -27,11 +27,11 @@ BEFORE = {
     "data": "",
 }
 ADDED = {  # new since: generic config overrides (issue #14); plain text, pretrained words, export (#17);
-    # QE gap and source heads (#16); the paper's code's training regime (#15); the annealed temperature (#26)
+    # QE gap and source heads (#16); the paper's code's training regime (#15); the annealed temperature and --easy-first (#26)
     "train": {"--set", "--pretrained-words", "--gaps", "--no-gaps", "--source-tags", "--no-source-tags"}
     | {"--gap-class-weight", "--source-class-weight", "--best-metric"}
     | {"--reduction", "--shuffle", "--no-shuffle", "--v-init"}
-    | {"--anneal-epochs", "--anneal-from", "--anneal-to"},
+    | {"--anneal-epochs", "--anneal-from", "--anneal-to", "--easy-first"},
     "tag": {"--format", "--pretokenized"},
     "plot": {"--pretokenized"},
     "export": {"--overwrite", "--no-overwrite"},

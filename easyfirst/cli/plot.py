@@ -32,6 +32,30 @@ def read_sentence(path: Path, number: int, tagger):
     raise InputError(f"has fewer than {number} sentences", path)
 
 
+def note_if_diffuse(tagger, largest: float, what: str) -> None:
+    """One line on stderr when a model with learned attention scores attends diffusely (largest α of an
+    early step under DIFFUSE on average) and its task has an easy-first recipe the model was not trained
+    with: name the flag."""
+    from easyfirst.analysis import DIFFUSE
+    from easyfirst.ops.attention import ATTENTIONS
+
+    task, _ = task_of(tagger)
+    learned = ATTENTIONS[tagger.config.model.attention].scores == "attention"
+    recipe = [
+        (getattr(tagger.config, s), key, value)
+        for s, keys in task.easy_first.items()
+        for key, value in keys.items()
+    ]
+    # a model trained with the recipe already: the flag would change nothing
+    trained_so = all(getattr(section, key) == value for section, key, value in recipe)
+    if largest < DIFFUSE and learned and recipe and not trained_so:
+        err.print(
+            f"[yellow]note:[/] {what}: the attention is diffuse (the largest α of a step is {largest:.2f} on "
+            f"average over the first half of the steps, under {DIFFUSE}); a model trained with "
+            "`easyfirst train --easy-first` attends easy-first, one or two words per step"
+        )
+
+
 @app.command()
 def plot(
     model: ModelOption = None,
@@ -55,6 +79,7 @@ def plot(
     beta: Annotated[bool, typer.Option(help="Add the cumulative-attention panel.")] = True,
 ) -> None:
     """Raindrop plot: where the decoder looks at each sketch step, for one sentence."""
+    from easyfirst.analysis import first_half_largest
     from easyfirst.plot import Drop, save
     from easyfirst.plot import terminal as render
 
@@ -93,6 +118,8 @@ def plot(
         m = tagger.config.model
         steps = "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"
         name = "bundled model" if path is None else path.name
+        if attention[0].numel():
+            note_if_diffuse(tagger, first_half_largest(attention[0]), f"{name}, on this sentence")
         drops.append(Drop(words, tags[0], attention[0], gold, f"{name}: {m.model}, {m.attention}, {steps}"))
         tagset |= set(tagger.tags)
     if terminal:
@@ -135,6 +162,7 @@ def analyze(
     stats = run_analysis(
         tagger, [s.words for s in sentences], [s.tags for s in sentences], extras=[s.extra for s in sentences]
     )
+    note_if_diffuse(tagger, stats["sharpness"]["max_weight_first_half"], "this model")
     if as_json:
         print(json.dumps(stats, indent=2))
         return
