@@ -146,11 +146,12 @@ def analyze(
 ) -> None:
     """Attention statistics over a data set: first focus; per step the entropy (also normalised by the
     words with budget left), support, largest weight, share of steps where one word takes ≥ 0.5 and focus
-    position; sharpness over the first half of the steps; evenness."""
+    position; sharpness over the first half of the steps; evenness; for NER, where the first focus goes
+    against the entities."""
     from rich.table import Table
 
     from easyfirst.analysis import analyze as run_analysis
-    from easyfirst.analysis import sharpness_line, to_markdown
+    from easyfirst.analysis import entity_line, sharpness_line, to_markdown
 
     if as_json and markdown:
         raise InputError("give --json or --markdown, not both")
@@ -159,8 +160,13 @@ def analyze(
     if tagger.model.decoder is None:
         raise InputError("this model has no sketch steps (N = 0): there is no attention to analyse", model)
     sentences = read_sentences(data, tagger)
+    task, _ = task_of(tagger)
     stats = run_analysis(
-        tagger, [s.words for s in sentences], [s.tags for s in sentences], extras=[s.extra for s in sentences]
+        tagger,
+        [s.words for s in sentences],
+        [s.tags for s in sentences],
+        extras=[s.extra for s in sentences],
+        outside=task.outside,
     )
     note_if_diffuse(tagger, stats["sharpness"]["max_weight_first_half"], "this model")
     if as_json:
@@ -203,6 +209,8 @@ def analyze(
         )
     out.print(steps)
     out.print(sharpness_line(stats["sharpness"]))
+    if "entities" in stats:
+        out.print(entity_line(stats["entities"]))
     even = stats["evenness"]
     out.print(
         f"evenness: final β max {even['beta_max']:.4f}, mean {even['beta_mean']:.4f}, "
