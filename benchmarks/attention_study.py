@@ -92,6 +92,17 @@ ROWS: dict[str, tuple[str, list[str], int]] = {
         [*REFERENCE, "--lr", "0.05", "--attention-temperature", "0.25"],
         20,
     ),
+    # issue #26: recipes that aim at sharp attention and the default's accuracy at once
+    "ref-lr0.05-temp0.5": (
+        "lr 0.05 and attention temperature 0.5",
+        [*REFERENCE, "--lr", "0.05", "--attention-temperature", "0.5"],
+        20,
+    ),
+    "ref-lr0.05-anneal8": (
+        "lr 0.05, temperature annealed 1 → 0.25 over epochs 1-8",
+        [*REFERENCE, "--lr", "0.05", "--anneal-epochs", "8", "--anneal-from", "1", "--anneal-to", "0.25"],
+        20,
+    ),
     "b16-temp0.25": (
         "16/update, attention temperature 0.25",
         [*BATCHED, "--attention-temperature", "0.25"],

@@ -138,6 +138,27 @@ class TrainConfig:
             "Also checkpoint every K updates (0: at epoch ends only).", check=at_least(0), metavar="K"
         ),
     )
+    # the attention temperature annealed over the epochs (easyfirst.anneal; issue #26): geometrically from
+    # anneal_from at epoch 1 to anneal_to at epoch anneal_epochs, then kept; 0 epochs: no annealing, the
+    # model's attention_temperature throughout. Annealing writes each epoch's value into attention_temperature
+    anneal_epochs: int = field(
+        default=0,
+        metadata=option(
+            "Anneal the attention temperature over the first E epochs, geometrically from --anneal-from "
+            "to --anneal-to, then keep it (0: no annealing, --attention-temperature throughout).",
+            check=at_least(0),
+            metavar="E",
+        ),
+    )
+    anneal_from: float = field(
+        default=1.0, metadata=option("The attention temperature of epoch 1 when annealing.", check=positive(), metavar="T")
+    )
+    anneal_to: float = field(
+        default=0.25,
+        metadata=option(
+            "The attention temperature reached at epoch E when annealing.", check=positive(), metavar="T"
+        ),
+    )
     # the dev score that chooses the best epoch (a report key, higher is better); unset: the task's
     best_metric: str | None = field(
         default=None,
@@ -170,10 +191,14 @@ class Config:
 
         config = cls()
         config.data.task = task
-        for section, values in get_task(task).defaults.items():
-            for key, value in values.items():
-                config.assign(section, key, value, (f"task {task} [{section}]", None))
+        config.update(get_task(task).defaults, f"task {task}")
         return config
+
+    def update(self, tables: dict[str, dict[str, Any]], source: str) -> None:
+        """Set the keys of ``tables`` (section → key → value), each checked against its field."""
+        for section, values in tables.items():
+            for key, value in values.items():
+                self.assign(section, key, value, (f"{source} [{section}]", None))
 
     @classmethod
     def from_dict(
@@ -271,6 +296,7 @@ class Config:
                 if rule is not None and value is not None and not rule.test(value):
                     origin = self.origins.get(f"{section}.{f.name}", (source, None))
                     raise InputError(f"{section}.{f.name} must be {rule.says()}, not {value!r}", *origin)
+        from easyfirst.ops.attention import ATTENTIONS
         from easyfirst.tasks import TASKS
 
         def where(*keys: str) -> Origin:
@@ -280,6 +306,12 @@ class Config:
         TASKS[self.data.task].validate(self.data, source)
         self.model.validate(where)
         self.loss.validate(self.model.crf, where)
+        m, t = self.model, self.train
+        if t.anneal_epochs and not (m.decodes and ATTENTIONS[m.attention].scores == "attention"):
+            raise InputError(
+                "train.anneal_epochs anneals learned attention scores; this model has none",
+                *where("train.anneal_epochs"),
+            )
 
 
 def suggest(name: str, known: typing.Iterable[str]) -> str:

@@ -37,7 +37,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from easyfirst import distributed
+from easyfirst import anneal, distributed
 from easyfirst.atomic import atomic_write, read_json, write_json
 from easyfirst.config import Config, TrainConfig
 from easyfirst.data.batching import Batch, Encoded, batches_in_order, encode, iterate_batches
@@ -145,7 +145,10 @@ def train(
     log = RunLog(console, output / "train.log", append=resume) if group.main else distributed.SilentLog()
     try:
         run = prepare_run(config, output, torch.device(device), log, resume, group)
+        if config.train.anneal_epochs:
+            log(anneal.describe(config.train))
         for epoch in range(run.progress.epoch, config.train.epochs + 1):
+            anneal.start_epoch(config, run.model, epoch)  # the epoch's attention temperature, when annealed
             seconds = train_epoch(run, epoch)
             evaluate_and_select(run, epoch, seconds)
             save_checkpoint(run, epoch + 1, 0, run.generator.get_state(), 0.0)
@@ -448,12 +451,15 @@ def evaluate_and_select(run: Run, epoch: int, seconds: float) -> None:
         "seconds": seconds,
         "tokens_per_second": words / seconds,
     }
+    if run.config.train.anneal_epochs:
+        row["attention_temperature"] = run.config.model.attention_temperature
     p.history.append(row)
     p.step, p.loss_sum, p.seen, p.elapsed = 0, 0.0, 0, 0.0
     run.log(
         f"epoch {epoch:>3}  loss {row['loss']:.4f}  dev {run.metric_label} {100 * dev[metric]:6.2f}  "
         + "".join(f"{label} {100 * dev[key]:6.2f}  " for key, label in run.columns if key != metric)
         + f"{seconds:6.1f} s  {row['tokens_per_second']:>8,.0f} tok/s"
+        + (f"  T {row['attention_temperature']:.3g}" if "attention_temperature" in row else "")
         + ("  [green]best[/]" if improved else "")
     )
 

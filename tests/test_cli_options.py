@@ -27,10 +27,12 @@ BEFORE = {
     "data": "",
 }
 ADDED = {  # new since: generic config overrides (issue #14); plain text, pretrained words, export (#17);
-    # QE gap and source heads (#16); the paper's code's training regime (#15); the length cap per task (#29)
+    # QE gap and source heads (#16); the paper's code's training regime (#15); the length cap per task (#29);
+    # the annealed temperature and --easy-first (#26)
     "train": {"--set", "--pretrained-words", "--gaps", "--no-gaps", "--source-tags", "--no-source-tags"}
     | {"--gap-class-weight", "--source-class-weight", "--best-metric"}
-    | {"--reduction", "--shuffle", "--no-shuffle", "--v-init", "--max-train-length"},
+    | {"--reduction", "--shuffle", "--no-shuffle", "--v-init", "--max-train-length"}
+    | {"--anneal-epochs", "--anneal-from", "--anneal-to", "--easy-first"},
     "tag": {"--format", "--pretokenized"},
     "plot": {"--pretokenized"},
     "export": {"--overwrite", "--no-overwrite", "--output", "-o"},  # -o OUT beside the positional OUT (#28)

@@ -74,6 +74,22 @@ def test_tag_appends_a_column_by_default(ner_run):
     assert [line.rsplit(" ", 1)[0] for line in lines[2:4]] == ["Maria x O", "said x O"]
 
 
+def test_analyze_says_where_the_first_focus_goes_against_the_entities(ner_run):
+    from easyfirst import Tagger
+    from easyfirst.data.conll import read_conll
+
+    result = run_cli("analyze", NER_SAMPLE, "-m", ner_run, "--json")
+    assert result.returncode == 0, result.stderr.decode()
+    entities = json.loads(result.stdout)["entities"]
+    sentences = [s for s in read_conll(NER_SAMPLE) if set(s.tags) != {"O"}]
+    _, attention = Tagger.load(ner_run).tag([s.words for s in sentences], return_attention=True)
+    on_entity = [s.tags[int(a[0].argmax())] != "O" for s, a in zip(sentences, attention, strict=True)]
+    assert entities["sentences"] == len(sentences) > 0
+    assert entities["share_on_entity"] == pytest.approx(sum(on_entity) / len(sentences))
+    text = run_cli("analyze", NER_SAMPLE, "-m", ner_run).stdout.decode()
+    assert f"on an entity word in {100 * entities['share_on_entity']:.1f}%" in " ".join(text.split())
+
+
 def test_evaluate_reports_entity_scores(ner_run):
     result = run_cli("evaluate", NER_SAMPLE, "-m", ner_run, "--json")
     assert result.returncode == 0, result.stderr.decode()

@@ -188,6 +188,31 @@ def test_sharpness_with_a_fixed_number_of_steps_and_budget_refreshed():
     assert stats["sharpness"]["share_focused_first_half"] == pytest.approx(1.0)  # 0.5 counts as ≥ 0.5
 
 
+def test_first_focus_against_the_entities_by_hand():
+    """Issue #26, item 4: the share of first focus on entity words and its position against the first
+    entity, on three hand-made sentences (the third has no entity and is left out)."""
+    histories = [
+        [[0.1, 0.2, 0.6, 0.1], [0.3, 0.3, 0.1, 0.3], [0.3, 0.3, 0.1, 0.3], [0.3, 0.2, 0.2, 0.3]],
+        [[0.7, 0.2, 0.1], [0.2, 0.4, 0.4], [0.1, 0.4, 0.5]],
+        [[0.9, 0.1], [0.1, 0.9]],
+    ]
+    gold = [["O", "B-PER", "I-PER", "O"], ["O", "O", "B-LOC"], ["O", "O"]]
+    words = [["w"] * len(tags) for tags in gold]
+    stats = analyze(_FixedAttention(histories), words, gold, outside="O")
+    # sentence 1: focus word 3 (I-PER), first entity word 2; sentence 2: focus word 1 (O), before word 3
+    assert stats["entities"] == pytest.approx(
+        {
+            "sentences": 2,
+            "share_on_entity": 1 / 2,
+            "share_before_first_entity": 1 / 2,
+            "focus_position": (2 / 3 + 0) / 2,
+            "first_entity_position": (1 / 3 + 1) / 2,
+            "offset_words": (1 - 2) / 2,
+        }
+    )
+    assert "entities" not in analyze(_FixedAttention(histories), words, gold)
+
+
 # readability (issue #17, item 6): contrast, labels inside the figure, axis labels, β explained, the key
 
 

@@ -31,6 +31,30 @@ def read_sentence(path: Path, number: int, tagger):
     raise InputError(f"has fewer than {number} sentences", path)
 
 
+def note_if_diffuse(tagger, largest: float, what: str) -> None:
+    """One line on stderr when a model with learned attention scores attends diffusely (largest α of an
+    early step under DIFFUSE on average) and its task has an easy-first recipe the model was not trained
+    with: name the flag."""
+    from easyfirst.analysis import DIFFUSE
+    from easyfirst.ops.attention import ATTENTIONS
+
+    task, _ = task_of(tagger)
+    learned = ATTENTIONS[tagger.config.model.attention].scores == "attention"
+    recipe = [
+        (getattr(tagger.config, s), key, value)
+        for s, keys in task.easy_first.items()
+        for key, value in keys.items()
+    ]
+    # a model trained with the recipe already: the flag would change nothing
+    trained_so = all(getattr(section, key) == value for section, key, value in recipe)
+    if largest < DIFFUSE and learned and recipe and not trained_so:
+        err.print(
+            f"[yellow]note:[/] {what}: the attention is diffuse (the largest α of a step is {largest:.2f} on "
+            f"average over the first half of the steps, under {DIFFUSE}); a model trained with "
+            "`easyfirst train --easy-first` attends easy-first, one or two words per step"
+        )
+
+
 @app.command()
 def plot(
     model: ModelOption = None,
@@ -57,6 +81,7 @@ def plot(
     beta: Annotated[bool, typer.Option(help="Add the cumulative-attention panel.")] = True,
 ) -> None:
     """Raindrop plot of one sentence: where each sketch step looks (.html: interactive)."""
+    from easyfirst.analysis import first_half_largest
     from easyfirst.plot import terminal as render
     from easyfirst.web.raindrop import FORMATS, Raindrop
 
@@ -93,6 +118,9 @@ def plot(
             words = sentences[sentence - 1]
         name = "bundled model" if path is None else path.name
         raindrops.append(tagger.raindrop(words, gold=gold, extra=extra, name=name))
+        attention = raindrops[-1].drops[0].attention
+        if attention.numel():
+            note_if_diffuse(tagger, first_half_largest(attention), f"{name}, on this sentence")
     raindrop = Raindrop.side_by_side(raindrops)
     if terminal:
         for drop in raindrop.drops:
@@ -118,12 +146,13 @@ def analyze(
 ) -> None:
     """Attention statistics of a data set: focus, sharpness, evenness.
 
-    First focus; per step the entropy (also normalised by the words with budget left), support, largest weight, share of steps where one word takes ≥ 0.5 and focus
-    position; sharpness over the first half of the steps; evenness."""
+    First focus; per step the entropy (also normalised by the words with budget left), support, largest
+    weight, share of steps where one word takes ≥ 0.5 and focus position; sharpness over the first half of
+    the steps; evenness; for NER, where the first focus goes against the entities."""
     from rich.table import Table
 
     from easyfirst.analysis import analyze as run_analysis
-    from easyfirst.analysis import sharpness_line, to_markdown
+    from easyfirst.analysis import entity_line, sharpness_line, to_markdown
 
     if as_json and markdown:
         raise InputError("give --json or --markdown, not both")
@@ -132,9 +161,15 @@ def analyze(
     if tagger.model.decoder is None:
         raise InputError("this model has no sketch steps (N = 0): there is no attention to analyse", model)
     sentences = read_sentences(data, tagger)
+    task, _ = task_of(tagger)
     stats = run_analysis(
-        tagger, [s.words for s in sentences], [s.tags for s in sentences], extras=[s.extra for s in sentences]
+        tagger,
+        [s.words for s in sentences],
+        [s.tags for s in sentences],
+        extras=[s.extra for s in sentences],
+        outside=task.outside,
     )
+    note_if_diffuse(tagger, stats["sharpness"]["max_weight_first_half"], "this model")
     if as_json:
         print(json.dumps(stats, indent=2))
         return
@@ -175,6 +210,8 @@ def analyze(
         )
     out.print(steps)
     out.print(sharpness_line(stats["sharpness"]))
+    if "entities" in stats:
+        out.print(entity_line(stats["entities"]))
     even = stats["evenness"]
     out.print(
         f"evenness: final β max {even['beta_max']:.4f}, mean {even['beta_mean']:.4f}, "

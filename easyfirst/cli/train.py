@@ -18,6 +18,15 @@ from easyfirst.errors import InputError
 from easyfirst.tasks import DEFAULT_TASK, TASKS
 
 SECTIONS = {"data": DataConfig, "model": ModelConfig, "loss": LossConfig, "train": TrainConfig}
+
+
+def recipe_text(recipe: dict[str, dict[str, object]]) -> str:
+    """A task's config changes as flags: ``--attention-temperature 0.25``."""
+    return " ".join(
+        f"--{key.replace('_', '-')} {value}" for values in recipe.values() for key, value in values.items()
+    )
+
+
 RESUMABLE = {"train__epochs": "--epochs", "train__threads": "--threads"}  # may change on --resume
 COMMON = [
     inspect.Parameter(
@@ -72,6 +81,22 @@ COMMON = [
         ],
     ),
     inspect.Parameter(
+        "easy_first",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=False,
+        annotation=Annotated[
+            bool,
+            typer.Option(
+                "--easy-first",
+                help="Train for sharp (easy-first) attention, one or two words per early step as in the "
+                "paper's Figure 2, with the task's recipe from the attention study (pos: "
+                + (recipe_text(TASKS["pos"].easy_first) or "none")
+                + ", at a cost of about 0.15 points of dev accuracy; docs/results.md). Applied after "
+                "--config and --set, before the other flags.",
+            ),
+        ],
+    ),
+    inspect.Parameter(
         "assignments",
         inspect.Parameter.KEYWORD_ONLY,
         default=None,
@@ -110,6 +135,11 @@ def train(**given) -> None:
     cfg = Config.load(config, task) if config else Config.for_task(task or DEFAULT_TASK)
     for assignment in given["assignments"] or []:
         cfg.set_dotted(assignment)
+    if given["easy_first"]:
+        recipe = TASKS[cfg.data.task].easy_first
+        if not recipe:
+            raise InputError(f"--easy-first: no easy-first recipe has been measured for task {cfg.data.task}")
+        cfg.update(recipe, "--easy-first")
     for section, cls in SECTIONS.items():
         for key, (value, flag) in config_values(section, cls, given).items():
             cfg.assign(section, key, value, (flag, None))
@@ -181,6 +211,7 @@ def resume_training(folder: Path, given: dict) -> None:
 
     fixed = [f"--{name}" for name in ("task", "config", "output") if given[name] is not None]
     fixed += ["--overwrite"] * bool(given["overwrite"]) + ["--set"] * bool(given["assignments"])
+    fixed += ["--easy-first"] * bool(given["easy_first"])
     for section, cls in SECTIONS.items():
         fixed += [flag for flag in given_flags(section, cls, given) if flag not in RESUMABLE.values()]
     if fixed:

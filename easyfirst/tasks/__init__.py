@@ -60,6 +60,12 @@ class Task:
     selectable: ClassVar[tuple[str, ...]] = ()  # more report keys that [train] best_metric may name
     # config changes from the built-in values of easyfirst.config (the paper's §5.1 POS values)
     defaults: ClassVar[dict[str, dict[str, Any]]] = {}
+    # `easyfirst train --easy-first`: the config changes of the task's recipe for sharp (easy-first)
+    # attention, from the attention study (docs/results.md); empty: none measured for the task
+    easy_first: ClassVar[dict[str, dict[str, Any]]] = {}
+    # the tag of words outside any entity ("O"): set, `analyze` says where the first focus goes against
+    # the entities (easyfirst.analysis.EntityFocus); None: the task tags no entities
+    outside: ClassVar[str | None] = None
     input_kind: ClassVar[str]  # what its files are, for help and errors ("CoNLL-U files")
     # why `plot --text` cannot give this task a sentence (None: it can)
     refuses_text: ClassVar[str | None] = None

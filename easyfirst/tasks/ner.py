@@ -47,6 +47,7 @@ class NER(Task):
     metric, metric_label = "f1", "F1"
     breakdown, breakdown_label = "per_type", "type"
     input_kind = "column files"
+    outside = "O"
     TagOptions = ColumnOptions
     # paper §5.2: the POS values but dropout 0.3, N = 5, a CRF output layer; plus the NER word features.
     # N = 5 is Table 2's "maximum number of sketch steps": a sentence of L < 5 words runs L steps
