@@ -92,6 +92,17 @@ class TrainConfig:
     )
     eval_batch_size: int = 256
     seed: int = field(default=1, metadata=option("Random seed."))
+    # Hogwild processes for one sentence per update on the CPU (easyfirst.hogwild); unset: one per core
+    workers: int | None = field(
+        default=None,
+        metadata=option(
+            "Processes that train one shared model without locks (Hogwild), one sentence per update on "
+            "the CPU only; default: one per core (at most 8, one per 500 training sentences); 1: one "
+            "process, repeatable bit for bit.",
+            metavar="K",
+            show=lambda value: "one per core" if value is None else str(value),
+        ),
+    )
     threads: int = field(  # torch intra-op threads; 0 leaves torch's default
         default=0,
         metadata=option(
@@ -211,6 +222,8 @@ class Config:
             "".encode(d.encoding)
         except LookupError:
             raise InputError(f"unknown encoding {d.encoding!r}", source) from None
+        if t.workers is not None and t.workers < 1:
+            raise InputError("workers must be >= 1 (or unset: one per core)", source)
         if t.checkpoint_every < 0:
             raise InputError("checkpoint_every must be >= 0", source)
         for name in ("epochs", "batch_size", "eval_batch_size"):

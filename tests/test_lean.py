@@ -22,13 +22,14 @@ from test_fused_sketch import random_output_layer, run_both
 from conftest import SAMPLE
 from easyfirst.config import Config
 from easyfirst.data.batching import collate, encode
+from easyfirst.epochs import backward_step
 from easyfirst.model import lean, lean_rows
 from easyfirst.model.encoder import LSTM_WEIGHTS, BiLSTMEncoder
 from easyfirst.model.sketch import SketchDecoder
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_forward
 from easyfirst.optim import make_optimizer
-from easyfirst.train import backward_step, build_vocabularies, train
+from easyfirst.train import build_vocabularies, train
 
 REFERENCE = Path(__file__).parent.parent / "configs" / "pos-reference.toml"  # the paper's regime
 
