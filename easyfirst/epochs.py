@@ -27,6 +27,7 @@ from easyfirst.data.batching import Batch, bucket_indices, collate, indices_in_o
 from easyfirst.data.features import drop_words
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.optim import clip_gradients
+from easyfirst.workers import Workers
 
 if TYPE_CHECKING:
     from easyfirst.train import Run
@@ -115,7 +116,7 @@ def hogwild_record(board: torch.Tensor, rank: int, step: int, words: int, loss: 
 def hogwild_work(run: Run) -> Callable:
     """What a forked worker does with a part of an epoch: its updates, recorded on the board."""
 
-    def work(workers: hogwild.Workers, rank: int, message: tuple[int, list[list[int]]]) -> None:
+    def work(workers: Workers, rank: int, message: tuple[int, list[list[int]]]) -> None:
         epoch, part = message
         run.model.train()
         torch.manual_seed(hash((run.config.train.seed, rank, epoch)) % 2**63)  # its own dropout stream

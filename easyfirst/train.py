@@ -46,6 +46,7 @@ from easyfirst.optim import make_optimizer
 from easyfirst.reporting import RunLog, evaluate_sentences, summary_table
 from easyfirst.runs import CONFIG_FILE, VOCAB_FILE, load_model, save_model
 from easyfirst.tasks import Task, get_task
+from easyfirst.workers import Workers
 
 
 @dataclass
@@ -171,7 +172,7 @@ class Run:
     metric: str  # the dev score that chooses the best epoch (Task.selection)
     metric_label: str
     columns: tuple[tuple[str, str], ...]  # more dev scores in the per-epoch log (Task.report_columns)
-    workers: hogwild.Workers | None = None  # Hogwild's other processes (easyfirst.hogwild), if any
+    workers: Workers | None = None  # Hogwild's other processes (easyfirst.hogwild), if any
 
 
 def prepare_run(
@@ -282,7 +283,7 @@ def prepare_run(
         restore_checkpoint(run, checkpoint, count)
     if count > 1:
         hogwild.share(model, run.optimizer)  # after the checkpoint's state is in: it replaces tensors
-        run.workers = hogwild.Workers(count, hogwild_work(run))
+        run.workers = Workers(count, hogwild_work(run), hogwild.COLUMNS)
         log(
             f"[bold]hogwild[/] {count} processes update the shared parameters and {t.optimizer}'s state "
             f"without locks, each taking one sentence in {count} of an epoch (not repeatable bit for bit: "

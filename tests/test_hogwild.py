@@ -111,8 +111,10 @@ def test_two_workers_train_and_resume_from_the_command_line(tmp_path):
     torch.save(state, output / "checkpoint.pt")
     refused = run_cli("train", "--resume", output, "--workers", "1", "--epochs", "3")
     assert refused.returncode == 2
-    assert refused.stderr.decode().strip().endswith(
-        "the run stopped within an epoch of 2 Hogwild worker(s); resume it with --workers 2"
+    assert (
+        refused.stderr.decode()
+        .strip()
+        .endswith("the run stopped within an epoch of 2 Hogwild worker(s); resume it with --workers 2")
     )
     resumed = run_cli("train", "--resume", output, "--workers", "2", "--epochs", "3", timeout=600)
     assert resumed.returncode == 0, resumed.stderr.decode()

@@ -1,0 +1,130 @@
+"""Hogwild scaling: words/s of `easyfirst train --workers K` for each K, in one run, on the same data
+and seed, with the dev accuracy each reached (easyfirst.hogwild).
+
+    /work/bin/quiet python benchmarks/workers.py --sentences 3000 --epochs 2 \\
+        --json benchmarks/results/workers-cpu-2core.json
+
+Reads UD English EWT through EASYFIRST_DATA: the first ``--sentences`` sentences of the training file
+(written to ``--out``, outside the repository) are the training set, the full dev file the dev set. Each
+K trains the POS default (NEF-F, N = L, one sentence per update, lr 0.05) for ``--epochs`` epochs from
+the same seed in a fresh `python -m easyfirst train` process; words/s is the training words of an epoch
+over that epoch's training seconds (dev evaluation and start-up not counted), as `train.log` reports
+it. The K's run one after the other, in the order given, so give the machine to this script alone
+(`/work/bin/quiet` here) and repeat it to see the noise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from easyfirst.data.datasets import resolve_split
+from easyfirst.tasks import get_task
+
+
+def first_sentences(source: Path, count: int, target: Path) -> int:
+    """Copy the first ``count`` sentences (blank-line separated blocks) of a CoNLL-U file; their words."""
+    blocks = source.read_text(encoding="utf-8").split("\n\n")[:count]
+    target.write_text("\n\n".join(blocks).strip("\n") + "\n\n", encoding="utf-8")
+    return sum(
+        1
+        for block in blocks
+        for line in block.splitlines()
+        if line and not line.startswith("#") and line.split("\t")[0].isdigit()
+    )
+
+
+def train(workers: int, args: argparse.Namespace, train_file: Path) -> dict:
+    """One `easyfirst train` run with ``workers`` processes; its per-epoch speeds and dev accuracy."""
+    output = args.out / f"workers{workers}"
+    command = [
+        sys.executable,
+        "-m",
+        "easyfirst",
+        "train",
+        "--task",
+        "pos",
+        "--train",
+        str(train_file),
+        "--workers",
+        str(workers),
+        "--epochs",
+        str(args.epochs),
+        "--seed",
+        str(args.seed),
+        "--overwrite",
+        "--output",
+        str(output),
+    ]
+    started = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - started
+    metrics = json.loads((output / "metrics.json").read_text())
+    speeds = [row["tokens_per_second"] for row in metrics["epochs"]]
+    return {
+        "workers": metrics["workers"],
+        "words_per_second": sum(speeds) / len(speeds),
+        "words_per_second_by_epoch": speeds,
+        "seconds_by_epoch": [row["seconds"] for row in metrics["epochs"]],
+        "dev_accuracy_by_epoch": [row["dev_accuracy"] for row in metrics["epochs"]],
+        "dev_accuracy": metrics["dev"]["accuracy"],
+        "wall_seconds": wall,
+        "command": " ".join(command[1:]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sentences", type=int, default=3000, help="training sentences (from the top)")
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="the K's to measure")
+    parser.add_argument("--out", type=Path, default=Path("runs/workers"), help="run folders")
+    parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    train_file = args.out / "train.conllu"
+    words = first_sentences(resolve_split(get_task("pos").dataset, "train"), args.sentences, train_file)
+    machine = {
+        "node": platform.node(),
+        "cpus": os.cpu_count(),
+        "affinity": len(os.sched_getaffinity(0)),
+        "torch": torch.__version__,
+        "load_average_before": os.getloadavg(),
+    }
+    print(
+        f"{args.sentences} EWT training sentences ({words:,} words), {args.epochs} epochs, seed {args.seed}"
+    )
+    rows = [train(k, args, train_file) for k in args.workers]
+    machine["load_average_after"] = os.getloadavg()
+    base = rows[0]["words_per_second"]
+    print("| workers | words/s | × first | dev accuracy |")
+    print("|---:|---:|---:|---:|")
+    for row in rows:
+        row["speedup"] = row["words_per_second"] / base
+        print(
+            f"| {row['workers']} | {row['words_per_second']:,.0f} | {row['speedup']:.2f} | "
+            f"{100 * row['dev_accuracy']:.2f} |"
+        )
+    if args.json:
+        results = {
+            "sentences": args.sentences,
+            "words": words,
+            "epochs": args.epochs,
+            "seed": args.seed,
+            "machine": machine,
+            "rows": rows,
+        }
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
