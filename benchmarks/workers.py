@@ -11,6 +11,13 @@ the same seed in a fresh `python -m easyfirst train` process; words/s is the tra
 over that epoch's training seconds (dev evaluation and start-up not counted), as `train.log` reports
 it. The K's run one after the other, in the order given, so give the machine to this script alone
 (`/work/bin/quiet` here) and repeat it to see the noise.
+
+    python benchmarks/workers.py --table runs/hogwild/pos-workers2-seed{1,2,3} \
+        --json benchmarks/results/workers-accuracy-ewt.json
+
+prints the accuracy table of finished full runs instead (one `easyfirst train --task pos` run folder
+per seed): each run's seed, workers, best epoch, dev and test accuracy and seconds per epoch, and the
+mean ± sample standard deviation over the runs.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -81,6 +89,43 @@ def train(workers: int, args: argparse.Namespace, train_file: Path) -> dict:
     }
 
 
+def table(folders: list[Path], json_path: Path | None) -> None:
+    """The accuracy table of finished runs (their metrics.json and config.json)."""
+    rows = []
+    for folder in folders:
+        metrics = json.loads((folder / "metrics.json").read_text())
+        seed = json.loads((folder / "config.json").read_text())["train"]["seed"]
+        rows.append(
+            {
+                "run": str(folder),
+                "seed": int(seed),
+                "workers": metrics["workers"],
+                "best_epoch": metrics["best_epoch"],
+                "dev_accuracy": metrics["dev"]["accuracy"],
+                "test_accuracy": metrics["test"]["accuracy"],
+                "seconds_per_epoch": metrics["seconds_per_epoch"],
+                "epochs": len(metrics["epochs"]),
+            }
+        )
+    print("| seed | workers | epochs | best epoch | dev | test | s/epoch |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['seed']} | {r['workers']} | {r['epochs']} | {r['best_epoch']} | {100 * r['dev_accuracy']:.2f} | "
+            f"{100 * r['test_accuracy']:.2f} | {r['seconds_per_epoch']:.0f} |"
+        )
+    summary = {}
+    for key in ("dev_accuracy", "test_accuracy"):
+        values = [100 * r[key] for r in rows]
+        summary[key] = (statistics.mean(values), statistics.stdev(values) if len(values) > 1 else 0.0)
+    print(
+        f"mean ± sd over {len(rows)}: dev {summary['dev_accuracy'][0]:.2f} ± {summary['dev_accuracy'][1]:.2f}, "
+        f"test {summary['test_accuracy'][0]:.2f} ± {summary['test_accuracy'][1]:.2f}"
+    )
+    if json_path:
+        json_path.write_text(json.dumps({"rows": rows, "mean_sd_percent": summary}, indent=2) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sentences", type=int, default=3000, help="training sentences (from the top)")
@@ -89,7 +134,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="the K's to measure")
     parser.add_argument("--out", type=Path, default=Path("runs/workers"), help="run folders")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
+    parser.add_argument("--table", type=Path, nargs="+", default=None, help="finished run folders")
     args = parser.parse_args()
+    if args.table:
+        return table(args.table, args.json)
     args.out.mkdir(parents=True, exist_ok=True)
     train_file = args.out / "train.conllu"
     words = first_sentences(resolve_split(get_task("pos").dataset, "train"), args.sentences, train_file)
