@@ -115,6 +115,13 @@ def train(
     console = console or Console(stderr=True)
     output = Path(output)
     group, device = distributed.start(device)  # one process, or one of torchrun's (see distributed.py)
+    try:  # a --workers the regime cannot take is refused before the run folder is written
+        hogwild.choose_workers(
+            config.train.workers, config.train.batch_size, torch.device(device), 0, group.parallel
+        )
+    except InputError:
+        distributed.stop(group)
+        raise
     if group.main:
         output.mkdir(parents=True, exist_ok=True)
     log = RunLog(console, output / "train.log", append=resume) if group.main else distributed.SilentLog()

@@ -44,6 +44,21 @@ def test_workers_for_a_batched_regime_are_a_user_error():
     assert hogwild.choose_workers(1, 16, CPU, 12_543, distributed=False) == 1
 
 
+def test_workers_for_a_batched_run_are_refused_before_the_run_folder_is_written(tmp_path):
+    output = tmp_path / "run"
+    result = run_cli(*sample_training(output, "--workers", "2", "--batch-size", "16", epochs=1))
+    assert result.returncode == 2
+    assert (
+        result.stderr.decode()
+        .strip()
+        .splitlines()[-1]
+        .startswith(
+            "--workers 2: Hogwild workers train one sentence per update on the CPU, not with 16 sentences"
+        )
+    )
+    assert not output.exists()
+
+
 def _step_in_a_child(model, optimizer, done):
     model.weight.grad = torch.full_like(model.weight, 2.0)
     optimizer.step()
