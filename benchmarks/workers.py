@@ -62,6 +62,8 @@ def train(workers: int, args: argparse.Namespace, train_file: Path) -> dict:
         "pos",
         "--train",
         str(train_file),
+        "--dev",
+        str(resolve_split(get_task("pos").dataset, "dev")),
         "--workers",
         str(workers),
         "--epochs",
