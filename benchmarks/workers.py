@@ -50,37 +50,25 @@ def first_sentences(source: Path, count: int, target: Path) -> int:
     )
 
 
-def train(workers: int, args: argparse.Namespace, train_file: Path) -> dict:
-    """One `easyfirst train` run with ``workers`` processes; its per-epoch speeds and dev accuracy."""
-    output = args.out / f"workers{workers}"
-    command = [
-        sys.executable,
-        "-m",
-        "easyfirst",
-        "train",
-        "--task",
-        "pos",
-        "--train",
-        str(train_file),
-        "--dev",
-        str(resolve_split(get_task("pos").dataset, "dev")),
-        "--workers",
-        str(workers),
-        "--epochs",
-        str(args.epochs),
-        "--seed",
-        str(args.seed),
-        "--overwrite",
-        "--output",
-        str(output),
+def train_command(
+    workers: int, args: argparse.Namespace, train_file: Path, output: Path, *extra: str
+) -> list[str]:
+    """`python -m easyfirst train` of the POS default on ``train_file`` with ``workers`` processes."""
+    dev = resolve_split(get_task("pos").dataset, "dev")
+    return [
+        *(sys.executable, "-m", "easyfirst", "train", "--task", "pos", "--train", str(train_file)),
+        *("--dev", str(dev), "--workers", str(workers), "--epochs", str(args.epochs)),
+        *("--seed", str(args.seed), "--overwrite", "--output", str(output), *extra),
     ]
-    started = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - started
+
+
+def outcome(output: Path, command: list[str], wall: float) -> dict:
+    """A finished run's per-epoch speeds and dev accuracy (its metrics.json)."""
     metrics = json.loads((output / "metrics.json").read_text())
     speeds = [row["tokens_per_second"] for row in metrics["epochs"]]
     return {
         "workers": metrics["workers"],
+        "threads": metrics["threads"],
         "words_per_second": sum(speeds) / len(speeds),
         "words_per_second_by_epoch": speeds,
         "seconds_by_epoch": [row["seconds"] for row in metrics["epochs"]],
@@ -89,6 +77,32 @@ def train(workers: int, args: argparse.Namespace, train_file: Path) -> dict:
         "wall_seconds": wall,
         "command": " ".join(command[1:]),
     }
+
+
+def train(workers: int, args: argparse.Namespace, train_file: Path) -> dict:
+    """One `easyfirst train` run with ``workers`` processes; its per-epoch speeds and dev accuracy."""
+    output = args.out / f"workers{workers}"
+    command = train_command(workers, args, train_file, output)
+    started = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return outcome(output, command, time.perf_counter() - started)
+
+
+def independent(args: argparse.Namespace, train_file: Path) -> list[dict]:
+    """The machine without Hogwild: one single-process run (one torch thread) alone, then two such runs
+    at once, sharing nothing; what the second core gives two processes that do not share a model."""
+    rows = []
+    for outputs in ([args.out / "alone"], [args.out / "together-a", args.out / "together-b"]):
+        commands = [train_command(1, args, train_file, o, "--threads", "1") for o in outputs]
+        started = time.perf_counter()
+        processes = [subprocess.Popen(c, stdout=subprocess.DEVNULL) for c in commands]
+        if any(p.wait() != 0 for p in processes):
+            sys.exit("a training run failed")
+        wall = time.perf_counter() - started
+        rows += [
+            dict(outcome(o, c, wall), at_once=len(outputs)) for o, c in zip(outputs, commands, strict=True)
+        ]
+    return rows
 
 
 def table(folders: list[Path], json_path: Path | None) -> None:
@@ -137,6 +151,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/workers"), help="run folders")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
     parser.add_argument("--table", type=Path, nargs="+", default=None, help="finished run folders")
+    parser.add_argument(
+        "--independent", action="store_true", help="also: one single-process run alone, then two at once"
+    )
     args = parser.parse_args()
     if args.table:
         return table(args.table, args.json)
@@ -154,6 +171,7 @@ def main() -> None:
         f"{args.sentences} EWT training sentences ({words:,} words), {args.epochs} epochs, seed {args.seed}"
     )
     rows = [train(k, args, train_file) for k in args.workers]
+    pairs = independent(args, train_file) if args.independent else []
     machine["load_average_after"] = os.getloadavg()
     base = rows[0]["words_per_second"]
     print("| workers | words/s | × first | dev accuracy |")
@@ -164,6 +182,11 @@ def main() -> None:
             f"| {row['workers']} | {row['words_per_second']:,.0f} | {row['speedup']:.2f} | "
             f"{100 * row['dev_accuracy']:.2f} |"
         )
+    for row in pairs:
+        print(
+            f"one process, one thread, {row['at_once']} at once: {row['words_per_second']:,.0f} words/s, "
+            f"dev {100 * row['dev_accuracy']:.2f}"
+        )
     if args.json:
         results = {
             "sentences": args.sentences,
@@ -172,6 +195,7 @@ def main() -> None:
             "seed": args.seed,
             "machine": machine,
             "rows": rows,
+            "independent": pairs,
         }
         args.json.write_text(json.dumps(results, indent=2) + "\n")
 
