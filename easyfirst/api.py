@@ -19,10 +19,10 @@ from pathlib import Path
 
 import torch
 
-from easyfirst.data.batching import INFERENCE_MAX_TOKENS, encode, iterate_batches
+from easyfirst.data.batching import INFERENCE_MAX_TOKENS, bucket_indices
 from easyfirst.model.qe_heads import HEADS
 from easyfirst.runs import load_model
-from easyfirst.tagging_pool import TaggingPool, processes_for, tag_batch, tag_batches
+from easyfirst.tagging_pool import TaggingPool, processes_for, tag_batches, tag_job
 
 DEFAULT_MODEL = "en_ewt_upos"
 
@@ -47,7 +47,7 @@ class Tagger:
             count = processes_for(self.processes, self.device)
             if count < 2:
                 return None
-            self._pool = TaggingPool(self.model, self.device, count)
+            self._pool = TaggingPool(self.model, self.vocabs, self.device, count)
             weakref.finalize(self, self._pool.close)
         return self._pool
 
@@ -142,7 +142,6 @@ class Tagger:
         attention: list[torch.Tensor] = [torch.zeros(0, 0) for _ in sentences]
         probabilities: list[torch.Tensor] = [torch.zeros(0, len(self.tags)) for _ in sentences]
         keep = [k for k, s in enumerate(sentences) if len(s) > 0]
-        items = [encode(self.vocabs, sentences[k], extra=extras[k] if extras else None) for k in keep]
         itos = self.vocabs.tags.itos
         heads = {
             name: [[] for _ in sentences]
@@ -150,13 +149,21 @@ class Tagger:
             if return_heads and getattr(self.config.model, name)
         }
         asked = (return_attention, return_probabilities, return_heads)
+        lengths = [len(sentences[k]) for k in keep]
+        jobs = [  # the batches (as iterate_batches forms them), encoded where they are tagged
+            (
+                indices,
+                [sentences[keep[i]] for i in indices],
+                [extras[keep[i]] if extras else None for i in indices],
+            )
+            for indices in bucket_indices(lengths, batch_size, max_tokens=max_tokens)
+        ]
         with torch.inference_mode():
-            batches = list(iterate_batches(items, batch_size, max_tokens=max_tokens))
             outputs = tag_batches(
-                batches,
-                lambda batch: tag_batch(self.model, batch, self.device, asked),
+                jobs,
+                lambda job: tag_job(self.model, self.vocabs, job, self.device, asked),
                 self._tagging_pool,
-                sum(len(item) for item in items),
+                sum(lengths),
                 asked,
             )
         for out in outputs:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import torch
 
-from easyfirst.data.batching import Batch
+from easyfirst.data.batching import Batch, collate, encode
 from easyfirst.model.qe_heads import decode_heads
 from easyfirst.model.sketch import sentence_steps
 from easyfirst.workers import Workers, available_cores
@@ -52,28 +52,40 @@ def tag_batch(model, batch: Batch, device: torch.device, asked: tuple[bool, bool
     return out
 
 
+# a batch to tag: the sentence numbers (its ``order``), their words and their extras (QE) or None
+Job = tuple[list[int], list, list]
+
+
+def tag_job(model, vocabs, job: Job, device: torch.device, asked: tuple[bool, bool, bool]) -> dict:
+    """:func:`tag_batch` of one batch, encoded and collated here (so that a pool's processes share that
+    work too)."""
+    indices, words, extras = job
+    items = [encode(vocabs, w, extra=x) for w, x in zip(words, extras, strict=True)]
+    return tag_batch(model, collate(items, indices), device, asked)
+
+
 class TaggingPool:
     """``count`` processes (this one and ``count`` − 1 forked) tagging the batches of a call together."""
 
-    def __init__(self, model, device: torch.device, count: int):
-        self.model, self.device, self.closed = model, device, False
+    def __init__(self, model, vocabs, device: torch.device, count: int):
+        self.model, self.vocabs, self.device, self.closed = model, vocabs, device, False
 
-        def work(_workers: Workers, _rank: int, message: tuple[list[Batch], tuple]) -> list[dict]:
-            batches, asked = message
+        def work(_workers: Workers, _rank: int, message: tuple[list[Job], tuple]) -> list[dict]:
+            jobs, asked = message
             with torch.inference_mode():
-                return [tag_batch(model, batch, device, asked) for batch in batches]
+                return [tag_job(model, vocabs, job, device, asked) for job in jobs]
 
         self.workers = Workers(count, work)
 
-    def run(self, batches: list[Batch], asked: tuple[bool, bool, bool]) -> list[dict]:
-        """:func:`tag_batch` of every batch, in the order given."""
+    def run(self, batches: list[Job], asked: tuple[bool, bool, bool]) -> list[dict]:
+        """:func:`tag_job` of every batch, in the order given."""
         count = self.workers.count
         shares = balanced_shares([cost(b) for b in batches], count)
         self.workers.start([([batches[i] for i in share], asked) for share in shares])
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # the other cores are the workers'; one thread as they have
         try:
-            own = [tag_batch(self.model, batches[i], self.device, asked) for i in shares[0]]
+            own = [tag_job(self.model, self.vocabs, batches[i], self.device, asked) for i in shares[0]]
         except BaseException:
             self.close()  # the workers' answers would be read by the next call
             raise
@@ -91,10 +103,10 @@ class TaggingPool:
             self.workers.close()
 
 
-def cost(batch: Batch) -> int:
+def cost(job: Job) -> int:
     """A batch's work, roughly: sentences × longest length², as N = L sketch steps each attend over L."""
-    rows, length = batch.mask.shape
-    return rows * length * length
+    longest = max(len(words) for words in job[1])
+    return len(job[1]) * longest * longest
 
 
 def balanced_shares(costs: list[int], count: int) -> list[list[int]]:
@@ -110,13 +122,13 @@ def balanced_shares(costs: list[int], count: int) -> list[list[int]]:
 
 
 def tag_batches(
-    batches: list[Batch],
-    one: Callable[[Batch], dict],
+    batches: list[Job],
+    one: Callable[[Job], dict],
     pool: Callable[[], TaggingPool | None],
     words: int,
     asked: tuple[bool, bool, bool],
 ) -> list[dict]:
-    """Every batch's :func:`tag_batch`: through the pool that ``pool()`` gives for a large call from the
+    """Every batch's :func:`tag_job`: through the pool that ``pool()`` gives for a large call from the
     main thread (None: no pool), else one by one with ``one``."""
     large = words >= MIN_WORDS and len(batches) > 1
     if large and threading.current_thread() is threading.main_thread():

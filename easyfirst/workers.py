@@ -59,8 +59,8 @@ class Workers:
             pipe.send_bytes(pickle.dumps(message))
 
     def wait(self) -> list[Any]:
-        """What each worker's ``work`` returned, ranks 1 … count − 1; re-raises the first failure
-        (FloatingPointError as it was)."""
+        """What each worker's ``work`` returned, ranks 1 … count − 1; re-raises the first failure as it
+        was raised (FloatingPointError, InputError, ...)."""
         results, failures = [], []
         for rank, pipe in enumerate(self.pipes, 1):
             try:
@@ -71,9 +71,9 @@ class Workers:
                 results.append(value)
             else:
                 failures.append((kind, value))
-        for kind, text in failures:
-            if kind == "nan":
-                raise FloatingPointError(text)
+        for kind, error in failures:
+            if kind == "exception":
+                raise error
         if failures:
             raise RuntimeError(f"a worker process failed: {failures[0][1]}")
         return results
@@ -101,8 +101,10 @@ def _serve(workers: Workers, rank: int, pipe, work: Callable[[Workers, int, Any]
     while (message := pickle.loads(pipe.recv_bytes())) is not None:
         try:
             outcome = ("ok", work(workers, rank, message))
-        except FloatingPointError as error:
-            outcome = ("nan", str(error))
-        except Exception:  # noqa: BLE001 (reported to the main process, which raises it)
-            outcome = ("error", traceback.format_exc(limit=-3).strip().splitlines()[-1])
+        except Exception as error:  # noqa: BLE001 (reported to the main process, which raises it)
+            outcome = ("exception", error)
+            try:
+                pickle.dumps(error)
+            except Exception:  # noqa: BLE001 (an exception that does not pickle: its last line)
+                outcome = ("error", traceback.format_exc(limit=-3).strip().splitlines()[-1])
         pipe.send_bytes(pickle.dumps(outcome))
