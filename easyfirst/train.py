@@ -289,14 +289,19 @@ def prepare_run(
     if checkpoint is not None:
         restore_checkpoint(run, checkpoint, count)
     if count > 1:
-        hogwild.share(model, run.optimizer)  # after the checkpoint's state is in: it replaces tensors
-        run.workers = Workers(count, hogwild_work(run), hogwild.COLUMNS)
-        log(
-            f"[bold]hogwild[/] {count} processes update the shared parameters and {t.optimizer}'s state "
-            f"without locks, each taking one sentence in {count} of an epoch (not repeatable bit for bit: "
-            "--workers 1 is)"
-        )
+        start_hogwild(run, count)
     return run
+
+
+def start_hogwild(run: Run, count: int) -> None:
+    """Share the model and the optimizer's state, and fork the other ``count`` − 1 Hogwild workers."""
+    hogwild.share(run.model, run.optimizer)  # after a checkpoint's state is in: loading replaces tensors
+    run.workers = Workers(count, hogwild_work(run), hogwild.COLUMNS)
+    run.log(
+        f"[bold]hogwild[/] {count} processes update the shared parameters and {run.config.train.optimizer}'s "
+        f"state without locks, each taking one sentence in {count} of an epoch (not repeatable bit for bit: "
+        "--workers 1 is)"
+    )
 
 
 def build_vocabularies(config: Config, train_sents: list[Sentence]) -> Vocabularies:
