@@ -115,8 +115,9 @@ def study(args: argparse.Namespace) -> None:
     from easyfirst import distributed
     from easyfirst.config import Config
     from easyfirst.data.batching import encode
+    from easyfirst.epochs import train_epoch
     from easyfirst.reporting import RunLog
-    from easyfirst.train import prepare_run, train_epoch
+    from easyfirst.train import prepare_run
 
     config = Config.for_task("qe")
     config.data.train, config.data.dev = str(args.split / "train"), str(args.split / "heldout")

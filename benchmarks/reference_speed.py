@@ -53,11 +53,12 @@ from easyfirst.config import Config
 from easyfirst.data.batching import batches_in_order, collate, encode, iterate_batches
 from easyfirst.data.conllu import read_conllu
 from easyfirst.data.datasets import resolve_split
+from easyfirst.epochs import backward_step
 from easyfirst.model import lean
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.optim import make_optimizer
 from easyfirst.tasks import get_task
-from easyfirst.train import backward_step, build_vocabularies
+from easyfirst.train import build_vocabularies
 
 
 class Setup(NamedTuple):

@@ -43,10 +43,10 @@ from easyfirst.data.batching import Batch, collate, encode, iterate_batches
 from easyfirst.data.conllu import read_conllu
 from easyfirst.data.datasets import resolve_split
 from easyfirst.data.vocab import Vocabularies
+from easyfirst.epochs import backward_step
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.optim import make_optimizer
 from easyfirst.tasks import get_task
-from easyfirst.train import backward_step
 
 MODELS = {  # name → (model, sketch steps)
     "bilstm": ("bilstm", 0),

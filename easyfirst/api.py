@@ -12,16 +12,17 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
 import torch
 
-from easyfirst.data.batching import INFERENCE_MAX_TOKENS, encode, iterate_batches
-from easyfirst.model.qe_heads import HEADS, decode_heads
-from easyfirst.model.sketch import sentence_steps
+from easyfirst.data.batching import INFERENCE_MAX_TOKENS, bucket_indices
+from easyfirst.model.qe_heads import HEADS
 from easyfirst.runs import load_model
+from easyfirst.tagging_pool import TaggingPool, processes_for, tag_batches, tag_job
 
 DEFAULT_MODEL = "en_ewt_upos"
 
@@ -36,6 +37,19 @@ class Tagger:
 
     def __init__(self, model, config, vocabs, device: str | torch.device = "cpu"):
         self.model, self.config, self.vocabs, self.device = model, config, vocabs, torch.device(device)
+        # processes that tag a large call (easyfirst.tagging_pool); None: one per core, 1: this one alone
+        self.processes: int | None = None
+        self._pool: TaggingPool | None = None
+
+    def _tagging_pool(self) -> TaggingPool | None:
+        """The processes that tag large calls, forked at the first (None: one process)."""
+        if self._pool is None or self._pool.closed:
+            count = processes_for(self.processes, self.device)
+            if count < 2:
+                return None
+            self._pool = TaggingPool(self.model, self.vocabs, self.device, count)
+            weakref.finalize(self, self._pool.close)
+        return self._pool
 
     @classmethod
     def load(cls, path: str | Path | None = None, device: str | torch.device = "cpu") -> Tagger:
@@ -190,33 +204,43 @@ class Tagger:
         attention: list[torch.Tensor] = [torch.zeros(0, 0) for _ in sentences]
         probabilities: list[torch.Tensor] = [torch.zeros(0, len(self.tags)) for _ in sentences]
         keep = [k for k, s in enumerate(sentences) if len(s) > 0]
-        items = [encode(self.vocabs, sentences[k], extra=extras[k] if extras else None) for k in keep]
         itos = self.vocabs.tags.itos
         heads = {
             name: [[] for _ in sentences]
             for name in HEADS
             if return_heads and getattr(self.config.model, name)
         }
+        asked = (return_attention, return_probabilities, return_heads)
+        lengths = [len(sentences[k]) for k in keep]
+        jobs = [  # the batches (as iterate_batches forms them), encoded where they are tagged
+            (
+                indices,
+                [sentences[keep[i]] for i in indices],
+                [extras[keep[i]] if extras else None for i in indices],
+            )
+            for indices in bucket_indices(lengths, batch_size, max_tokens=max_tokens)
+        ]
         with torch.inference_mode():
-            for batch in iterate_batches(items, batch_size, max_tokens=max_tokens):
-                batch = batch.to(self.device)
-                scores, alpha, head_scores = self.model(batch, heads=True)
-                decoded = decode_heads(head_scores, batch) if return_heads else {}
-                best, distribution = (t.cpu() for t in self.model.predict(scores, batch.mask))
-                lengths = batch.lengths.tolist()
-                if return_attention:  # each sentence's rows of the attention history: the steps it ran
-                    steps = sentence_steps(batch.lengths, self.model.steps, self.model.steps_beyond_length)
-                    steps = steps.tolist()
-                for row, index in enumerate(batch.order):
-                    k, n = keep[index], lengths[row]
-                    tags[k] = [itos[t] for t in best[row, :n].tolist()]
-                    if return_attention:
-                        matrix = alpha[row, : steps[row], :n] if alpha is not None else torch.zeros(0, n)
-                        attention[k] = matrix.float().cpu().clone()
-                    if return_probabilities:
-                        probabilities[k] = distribution[row, :n].float().clone()
-                    for name, rows in decoded.items():
-                        heads[name][k] = rows[row]
+            outputs = tag_batches(
+                jobs,
+                lambda job: tag_job(self.model, self.vocabs, job, self.device, asked),
+                self._tagging_pool,
+                sum(lengths),
+                asked,
+            )
+        for out in outputs:
+            lengths, best = out["lengths"], out["best"]
+            for row, index in enumerate(out["order"]):
+                k, n = keep[index], lengths[row]
+                tags[k] = [itos[t] for t in best[row, :n].tolist()]
+                if return_attention:
+                    alpha = out["attention"]
+                    matrix = alpha[row, : out["steps"][row], :n] if alpha is not None else torch.zeros(0, n)
+                    attention[k] = matrix.clone()
+                if return_probabilities:
+                    probabilities[k] = out["probabilities"][row, :n].clone()
+                for name, rows in out.get("heads", {}).items():
+                    heads[name][k] = rows[row]
         for k, sentence in enumerate(sentences):
             if not sentence:
                 attention[k] = torch.zeros(0, 0)

@@ -124,6 +124,18 @@ class TrainConfig:
     )
     eval_batch_size: int = field(default=256, metadata=checked(at_least(1)))
     seed: int = field(default=1, metadata=option("Random seed.", check=at_least(0)))
+    # Hogwild processes for one sentence per update on the CPU (easyfirst.hogwild); unset: one per core
+    workers: int | None = field(
+        default=None,
+        metadata=option(
+            "Processes that train one shared model without locks (Hogwild), one sentence per update on "
+            "the CPU only; default: one per core (at most 8, one per 500 training sentences); 1: one "
+            "process, repeatable bit for bit.",
+            check=at_least(1),
+            metavar="K",
+            show=lambda value: "one per core" if value is None else str(value),
+        ),
+    )
     threads: int = field(  # torch intra-op threads; 0 leaves torch's default
         default=0,
         metadata=option(

@@ -4,8 +4,9 @@ for NER, F1-MULT for QE, of MT words and gaps together for a model that predicts
 easyfirst.tasks; ``[train] best_metric`` chooses another).
 
 A run is four named steps, each readable alone: :func:`prepare_run` (data, vocabularies, model,
-optimizer, and the state of an interrupted run), :func:`train_epoch` (one pass over the batches),
-:func:`evaluate_and_select` (dev score, best model) with :func:`save_checkpoint` after it, and
+optimizer, and the state of an interrupted run), :func:`easyfirst.epochs.train_epoch` (one pass over
+the batches, by one process or by Hogwild workers), :func:`evaluate_and_select` (dev score, best model)
+with :func:`easyfirst.checkpoints.save_checkpoint` after it, and
 :func:`finish` (the best model on dev and test, ``metrics.json``, the summary table).
 
 ``train(config, output)`` writes to the run folder ``output``:
@@ -21,42 +22,31 @@ optimizer, and the state of an interrupted run), :func:`train_epoch` (one pass o
 from __future__ import annotations
 
 import random
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from easyfirst import anneal, distributed
-from easyfirst.atomic import atomic_write, read_json, write_json
-from easyfirst.config import Config, TrainConfig
-from easyfirst.data.batching import Batch, Encoded, batches_in_order, encode, iterate_batches
-from easyfirst.data.features import (
-    active_features,
-    build_feature_vocabs,
-    drop_words,
-    word_dropout_probabilities,
-)
+from easyfirst import anneal, distributed, hogwild
+from easyfirst.atomic import read_json, write_json
+from easyfirst.checkpoints import CHECKPOINT_FILE, load_checkpoint, restore_checkpoint, save_checkpoint
+from easyfirst.config import Config
+from easyfirst.data.batching import Encoded, encode
+from easyfirst.data.features import active_features, build_feature_vocabs, word_dropout_probabilities
 from easyfirst.data.sentence import Sentence
 from easyfirst.data.vocab import Vocabularies
+from easyfirst.epochs import hogwild_work, train_epoch
 from easyfirst.errors import InputError
 from easyfirst.losses import class_weight_vector
 from easyfirst.model import lean
 from easyfirst.model.tagger import EasyFirstTagger
-from easyfirst.optim import clip_gradients, make_optimizer
+from easyfirst.optim import make_optimizer
 from easyfirst.reporting import RunLog, evaluate_sentences, length_cap, summary_table
 from easyfirst.runs import CONFIG_FILE, VOCAB_FILE, load_model, save_model
 from easyfirst.tasks import Task, get_task
+from easyfirst.workers import Workers
 
 
 @dataclass
@@ -108,21 +98,6 @@ def seed_everything(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-CHECKPOINT_FILE = "checkpoint.pt"
-
-
-def load_checkpoint(path: Path) -> dict:
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise InputError(
-            "no checkpoint to resume from (was this run started by `easyfirst train`?)", path
-        ) from None
-    except Exception as error:  # noqa: BLE001 (any unreadable file is the user's to fix)
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise InputError(f"not a readable checkpoint: {first}", path) from None
-
-
 def train(
     config: Config,
     output: str | Path,
@@ -140,9 +115,17 @@ def train(
     console = console or Console(stderr=True)
     output = Path(output)
     group, device = distributed.start(device)  # one process, or one of torchrun's (see distributed.py)
+    try:  # a --workers the regime cannot take is refused before the run folder is written
+        hogwild.choose_workers(
+            config.train.workers, config.train.batch_size, torch.device(device), 0, group.parallel
+        )
+    except InputError:
+        distributed.stop(group)
+        raise
     if group.main:
         output.mkdir(parents=True, exist_ok=True)
     log = RunLog(console, output / "train.log", append=resume) if group.main else distributed.SilentLog()
+    run = None
     try:
         run = prepare_run(config, output, torch.device(device), log, resume, group)
         if config.train.anneal_epochs:
@@ -154,6 +137,8 @@ def train(
             save_checkpoint(run, epoch + 1, 0, run.generator.get_state(), 0.0)
         return finish(run) if group.main else {}
     finally:
+        if run is not None and run.workers is not None:
+            run.workers.close()
         log.close()
         distributed.stop(group)
 
@@ -170,6 +155,7 @@ class RunProgress:
     elapsed: float = 0.0  # seconds of the epoch so far (before an interruption)
     history: list[dict] = field(default_factory=list)
     best: dict = field(default_factory=dict)
+    worker_steps: list[int] = field(default_factory=list)  # Hogwild: each worker's updates of the epoch
 
 
 @dataclass
@@ -196,6 +182,7 @@ class Run:
     metric: str  # the dev score that chooses the best epoch (Task.selection)
     metric_label: str
     columns: tuple[tuple[str, str], ...]  # more dev scores in the per-epoch log (Task.report_columns)
+    workers: Workers | None = None  # Hogwild's other processes (easyfirst.hogwild), if any
 
 
 def prepare_run(
@@ -301,9 +288,23 @@ def prepare_run(
         columns,
     )
     distributed.seed_dropout(t.seed, group)
+    count = hogwild.choose_workers(t.workers, t.batch_size, device, len(train_sents), group.parallel)
     if checkpoint is not None:
-        restore_checkpoint(run, checkpoint)
+        restore_checkpoint(run, checkpoint, count)
+    if count > 1:
+        start_hogwild(run, count)
     return run
+
+
+def start_hogwild(run: Run, count: int) -> None:
+    """Share the model and the optimizer's state, and fork the other ``count`` − 1 Hogwild workers."""
+    hogwild.share(run.model, run.optimizer)  # after a checkpoint's state is in: loading replaces tensors
+    run.workers = Workers(count, hogwild_work(run), hogwild.COLUMNS)
+    run.log(
+        f"[bold]hogwild[/] {count} processes update the shared parameters and {run.config.train.optimizer}'s "
+        f"state without locks, each taking one sentence in {count} of an epoch (not repeatable bit for bit: "
+        "--workers 1 is)"
+    )
 
 
 def build_vocabularies(config: Config, train_sents: list[Sentence]) -> Vocabularies:
@@ -318,103 +319,6 @@ def build_vocabularies(config: Config, train_sents: list[Sentence]) -> Vocabular
     vocabs.features = build_feature_vocabs(active_features(m), train_sents)
     class_weight_vector(config.loss.class_weights, vocabs.tags.itos)  # unknown tag: fail before writing
     return vocabs
-
-
-def restore_checkpoint(run: Run, checkpoint: dict) -> None:
-    """Put the model, the optimizer, the random number generators and the progress back as saved."""
-    group = run.group
-    if checkpoint.get("processes", 1) != group.size:
-        raise InputError(
-            f"the run was trained by {checkpoint.get('processes', 1)} process(es); resume it with as many",
-            run.output / CHECKPOINT_FILE,
-        )
-    run.model.load_state_dict(checkpoint["model"])
-    run.optimizer.load_state_dict(checkpoint["optimizer"])
-    run.generator.set_state(checkpoint["epoch_generator"])
-    # each process's own dropout stream (older checkpoints kept process 0's alone)
-    streams = checkpoint.get("torch_rng_by_process") or [checkpoint["torch_rng"]]
-    torch.set_rng_state(streams[group.rank] if group.rank < len(streams) else streams[0])
-    p = run.progress
-    p.history, p.best = checkpoint["history"], checkpoint["best"]
-    p.epoch, p.step = checkpoint["epoch"], checkpoint["step"]
-    p.loss_sum, p.seen, p.elapsed = checkpoint["loss_sum"], checkpoint["seen"], checkpoint["elapsed"]
-    if not group.main:  # the checkpoint holds process 0's partial sums; the others start afresh
-        p.loss_sum, p.seen = 0.0, 0
-    run.log(f"resuming from {run.output / CHECKPOINT_FILE}: epoch {p.epoch}, after step {p.step}")
-
-
-def train_epoch(run: Run, epoch: int) -> float:
-    """One pass over the shuffled training batches (from ``run.progress.step`` on, when resuming);
-    returns the epoch's seconds. Stops with FloatingPointError on a non-finite loss or gradient."""
-    t, p, model = run.config.train, run.progress, run.model
-    model.train()
-    parameters = list(model.parameters())
-    started = time.perf_counter() - p.elapsed
-    epoch_generator = run.generator.get_state()  # the data order below is drawn from this state
-    batches = distributed.shard(
-        list(
-            iterate_batches(run.train_items, t.batch_size, run.generator)
-            if t.shuffle
-            else batches_in_order(run.train_items, t.batch_size)
-        ),
-        run.group,
-    )
-    console = run.log.console
-    columns = (
-        TextColumn(f"epoch {epoch}/{t.epochs}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("loss {task.fields[loss]:.4f}  {task.fields[speed]:,.0f} tok/s"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
-        shown = bar.add_task("train", total=len(batches), completed=p.step, loss=0.0, speed=0.0)
-        for step in range(p.step + 1, len(batches) + 1):
-            batch = batches[step - 1].to(run.device)
-            if run.drop_probabilities is not None:
-                batch.words = drop_words(batch.words, run.drop_probabilities)
-            loss, norm = backward_step(model, run.trainer, run.optimizer, parameters, batch, t)
-            if not (torch.isfinite(loss) and torch.isfinite(norm)):
-                what = "loss" if not torch.isfinite(loss) else "gradient norm"
-                value = (loss if what == "loss" else norm).item()
-                raise FloatingPointError(
-                    f"the {what} became {value} at epoch {epoch}, step {step}; the parameters were not "
-                    f"updated, and the last checkpoint and best model are kept"
-                )
-            run.optimizer.step()
-            n = int(batch.mask.sum())
-            p.loss_sum += loss.item() * (n if t.reduction == "mean" else 1)
-            p.seen += n
-            bar.update(
-                shown,
-                advance=1,
-                loss=p.loss_sum / p.seen,
-                speed=p.seen / max(time.perf_counter() - started, 1e-9),
-            )
-            if t.checkpoint_every and step % t.checkpoint_every == 0 and step < len(batches):
-                save_checkpoint(run, epoch, step, epoch_generator, time.perf_counter() - started)
-    return time.perf_counter() - started
-
-
-def backward_step(
-    model: EasyFirstTagger,
-    trainer: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    parameters: list[torch.nn.Parameter],
-    batch: Batch,
-    t: TrainConfig,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The loss of ``batch`` (``t.reduction`` over its words; QE: plus the gap and source heads'), its
-    gradients, clipped to norm ``t.clip``: ``(loss, norm before clipping)``. ``optimizer.step()`` is
-    the caller's, after checking both are finite. ``trainer``: the model, or DDP around it."""
-    scores, _, head_scores = trainer(batch, heads=True)
-    loss = model.loss(scores, batch.tags, batch.mask, t.reduction)
-    if model.heads is not None:  # QE: the gap and source heads' losses (easyfirst.model.qe_heads)
-        loss = loss + model.head_loss(head_scores, batch, t.reduction)
-    optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    return loss, clip_gradients(parameters, t.clip)
 
 
 def evaluate_and_select(run: Run, epoch: int, seconds: float) -> None:
@@ -454,7 +358,7 @@ def evaluate_and_select(run: Run, epoch: int, seconds: float) -> None:
     if run.config.train.anneal_epochs:
         row["attention_temperature"] = run.config.model.attention_temperature
     p.history.append(row)
-    p.step, p.loss_sum, p.seen, p.elapsed = 0, 0.0, 0, 0.0
+    p.step, p.loss_sum, p.seen, p.elapsed, p.worker_steps = 0, 0.0, 0, 0.0, []
     run.log(
         f"epoch {epoch:>3}  loss {row['loss']:.4f}  dev {run.metric_label} {100 * dev[metric]:6.2f}  "
         + "".join(f"{label} {100 * dev[key]:6.2f}  " for key, label in run.columns if key != metric)
@@ -462,31 +366,6 @@ def evaluate_and_select(run: Run, epoch: int, seconds: float) -> None:
         + (f"  T {row['attention_temperature']:.3g}" if "attention_temperature" in row else "")
         + ("  [green]best[/]" if improved else "")
     )
-
-
-def save_checkpoint(run: Run, epoch: int, step: int, epoch_generator: torch.Tensor, seconds: float) -> None:
-    """Write the training state atomically (tensors and plain values only: weights_only-loadable), from
-    which ``--resume`` continues at ``epoch`` after ``step``. Every process calls it at once."""
-    streams = distributed.gather(torch.get_rng_state(), run.group)
-    if not run.group.main:
-        return
-    p = run.progress
-    state = dict(
-        model=run.model.state_dict(),
-        optimizer=run.optimizer.state_dict(),
-        epoch=epoch,
-        step=step,
-        epoch_generator=epoch_generator,
-        torch_rng=streams[0],
-        torch_rng_by_process=streams,
-        history=p.history,
-        best=p.best,
-        loss_sum=p.loss_sum,
-        seen=p.seen,
-        elapsed=seconds,
-        processes=run.group.size,
-    )
-    atomic_write(run.output / CHECKPOINT_FILE, lambda out: torch.save(state, out))
 
 
 def finish(run: Run) -> dict:
@@ -514,6 +393,7 @@ def finish(run: Run) -> dict:
         device=str(run.device),
         threads=torch.get_num_threads(),
         processes=run.group.size,
+        workers=1 if run.workers is None else run.workers.count,
         best_metric=run.metric,
     )
     for split in ("dev", "test"):

@@ -22,13 +22,14 @@ from test_fused_sketch import random_output_layer, run_both
 from conftest import SAMPLE
 from easyfirst.config import Config
 from easyfirst.data.batching import collate, encode
-from easyfirst.model import lean
+from easyfirst.epochs import backward_step
+from easyfirst.model import lean, lean_rows
 from easyfirst.model.encoder import LSTM_WEIGHTS, BiLSTMEncoder
 from easyfirst.model.sketch import SketchDecoder
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_forward
 from easyfirst.optim import make_optimizer
-from easyfirst.train import backward_step, build_vocabularies, train
+from easyfirst.train import build_vocabularies, train
 
 REFERENCE = Path(__file__).parent.parent / "configs" / "pos-reference.toml"  # the paper's regime
 
@@ -56,8 +57,10 @@ def counted(monkeypatch):
 # the prescribed orders (α independent of the model) at one length, the others at three
 SHAPES = [
     (a, n)
-    for a in lean.ATTENTIONS
-    for n in ((7,) if lean.UNIFORM <= lean.ATTENTIONS.index(a) <= lean.RIGHT_TO_LEFT else (7, 3, 2))
+    for a in lean_rows.ATTENTIONS
+    for n in (
+        (7,) if lean_rows.UNIFORM <= lean_rows.ATTENTIONS.index(a) <= lean_rows.RIGHT_TO_LEFT else (7, 3, 2)
+    )
 ]
 
 
@@ -84,7 +87,7 @@ def test_lean_decoder_matches_the_generic_loop(full_state, steps, options, lengt
 
 @pytest.mark.parametrize("full_state", [True, False], ids=["NEF-F", "NEF-S"])
 @pytest.mark.parametrize("steps", [None, 3, 9], ids=["N=L", "N=3", "N>L"])
-@pytest.mark.parametrize("attention", lean.ATTENTIONS)
+@pytest.mark.parametrize("attention", lean_rows.ATTENTIONS)
 def test_lean_decoder_without_gradients_matches_the_generic_loop(full_state, steps, attention, counted):
     """Tagging (no gradients) keeps one step's records only, on the NumPy loops."""
     torch.manual_seed(0)
@@ -177,7 +180,7 @@ def test_csoftmax_row_matches_the_batched_function(loops):
                 assert z.abs().max() > _EXP_RANGE  # given back: the caller takes the log-space path
                 continue
         else:
-            alpha, free = lean.csoftmax_row(z.numpy(), u.numpy())
+            alpha, free = lean_rows.csoftmax_row(z.numpy(), u.numpy())
         expected, expected_free = csoftmax_forward(z[None], u[None])
         np.testing.assert_allclose(alpha, expected[0].numpy(), atol=1e-12, rtol=1e-10)
         assert (free == expected_free[0].numpy()).all()
@@ -193,7 +196,7 @@ def test_sparsemax_row_matches_entmax(loops):
             alpha, support = np.empty(length), np.empty(length, bool)
             lean.kernels().sparsemax_row(z.numpy(), alpha, support)
         else:
-            alpha, support = lean.sparsemax_row(z.numpy())
+            alpha, support = lean_rows.sparsemax_row(z.numpy())
         expected = entmax.sparsemax(z, dim=-1).numpy()
         np.testing.assert_allclose(alpha, expected, atol=1e-12, rtol=1e-10)
         assert (support == (expected > 0)).all()
@@ -209,12 +212,12 @@ def test_softmax_row_matches_torch(loops):
             alpha, free = np.empty(len(z)), np.empty(len(z), bool)
             lean.kernels().softmax_row(z.numpy(), alpha, free)
         else:
-            alpha, free = lean.softmax_row(z.numpy())
+            alpha, free = lean_rows.softmax_row(z.numpy())
         np.testing.assert_allclose(alpha, torch.softmax(z, -1).numpy(), atol=1e-12, rtol=1e-10)
         assert free.all()
 
 
-@pytest.mark.parametrize("attention", lean.ATTENTIONS)
+@pytest.mark.parametrize("attention", lean_rows.ATTENTIONS)
 def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, loops, attention):
     """The whole tagger at one sentence per update, with dropout, sparse embedding gradients and a clip
     that acts: gradients after clipping are equal whichever path computed them (this caught two biases
@@ -284,7 +287,7 @@ def test_without_numba_the_numpy_loops_train(tmp_path):
     script = f"""
 import sys
 sys.modules["numba"] = None  # as if it were not installed
-from easyfirst.model import lean
+from easyfirst.model import lean, lean_rows
 assert lean.kernels() is None
 from easyfirst.config import Config
 from easyfirst.train import train
@@ -312,7 +315,7 @@ try:
 except SystemExit as done:
     assert not done.code, done.code
 assert "numba" not in sys.modules, "tagging loaded numba"
-from easyfirst.model import lean
+from easyfirst.model import lean, lean_rows
 if lean.kernels() is not None:  # with the extra fast: training takes the kernels
     from easyfirst.config import Config
     from easyfirst.train import train

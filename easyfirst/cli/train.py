@@ -27,7 +27,8 @@ def recipe_text(recipe: dict[str, dict[str, object]]) -> str:
     )
 
 
-RESUMABLE = {"train__epochs": "--epochs", "train__threads": "--threads"}  # may change on --resume
+# may change on --resume
+RESUMABLE = {"train__epochs": "--epochs", "train__threads": "--threads", "train__workers": "--workers"}
 COMMON = [
     inspect.Parameter(
         "task",
@@ -205,7 +206,7 @@ def run_folder(output: Path | None, cfg: Config, overwrite: bool) -> Path:
 
 
 def resume_training(folder: Path, given: dict) -> None:
-    """Continue the run in ``folder``; only --epochs, --threads and --device may change."""
+    """Continue the run in ``folder``; only --epochs, --threads, --workers and --device may change."""
     from easyfirst.atomic import read_json
     from easyfirst.runs import CONFIG_FILE
 
@@ -217,7 +218,7 @@ def resume_training(folder: Path, given: dict) -> None:
     if fixed:
         raise InputError(
             f"--resume continues the run as it was configured: {', '.join(fixed)} cannot be "
-            "given with it (only --epochs, --threads and --device can)"
+            "given with it (only --epochs, --threads, --workers and --device can)"
         )
     if not folder.is_dir():
         raise InputError("run folder not found", folder)

@@ -193,6 +193,10 @@ def iterate_batches(
 def batches_in_order(items: Sequence[Encoded], batch_size: int) -> Iterator[Batch]:
     """Batches of consecutive sentences in the order given (training without shuffling, as the paper's
     own code reads its training file), neither sorted by length nor shuffled."""
-    for start in range(0, len(items), batch_size):
-        indices = list(range(start, min(start + batch_size, len(items))))
+    for indices in indices_in_order(len(items), batch_size):
         yield collate([items[i] for i in indices], indices)
+
+
+def indices_in_order(count: int, batch_size: int) -> list[list[int]]:
+    """The sentence indices of :func:`batches_in_order`'s batches over ``count`` sentences."""
+    return [list(range(start, min(start + batch_size, count))) for start in range(0, count, batch_size)]

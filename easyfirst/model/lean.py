@@ -11,13 +11,14 @@ a NumPy one. With no padding and one sentence, the masks, the per-sentence step 
 float64; ``enabled = False`` turns this off) takes these two autograd Functions instead:
 
 - :class:`LeanBiLSTMFunction`: both directions of ``nn.LSTM`` stepped together, and backpropagation
-  through time by hand; the same parameters, so a model trains and tags the same either way;
+  through time by hand (:mod:`easyfirst.model.lean_lstm`); the same parameters, so a model trains and
+  tags the same either way;
 - :class:`LeanSketchFunction`: the input half of the window map (Eq. 1) once, then the step loop with
   the mathematics of :mod:`easyfirst.model.fused_sketch` (Eqs. 1–7, 11; NEF-F and NEF-S, N fixed or
   N = L, a fresh unit of budget every L steps, temperature and coverage penalty), whose backward it
-  follows step by step with Prop. 1's Jacobian for csoftmax (sparsemax and softmax attention,
-  unbudgeted, take the same loop with their own Jacobians, the prescribed orders and hard attention with
-  none); the sums over steps (the weight, v and
+  follows step by step with Prop. 1's Jacobian for csoftmax (sparsemax and softmax attention, unbudgeted, take the same loop
+  with their own Jacobians, the prescribed orders and hard attention with none; each row's attention
+  and its backward are in :mod:`easyfirst.model.lean_rows`); the sums over steps (the weight, v and
   input-half gradients) are one matrix product each at the end. csoftmax is computed in float64 exp
   space (the CPU path of easyfirst.ops.constrained) when every score lies within 600 nats of 0, else by
   :func:`easyfirst.ops.constrained.csoftmax_forward`.
@@ -39,15 +40,12 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
-from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_forward
+from easyfirst.model import lean_rows as rows
+from easyfirst.model.lean_lstm import lstm_backward, lstm_forward, pair
+from easyfirst.model.lean_rows import CSOFTMAX, HARD, SOFTMAX, SPARSEMAX, UNIFORM
+from easyfirst.ops.constrained import _EXP_RANGE
 from easyfirst.ops.window import flat_weight
 
-# the attention transformations this path serves (easyfirst.ops.attention names), in the order of the
-# codes the loops take (easyfirst.model.lean_kernels uses the numbers): the learned ones, then (from
-# UNIFORM on) those through which no gradient reaches Eq. 2's scores: the prescribed orders, and hard
-# attention, which picks the uncovered word with the best tag score (Alg. 1)
-ATTENTIONS = ("csoftmax", "sparsemax", "softmax", "uniform", "left-to-right", "right-to-left", "hard")
-CSOFTMAX, SPARSEMAX, SOFTMAX, UNIFORM, LEFT_TO_RIGHT, RIGHT_TO_LEFT, HARD = range(7)
 # False sends single sentences through the batched torch paths too (benchmarks/reference_speed.py and the
 # tests compare the two)
 enabled = True
@@ -99,82 +97,6 @@ def lean_applies(x: torch.Tensor) -> bool:
     return applies
 
 
-def csoftmax_row(z: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """α and the free set A of csoftmax(z; u) for one row (see easyfirst.ops.constrained)."""
-    if np.abs(z).max() > _EXP_RANGE:  # rare: the log-space path of the batched function
-        alpha, free = csoftmax_forward(torch.from_numpy(z)[None], torch.from_numpy(u)[None])
-        return alpha[0].numpy(), free[0].numpy()
-    e = np.exp(z.astype(np.float64))
-    wide = u.astype(np.float64)
-    # u = 0 gives q = +inf (clamped first); a clamped word's share e·w may overflow to +inf (still clamped)
-    with np.errstate(divide="ignore", over="ignore"):
-        order = np.argsort(-(e / wide), kind="stable")  # decreasing q = exp(z)/u
-        budgets = wide[order]
-        used = np.cumsum(budgets)
-        if used[-1] <= 1:  # no slack: every constraint is tight
-            return u.copy(), np.zeros(z.shape, dtype=bool)
-        left = budgets - used + 1  # r_k = 1 − Σ_{j<k} u_j
-        tail = np.cumsum(e[order][::-1])[::-1]  # T_k = Σ_{j≥k} exp(z_j), from the small end
-        share = e * (left / tail).max()
-    free = share < wide
-    return np.where(free, share, wide).astype(z.dtype), free
-
-
-def sparsemax_row(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """α = sparsemax(z) for one row and its support (as entmax.sparsemax): α = (z − τ)₊ with τ from the
-    k largest scores, k the largest with 1 + k z_(k) > Σ_{j≤k} z_(j)."""
-    ordered = np.sort(z)[::-1]
-    cumulative = np.cumsum(ordered) - 1
-    size = int(np.count_nonzero(np.arange(1, z.shape[0] + 1) * ordered > cumulative))
-    alpha = np.maximum(z - cumulative[size - 1] / size, 0)
-    return alpha, alpha > 0
-
-
-def softmax_row(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """α = softmax(z) for one row; every word is free."""
-    e = np.exp(z - z.max())
-    return e / e.sum(), np.ones(z.shape, bool)
-
-
-def prescribed_row(n: int, length: int, transform: int, dtype) -> tuple[np.ndarray, np.ndarray]:
-    """α of step n for a prescribed order (easyfirst.ops.attention: uniform, left-to-right,
-    right-to-left, starting over every L steps); no word is free, so no gradient reaches the scores."""
-    if transform == UNIFORM:
-        alpha = np.full(length, 1.0 / length, dtype)
-    else:
-        alpha = np.zeros(length, dtype)
-        position = (n - 1) % length
-        alpha[position if transform == LEFT_TO_RIGHT else length - 1 - position] = 1
-    return alpha, np.zeros(length, bool)
-
-
-def hard_row(
-    sketch: np.ndarray, budget: np.ndarray, word_scores: tuple[np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """α of vanilla easy-first (Alg. 1, lines 4–6; easyfirst.ops.attention's ``hard``): all on the word
-    with budget left whose best tag score, ``fixed`` ``(L, K)`` + Sⁿ⁻¹ ``weight_t`` ``(D_s, K)``, is
-    highest (ties: the leftmost); none when no word has budget left. No word is free."""
-    fixed, weight_t = word_scores
-    best = (fixed + sketch @ weight_t).max(1)
-    alpha = np.zeros(budget.shape, sketch.dtype)
-    if (budget > 0).any():
-        alpha[np.where(budget > 0, best, -np.inf).argmax()] = 1
-    return alpha, np.zeros(budget.shape, bool)
-
-
-def attention_row_backward(
-    alpha: np.ndarray, free: np.ndarray, grad: np.ndarray, transform: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(dz, du)`` from α, its free set (csoftmax: A; sparsemax: the support; softmax: all words) and
-    dα. csoftmax, Prop. 1: dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = dα − … off A; softmax the same with
-    A = all; sparsemax: dz = dα − mean_S(dα) on S; a prescribed order or hard: A empty, dz = 0. Only
-    csoftmax reads u."""
-    weighted = np.where(free, 1 if transform == SPARSEMAX else alpha, 0)
-    mass = weighted.sum()
-    centred = grad - (weighted @ grad) / (mass if mass > 0 else 1)
-    return weighted * centred, np.where(free, 0, centred)
-
-
 class _Records:
     """What the forward keeps for the backward, in arrays preallocated for the N steps (NEF-F keeps no
     affines and no pooled sketches: those arrays are empty)."""
@@ -206,7 +128,7 @@ def lean_loop(
     """Sᴺ ``(L, D_s)``, the history ``(N, L)`` (αⁿ of every step) and the records for the backward.
     ``fixed`` ``(L, O)`` (the encoder half, bias included), ``weight_t`` ``(K·D_s, O)`` (the sketch
     half, windows' column order), ``v`` ``(D_z,)``; ``transform``: the attention's code
-    (:data:`ATTENTIONS`); ``word_scores``, for hard attention: the output layer's ``fixed`` ``(L, K)``
+    (:data:`easyfirst.model.lean_rows.ATTENTIONS`); ``word_scores``, for hard attention: the output layer's ``fixed`` ``(L, K)``
     and sketch ``weight_t`` ``(D_s, K)`` (:func:`hard_row`). Without ``store`` (tagging), the records
     keep one step and the NumPy loop runs (see module)."""
     length, out = fixed.shape
@@ -245,7 +167,7 @@ def lean_loop(
         records.betas[:] = 0  # a score beyond the exp range: the loop below, with its log-space csoftmax
     padded = np.zeros((length + 2 * pad, sketch_dim), dtype=fixed.dtype)  # Sⁿ with w zero words each side
     sketch = padded[pad : pad + length]
-    windows = _window_view(padded, width)  # (L, K·D_s)
+    windows = rows.window_view(padded, width)  # (L, K·D_s)
     history = np.empty((steps, length), dtype=fixed.dtype)
     beta = np.zeros(length, dtype=fixed.dtype)
     for n in range(1, steps + 1):
@@ -267,15 +189,15 @@ def lean_loop(
         if coverage_penalty:
             z -= coverage_penalty * beta
         if transform == SPARSEMAX:  # Eq. 3 with sparsemax: no budget
-            alpha, records.free[k] = sparsemax_row(z)
+            alpha, records.free[k] = rows.sparsemax_row(z)
         elif transform == SOFTMAX:
-            alpha, records.free[k] = softmax_row(z)
+            alpha, records.free[k] = rows.softmax_row(z)
         elif transform == HARD:  # Alg. 1 on Sⁿ⁻¹ and u = 1 − β, a fresh unit every L steps
-            alpha, records.free[k] = hard_row(sketch, _budget(n, length, beta), word_scores)
+            alpha, records.free[k] = rows.hard_row(sketch, rows.budget(n, length, beta), word_scores)
         elif transform >= UNIFORM:
-            alpha, records.free[k] = prescribed_row(n, length, transform, fixed.dtype)
+            alpha, records.free[k] = rows.prescribed_row(n, length, transform, fixed.dtype)
         else:  # Eq. 3, csoftmax with u = 1 − β, a fresh unit every L steps
-            alpha, records.free[k] = csoftmax_row(z, _budget(n, length, beta))
+            alpha, records.free[k] = rows.csoftmax_row(z, rows.budget(n, length, beta))
         history[n - 1] = alpha
         if full_state:  # Eq. 7
             sketch += alpha[:, None] * t[:, score_dim:]
@@ -287,11 +209,6 @@ def lean_loop(
             np.add(records.betas[k], alpha, out=records.betas[k + 1])
         beta += alpha
     return sketch.copy(), history, records
-
-
-def _budget(n: int, length: int, beta: np.ndarray) -> np.ndarray:
-    """u = (⌈n/L⌉ − βⁿ⁻¹)₊: a fresh unit of budget every L steps."""
-    return np.maximum((1.0 if n <= length else float(np.ceil(n / length))) - beta, 0)
 
 
 def lean_backward(
@@ -318,7 +235,7 @@ def lean_backward(
     width = weight.shape[1] // sketch_dim
     pad = width // 2
     dtype = history.dtype
-    back = transposed_window(weight, width)
+    back = rows.transposed_window(weight, width)
     g_sketch = np.zeros((length, sketch_dim), dtype) if grad_sketch is None else grad_sketch.copy()
     g_beta = np.zeros(length, dtype)
     d_affines = np.empty((steps, length, out), dtype)  # daⁿ
@@ -345,7 +262,7 @@ def lean_backward(
         )
         return _sums_over_steps(records, d_affines, d_scores, score_dim)
     d_padded = np.zeros((length + 2 * pad, out), dtype)
-    d_windows = _window_view(d_padded, width)  # (L, K·O)
+    d_windows = rows.window_view(d_padded, width)  # (L, K·O)
     d_cols = np.empty((length, width * out), dtype)
     upstream = np.empty((length, out), dtype)  # d tanh(aⁿ)
     derivatives = 1 - records.tanhs * records.tanhs  # tanh'(aⁿ) of every step at once
@@ -360,7 +277,7 @@ def lean_backward(
             pooled, a_sketch = records.pooled[k], records.affines[k][:, score_dim:]
             d_pooled = (alpha @ g_sketch) * (1 - pooled * pooled)
             d_alpha += g_sketch @ pooled + a_sketch @ d_pooled
-        d_z, d_budget = attention_row_backward(alpha, records.free[k], d_alpha, transform)
+        d_z, d_budget = rows.attention_row_backward(alpha, records.free[k], d_alpha, transform)
         if transform == CSOFTMAX:  # u = (⌈n/L⌉ − β)₊: the gradient passes where ⌈n/L⌉ − β ≥ 0, as clamp_min
             g_beta -= np.where(records.betas[k] <= (1 if n <= length else np.ceil(n / length)), d_budget, 0)
         if coverage_penalty:
@@ -392,34 +309,6 @@ def _sums_over_steps(
     return d_affines.sum(0), d_weight, d_v
 
 
-def window_rows(x: np.ndarray, width: int) -> np.ndarray:
-    """The windows of Eq. 1 over the rows of ``x`` ``(L, C)``, zeros past the edges: ``(L, K·C)``."""
-    length, channels = x.shape
-    pad = width // 2
-    padded = np.zeros((length + 2 * pad, channels), x.dtype)
-    padded[pad : pad + length] = x
-    return _window_view(padded, width).copy()
-
-
-def _window_view(padded: np.ndarray, width: int) -> np.ndarray:
-    """The windows of K = ``width`` rows of a C-contiguous ``padded`` ``(L + K − 1, C)`` side by side:
-    an ``(L, K·C)`` view whose rows overlap (row i starts at padded[i]). NumPy's sliding_window_view
-    gives the same windows at about 30 times the fixed cost."""
-    rows, channels = padded.shape
-    item = padded.itemsize
-    shape, strides = (rows - width + 1, width * channels), (channels * item, item)
-    return np.ndarray(shape, padded.dtype, padded, 0, strides)
-
-
-def transposed_window(flat: np.ndarray, width: int) -> np.ndarray:
-    """For out = window_rows(x) · flatᵀ (``flat`` ``(O, K·C)``), the ``(K·O, C)`` matrix B with
-    dx = window_rows(d out) · B: dx_j = Σ_k W_{K−1−k}ᵀ d out_{j+k−w}, the window map transposed."""
-    out, columns = flat.shape
-    channels = columns // width
-    flipped = flat.reshape(out, width, channels)[:, ::-1].transpose(1, 0, 2)
-    return np.ascontiguousarray(flipped).reshape(width * out, channels)
-
-
 class LeanSketchFunction(torch.autograd.Function):
     """Sᴺ ``(1, L, D_s)`` and the history ``(1, N, L)`` of one sentence from the encoder states ``H``
     ``(1, L, D_h)``: the input half of the window map (computed once), then the step loop (see module)."""
@@ -428,7 +317,7 @@ class LeanSketchFunction(torch.autograd.Function):
     def forward(ctx, states, in_weight, in_bias, weight, v, steps: int, settings: tuple, word_scores):
         width = weight.shape[2]
         in_flat = flat_weight(in_weight).detach().numpy()  # (O, K·D_h)
-        in_cols = window_rows(states[0].detach().numpy(), width)  # (L, K·D_h)
+        in_cols = rows.window_rows(states[0].detach().numpy(), width)  # (L, K·D_h)
         fixed = in_cols @ in_flat.T + in_bias.detach().numpy()  # the encoder half of affine(c_iⁿ), Eq. 1
         flat = flat_weight(weight).detach().numpy()  # (O, K·D_s)
         sketch, history, records = lean_loop(
@@ -460,7 +349,7 @@ class LeanSketchFunction(torch.autograd.Function):
         (out, in_dim, width), (_, sketch_dim, _) = ctx.shapes
         # the input half: dW = d fixedᵀ · windows(H), db = Σ d fixed, dH by the transposed window map
         d_in_flat = d_fixed.T @ in_cols
-        d_states = window_rows(d_fixed, width) @ transposed_window(in_flat, width)
+        d_states = rows.window_rows(d_fixed, width) @ rows.transposed_window(in_flat, width)
         return (
             torch.from_numpy(d_states)[None],
             torch.from_numpy(d_in_flat).view(out, width, in_dim).transpose(1, 2),
@@ -485,7 +374,7 @@ def lean_decoder(
     word_scores: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The decoder of :class:`easyfirst.model.sketch.SketchDecoder` with an attention of
-    :data:`ATTENTIONS` for one sentence: Sᴺ ``(1, L, D_s)`` and the history ``(1, N, L)`` from
+    :data:`~easyfirst.model.lean_rows.ATTENTIONS` for one sentence: Sᴺ ``(1, L, D_s)`` and the history ``(1, N, L)`` from
     ``states`` ``(1, L, D_h)``, the input and sketch halves' weights (``nn.Conv1d`` layout), v ``(1,
     D_z)``, N and (full_state, temperature, coverage penalty, the attention's code), and for hard
     attention the output layer (:class:`easyfirst.model.sketch.WordScores`: ``fixed`` ``(1, L, K)``,
@@ -495,7 +384,9 @@ def lean_decoder(
         return LeanSketchFunction.apply(*tensors, steps, settings, word_scores)
     with torch.no_grad():
         width = weight.shape[2]
-        fixed = window_rows(states[0].numpy(), width) @ flat_weight(in_weight).numpy().T + in_bias.numpy()
+        fixed = (
+            rows.window_rows(states[0].numpy(), width) @ flat_weight(in_weight).numpy().T + in_bias.numpy()
+        )
         sketch, history, _ = lean_loop(
             fixed,
             np.ascontiguousarray(flat_weight(weight).numpy().T),
@@ -522,91 +413,12 @@ def _numpy_pair(word_scores: tuple[torch.Tensor, torch.Tensor] | None) -> tuple 
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _pair(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """np.stack([first, second]) for two arrays of one shape, without np.stack's fixed cost (~15 µs)."""
-    both = np.empty((2, *first.shape), first.dtype)
-    both[0], both[1] = first, second
-    return both
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    """σ(x) = (1 + tanh(x/2)) / 2, which neither overflows nor warns for large |x|."""
-    return np.tanh(x * 0.5) * 0.5 + 0.5
-
-
-def lstm_forward(
-    x: np.ndarray, w_ih: np.ndarray, w_hh: np.ndarray, bias: np.ndarray, training: bool = True
-) -> tuple[np.ndarray, dict]:
-    """Both directions of a bidirectional ``nn.LSTM`` layer (gates i, f, g, o) over the rows of ``x``
-    ``(L, D)``, stepped together: direction 0 reads x forward, direction 1 backward. ``w_ih`` ``(2, 4H,
-    D)``, ``w_hh`` ``(2, 4H, H)``, ``bias`` ``(2, 4H)`` (the two biases summed). Returns the states
-    ``(2, L, H)`` in reading order and what :func:`lstm_backward` needs. Not ``training``: the NumPy
-    loop (see module)."""
-    length, hidden = x.shape[0], w_hh.shape[2]
-    inputs = _pair(x @ w_ih[0].T, x[::-1] @ w_ih[1].T) + bias[:, None]  # (2, L, 4H), every step's input part
-    w_hh_t = np.ascontiguousarray(w_hh.transpose(0, 2, 1))  # (2, H, 4H)
-    gates = np.empty_like(inputs)  # i, f, o after σ and g after tanh
-    cells = np.zeros((2, length + 1, hidden), x.dtype)  # c_0 = 0, c_1..c_L
-    states = np.zeros((2, length + 1, hidden), x.dtype)  # h_0 = 0, h_1..h_L
-    tanh_cells = np.empty((2, length, hidden), x.dtype)
-    loops = _compiled() if training else None
-    if loops is not None:
-        loops.lstm_forward(inputs, w_hh_t, gates, cells, states, tanh_cells)
-    else:
-        for t in range(length):
-            a = inputs[:, t] + np.matmul(states[:, t, None], w_hh_t)[:, 0]
-            gate = gates[:, t]
-            gate[:] = _sigmoid(a)
-            gate[:, 2 * hidden : 3 * hidden] = np.tanh(a[:, 2 * hidden : 3 * hidden])
-            cell = cells[:, t + 1]
-            np.multiply(gate[:, hidden : 2 * hidden], cells[:, t], out=cell)  # f ⊙ c_{t−1}
-            cell += gate[:, :hidden] * gate[:, 2 * hidden : 3 * hidden]  # + i ⊙ g
-            np.tanh(cell, out=tanh_cells[:, t])
-            np.multiply(gate[:, 3 * hidden :], tanh_cells[:, t], out=states[:, t + 1])  # o ⊙ tanh(c)
-    saved = {"x": x, "gates": gates, "cells": cells, "tanh_cells": tanh_cells, "states": states}
-    return states[:, 1:], saved
-
-
-def lstm_backward(
-    saved: dict, grad: np.ndarray, w_ih: np.ndarray, w_hh: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Backpropagation through time for :func:`lstm_forward`, both directions together, from the
-    gradient of the states ``(2, L, H)`` (reading order): dx ``(L, D)``, dW_ih, dW_hh and d bias (the
-    same for both of ``nn.LSTM``'s biases), stacked by direction."""
-    gates, cells, tanh_cells, states = saved["gates"], saved["cells"], saved["tanh_cells"], saved["states"]
-    _, length, hidden = grad.shape
-    d_gates = np.empty_like(gates)
-    loops = _compiled()
-    if loops is not None:
-        loops.lstm_backward(np.ascontiguousarray(grad), gates, cells, tanh_cells, w_hh, d_gates)
-    else:
-        d_state = np.zeros((2, hidden), grad.dtype)
-        d_cell = np.zeros((2, hidden), grad.dtype)
-        for t in range(length - 1, -1, -1):
-            gate, tanh_cell = gates[:, t], tanh_cells[:, t]
-            i, f = gate[:, :hidden], gate[:, hidden : 2 * hidden]
-            g, o = gate[:, 2 * hidden : 3 * hidden], gate[:, 3 * hidden :]
-            d_h = grad[:, t] + d_state
-            d_cell += d_h * o * (1 - tanh_cell * tanh_cell)
-            d = d_gates[:, t]
-            d[:, :hidden] = d_cell * g * i * (1 - i)
-            d[:, hidden : 2 * hidden] = d_cell * cells[:, t] * f * (1 - f)
-            d[:, 2 * hidden : 3 * hidden] = d_cell * i * (1 - g * g)
-            d[:, 3 * hidden :] = d_h * tanh_cell * o * (1 - o)
-            d_state = np.matmul(d[:, None], w_hh)[:, 0]
-            d_cell *= f
-    x = saved["x"]
-    d_x = d_gates[0] @ w_ih[0] + (d_gates[1] @ w_ih[1])[::-1]
-    d_w_ih = _pair(d_gates[0].T @ x, d_gates[1].T @ x[::-1])
-    d_w_hh = np.matmul(d_gates.transpose(0, 2, 1), states[:, :-1])
-    return d_x, d_w_ih, d_w_hh, d_gates.sum(1)
-
-
 def _bilstm(x: torch.Tensor, weights: tuple, training: bool) -> tuple[torch.Tensor, tuple]:
     """:func:`lstm_forward` on tensors: the output ``(L, 2H)`` and what the backward needs."""
     w = [weight.detach().numpy() for weight in weights]
-    w_ih, w_hh = _pair(w[0], w[4]), _pair(w[1], w[5])
-    states, saved = lstm_forward(x.detach().numpy(), w_ih, w_hh, _pair(w[2] + w[3], w[6] + w[7]), training)
+    w_ih, w_hh = pair(w[0], w[4]), pair(w[1], w[5])
+    loops = _compiled() if training else None
+    states, saved = lstm_forward(x.detach().numpy(), w_ih, w_hh, pair(w[2] + w[3], w[6] + w[7]), loops)
     return torch.from_numpy(np.concatenate([states[0], states[1][::-1]], 1)), (saved, w_ih, w_hh)
 
 
@@ -633,7 +445,9 @@ class LeanBiLSTMFunction(torch.autograd.Function):
         saved, w_ih, w_hh = ctx.saved
         grad = grad.numpy()
         hidden = grad.shape[1] // 2
-        d_x, d_ih, d_hh, d_b = lstm_backward(saved, _pair(grad[:, :hidden], grad[::-1, hidden:]), w_ih, w_hh)
+        d_x, d_ih, d_hh, d_b = lstm_backward(
+            saved, pair(grad[:, :hidden], grad[::-1, hidden:]), w_ih, w_hh, _compiled()
+        )
         # each bias gets its own array: the optimizer and clipping change gradients in place
         found = [d_x, d_ih[0], d_hh[0], d_b[0], d_b[0].copy(), d_ih[1], d_hh[1], d_b[1], d_b[1].copy()]
         return tuple(torch.from_numpy(np.ascontiguousarray(d)) for d in found)

@@ -38,8 +38,8 @@ import torch
 from torch import nn
 
 from easyfirst.model.fused_sketch import LoopPlan, fused_sketch_loop
-from easyfirst.model.lean import ATTENTIONS as LEAN_ATTENTIONS
 from easyfirst.model.lean import lean_applies, lean_decoder
+from easyfirst.model.lean_rows import ATTENTIONS as LEAN_ATTENTIONS
 from easyfirst.ops.attention import ATTENTIONS
 from easyfirst.ops.window import WindowConv1d
 
@@ -91,7 +91,7 @@ class SketchDecoder(nn.Module):
         self.sketch_half = WindowConv1d(sketch_dim, attention_dim + sketch_dim, width, bias=False)
         self.v = nn.Linear(attention_dim, 1, bias=False)
         # the fast paths: one sentence on the CPU takes easyfirst.model.lean (every attention but
-        # csparsemax and entmax15: lean.ATTENTIONS), a batch with csoftmax runs the whole step loop as
+        # csparsemax and entmax15: lean_rows.ATTENTIONS), a batch with csoftmax runs the whole step loop as
         # one autograd Function (easyfirst.model.fused_sketch); False forces the generic loop below, the
         # reference both are tested against
         self.fused = attention in LEAN_ATTENTIONS

@@ -1,0 +1,91 @@
+"""Checkpoints of a training run: ``checkpoint.pt`` in the run folder, written after every epoch (and
+every ``checkpoint_every`` updates), from which ``easyfirst train --resume`` continues: the model, the
+optimizer's state, the random number generators, the data order and the position within the epoch
+(with Hogwild workers, each worker's; see easyfirst.hogwild). Tensors and plain values only, so that
+``torch.load(..., weights_only=True)`` reads them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from easyfirst import distributed
+from easyfirst.atomic import atomic_write
+from easyfirst.errors import InputError
+
+if TYPE_CHECKING:
+    from easyfirst.train import Run
+
+CHECKPOINT_FILE = "checkpoint.pt"
+
+
+def load_checkpoint(path: Path) -> dict:
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise InputError(
+            "no checkpoint to resume from (was this run started by `easyfirst train`?)", path
+        ) from None
+    except Exception as error:  # noqa: BLE001 (any unreadable file is the user's to fix)
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise InputError(f"not a readable checkpoint: {first}", path) from None
+
+
+def restore_checkpoint(run: Run, checkpoint: dict, workers: int = 1) -> None:
+    """Put the model, the optimizer, the random number generators and the progress back as saved;
+    ``workers``: the Hogwild processes that will continue it."""
+    group = run.group
+    if checkpoint.get("processes", 1) != group.size:
+        raise InputError(
+            f"the run was trained by {checkpoint.get('processes', 1)} process(es); resume it with as many",
+            run.output / CHECKPOINT_FILE,
+        )
+    within = len(checkpoint.get("worker_steps") or [1]) if checkpoint["step"] else workers
+    if within != workers:  # within an epoch, each worker continues its own part
+        raise InputError(
+            f"the run stopped within an epoch of {within} Hogwild worker(s); resume it with --workers {within}",
+            run.output / CHECKPOINT_FILE,
+        )
+    run.model.load_state_dict(checkpoint["model"])
+    run.optimizer.load_state_dict(checkpoint["optimizer"])
+    run.generator.set_state(checkpoint["epoch_generator"])
+    # each process's own dropout stream (older checkpoints kept process 0's alone)
+    streams = checkpoint.get("torch_rng_by_process") or [checkpoint["torch_rng"]]
+    torch.set_rng_state(streams[group.rank] if group.rank < len(streams) else streams[0])
+    p = run.progress
+    p.history, p.best = checkpoint["history"], checkpoint["best"]
+    p.epoch, p.step = checkpoint["epoch"], checkpoint["step"]
+    p.worker_steps = list(checkpoint.get("worker_steps") or [])
+    p.loss_sum, p.seen, p.elapsed = checkpoint["loss_sum"], checkpoint["seen"], checkpoint["elapsed"]
+    if not group.main:  # the checkpoint holds process 0's partial sums; the others start afresh
+        p.loss_sum, p.seen = 0.0, 0
+    run.log(f"resuming from {run.output / CHECKPOINT_FILE}: epoch {p.epoch}, after step {p.step}")
+
+
+def save_checkpoint(run: Run, epoch: int, step: int, epoch_generator: torch.Tensor, seconds: float) -> None:
+    """Write the training state atomically (tensors and plain values only: weights_only-loadable), from
+    which ``--resume`` continues at ``epoch`` after ``step``. Every process calls it at once."""
+    streams = distributed.gather(torch.get_rng_state(), run.group)
+    if not run.group.main:
+        return
+    p = run.progress
+    state = dict(
+        model=run.model.state_dict(),
+        optimizer=run.optimizer.state_dict(),
+        epoch=epoch,
+        step=step,
+        epoch_generator=epoch_generator,
+        torch_rng=streams[0],
+        torch_rng_by_process=streams,
+        history=p.history,
+        best=p.best,
+        loss_sum=p.loss_sum,
+        seen=p.seen,
+        elapsed=seconds,
+        processes=run.group.size,
+        worker_steps=p.worker_steps,
+    )
+    atomic_write(run.output / CHECKPOINT_FILE, lambda out: torch.save(state, out))

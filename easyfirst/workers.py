@@ -1,0 +1,110 @@
+"""Forked worker processes: K − 1 children of this process (itself worker 0) that inherit what it holds
+at the fork (the model, the data), each running one function on every message it is sent. Hogwild
+training (easyfirst.hogwild) and tagging on every core (easyfirst.tagging_pool) both use them.
+
+Messages and results travel pickled through pipes, tensors by value (not torch's shared-memory
+handles), so what a worker sends back is its own copy. A worker runs torch on one thread: the cores
+are the workers'.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import signal
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, e.g. under ``taskset``)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class Workers:
+    """``count`` − 1 forked processes (ranks 1 … count − 1) that each run ``work(self, rank, message)`` for
+    every :meth:`start`, beside this process (rank 0); :meth:`wait` collects what they return.
+
+    ``board`` ``(count, columns)``, float64 in shared memory, for the workers to report progress on
+    (Hogwild: each worker's updates, loss sum and words). ``stop``: set by any worker that fails or by
+    this process, for ``work`` to read between its steps and end early.
+    """
+
+    def __init__(self, count: int, work: Callable[[Workers, int, Any], Any], columns: int = 0):
+        self.count = count
+        with torch.inference_mode(False):  # written later, in or out of inference mode
+            self.board = torch.zeros(count, columns, dtype=torch.float64).share_memory_()
+            self.stop = torch.zeros(1, dtype=torch.int32).share_memory_()
+        context = multiprocessing.get_context("fork")  # the workers inherit the model, the data, the run
+        self.pipes, self.processes = [], []
+        for rank in range(1, count):
+            here, there = context.Pipe()
+            process = context.Process(target=_serve, args=(self, rank, there, work), daemon=True)
+            process.start()
+            there.close()
+            self.pipes.append(here)
+            self.processes.append(process)
+
+    def start(self, messages: list[Any]) -> None:
+        """Give worker k (1 … count − 1) ``messages[k]`` to work on (``messages[0]`` is this process's)."""
+        self.stop.zero_()
+        for pipe, message in zip(self.pipes, messages[1:], strict=True):
+            pipe.send_bytes(pickle.dumps(message))
+
+    def wait(self) -> list[Any]:
+        """What each worker's ``work`` returned, ranks 1 … count − 1; re-raises the first failure as it
+        was raised (FloatingPointError, InputError, ...)."""
+        results, failures = [], []
+        for rank, pipe in enumerate(self.pipes, 1):
+            try:
+                kind, value = pickle.loads(pipe.recv_bytes())
+            except EOFError:
+                kind, value = "error", f"worker {rank} exited (code {self.processes[rank - 1].exitcode})"
+            if kind == "ok":
+                results.append(value)
+            else:
+                failures.append((kind, value))
+        for kind, error in failures:
+            if kind == "exception":
+                raise error
+        if failures:
+            raise RuntimeError(f"a worker process failed: {failures[0][1]}")
+        return results
+
+    def close(self) -> None:
+        """End the workers (after :meth:`wait`, or on an error or Ctrl-C: after the step each is in)."""
+        self.stop.fill_(1)
+        for pipe in self.pipes:
+            try:
+                pipe.send_bytes(pickle.dumps(None))
+            except (BrokenPipeError, OSError):
+                pass
+        for process in self.processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.terminate()
+                process.join()
+
+
+def _serve(workers: Workers, rank: int, pipe, work: Callable[[Workers, int, Any], Any]) -> None:
+    """A worker's life: one thread for torch, Ctrl-C left to the main process (which ends the workers),
+    then ``work`` for every message until None."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    torch.set_num_threads(1)
+    while (message := pickle.loads(pipe.recv_bytes())) is not None:
+        try:
+            outcome = ("ok", work(workers, rank, message))
+        except Exception as error:  # noqa: BLE001 (reported to the main process, which raises it)
+            outcome = ("exception", error)
+            try:
+                pickle.dumps(error)
+            except Exception:  # noqa: BLE001 (an exception that does not pickle: its last line)
+                outcome = ("error", traceback.format_exc(limit=-3).strip().splitlines()[-1])
+        pipe.send_bytes(pickle.dumps(outcome))

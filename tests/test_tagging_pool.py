@@ -1,0 +1,54 @@
+"""Tagging on every core (easyfirst.tagging_pool): the batches of a large call shared among forked
+processes give what one process gives, bit for bit."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import SAMPLE
+from easyfirst import Tagger, tagging_pool
+from easyfirst.data.conllu import read_conllu
+
+
+def test_the_costliest_batches_go_first_to_the_least_loaded_process():
+    # by hand: 5 → A; 4 → B; 3 (index 3) → B (4 < 5), 7; 3 (index 4) → A (5 < 7), 8; 1 → B (7 < 8), 8
+    assert tagging_pool.balanced_shares([5, 1, 4, 3, 3], 2) == [[0, 4], [1, 2, 3]]
+    assert tagging_pool.balanced_shares([2], 3) == [[0], [], []]
+
+
+def test_more_processes_than_one_only_on_the_cpu():
+    assert tagging_pool.processes_for(3, torch.device("cpu")) == 3
+    assert tagging_pool.processes_for(None, torch.device("cuda")) == 1
+
+
+@pytest.fixture
+def sentences(monkeypatch):
+    monkeypatch.setattr(tagging_pool, "MIN_WORDS", 100)  # a pool for the sample's few hundred words
+    words = [s.words for s in read_conllu(SAMPLE)]
+    return words * 4 + [[]]
+
+
+def test_two_processes_tag_as_one_does_bit_for_bit(sentences):
+    one = Tagger.load()
+    one.processes = 1
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one core's run (taskset -c 0): one torch thread, as each worker has
+    try:
+        expected = one.tag(sentences, return_attention=True, return_probabilities=True, batch_size=8)
+    finally:
+        torch.set_num_threads(threads)
+    assert one._pool is None
+    two = Tagger.load()
+    two.processes = 2
+    found = two.tag(sentences, return_attention=True, return_probabilities=True, batch_size=8)
+    pool = two._pool
+    assert pool is not None and all(p.is_alive() for p in pool.workers.processes)  # the pool tagged
+    assert found[0] == expected[0]
+    for got, want in zip(found[1] + found[2], expected[1] + expected[2], strict=True):
+        assert got.shape == want.shape and torch.equal(got, want)
+    assert two.tag(sentences, batch_size=8) == expected[0]  # a second call: the same processes
+    assert two._pool is pool
+    pool.close()
+    assert not any(p.is_alive() for p in pool.workers.processes)
+    assert two.tag(sentences[:2]) == expected[0][:2]  # small: this process alone
