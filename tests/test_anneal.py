@@ -46,7 +46,7 @@ def test_a_rising_schedule_and_a_flat_one():
 @pytest.mark.parametrize(
     ("assignment", "message"),
     [
-        ("train.anneal_epochs=-1", "anneal_epochs must be >= 0"),
+        ("train.anneal_epochs=-1", "anneal_epochs must be an integer >= 0"),
         ("train.anneal_from=0", "anneal_from must be a finite number > 0"),
         ("train.anneal_to=-0.5", "anneal_to must be a finite number > 0"),
         ("train.anneal_to=inf", "anneal_to must be a finite number > 0"),

@@ -23,7 +23,7 @@ REFUSED = [
     (["plot", "--text", "a b", "--sentence", "0", "--terminal"], "--sentence counts from 1"),
     (
         ["plot", "--text", "a b", "--output", "{tmp}/x.jpg"],
-        "{tmp}/x.jpg: the figure file must end in .png, .svg or .pdf",
+        "{tmp}/x.jpg: the figure file must end in .html, .png, .svg, .pdf",
     ),
     (
         ["plot", "--text", "a b", "--terminal", "--compare", "{tmp}/nope"],
@@ -49,7 +49,7 @@ def test_a_bad_option_is_one_line_and_writes_nothing(tmp_path, args, line):
     [
         (["tag", SAMPLE, "--batch-size", "many"], "--batch-size: "),
         (["tag", SAMPLE, "--colour"], "No such option: --colour"),
-        (["export", "{tmp}/out"], "Missing argument"),
+        (["export"], "Missing argument"),
     ],
 )
 def test_clicks_refusals_are_one_line(tmp_path, args, starts):

@@ -80,7 +80,9 @@ def plot(
     compare: Annotated[list[Path] | None, typer.Option(help="More run folders to draw side by side.")] = None,
     beta: Annotated[bool, typer.Option(help="Add the cumulative-attention panel.")] = True,
 ) -> None:
-    """Raindrop plot of one sentence: where each sketch step looks (.html: interactive)."""
+    """Raindrop plot of one sentence: where each sketch step looks.
+
+    .png, .svg and .pdf write a figure; .html a self-contained interactive page (no network needed)."""
     from easyfirst.analysis import first_half_largest
     from easyfirst.plot import terminal as render
     from easyfirst.web.raindrop import FORMATS, Raindrop

@@ -28,7 +28,9 @@ def serve(
     ] = 2.0,
     access_log: Annotated[bool, typer.Option(help="Log each request (uvicorn's access log).")] = True,
 ) -> None:
-    """Serve the model over HTTP: GET / (a page: tag a text, explore its raindrops), GET /health and
+    """Serve the model over HTTP: a page and a JSON API.
+
+    GET / (a page: tag a text, explore its raindrops), GET /health and
     POST /tag (JSON: text, tokenized sentences or QE pairs in; tags, attention, probabilities out).
     Requests that arrive together are tagged together; SIGTERM finishes the requests in flight, then
     exits. See docs/serve.md."""
