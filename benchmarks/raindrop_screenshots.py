@@ -38,7 +38,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, chromium() as browser:
         for name, split, index, (step, word) in SENTENCES:
             sentence = read_conllu(folder / f"en_ewt-ud-{split}.conllu")[index]
-            page_file = tagger.raindrop(sentence.words, gold=sentence.tags).save(Path(tmp) / f"page{name}.html")
+            page_file = tagger.raindrop(sentence.words, gold=sentence.tags).save(
+                Path(tmp) / f"page{name}.html"
+            )
             for label, width in WIDTHS.items():
                 page = browser.new_page()
                 page.set_viewport_size({"width": width, "height": 700})

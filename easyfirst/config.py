@@ -163,7 +163,10 @@ class TrainConfig:
         ),
     )
     anneal_from: float = field(
-        default=1.0, metadata=option("The attention temperature of epoch 1 when annealing.", check=positive(), metavar="T")
+        default=1.0,
+        metadata=option(
+            "The attention temperature of epoch 1 when annealing.", check=positive(), metavar="T"
+        ),
     )
     anneal_to: float = field(
         default=0.25,

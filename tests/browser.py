@@ -43,7 +43,11 @@ def _missing(what: str):
 def local(url: str) -> bool:
     """A file, data or blank page, or a server on this machine's loopback."""
     parsed = urlsplit(url)
-    return parsed.scheme in ("file", "data", "about", "blob") or parsed.hostname in ("127.0.0.1", "localhost", "::1")
+    return parsed.scheme in ("file", "data", "about", "blob") or parsed.hostname in (
+        "127.0.0.1",
+        "localhost",
+        "::1",
+    )
 
 
 @contextmanager
