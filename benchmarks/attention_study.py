@@ -112,12 +112,30 @@ ROWS: dict[str, tuple[str, list[str], int]] = {
     "ref-vinit4": ("v initialised × 4", [*REFERENCE, "--v-init", "4"], 10),
     "ref-vinit16": ("v initialised × 16", [*REFERENCE, "--v-init", "16"], 10),
 }
+# issue #26, item 4: the same question for NER, the NER defaults (NEF-CRF-F, N = 5, 16 sentences per
+# update, lr 0.1) with the candidate recipes; scored (F1) and analysed on CoNLL-2003 dev (eng.testa)
+NER_ROWS: dict[str, tuple[str, list[str], int]] = {
+    "ner-default": ("NEF-CRF-F, N = 5 (the NER defaults)", [], 20),
+    "ner-temp0.25": ("attention temperature 0.25", ["--attention-temperature", "0.25"], 20),
+    "ner-anneal8": (
+        "temperature annealed 1 → 0.25 over epochs 1-8",
+        ["--anneal-epochs", "8", "--anneal-from", "1", "--anneal-to", "0.25"],
+        20,
+    ),
+}
+ROWS.update(NER_ROWS)
 RESULTS = ROOT / "benchmarks" / "results" / "attention-study"
+DEV_FILES = {"pos": "ud/UD_English-EWT/en_ewt-ud-dev.conllu", "ner": "ner/conll2003/eng.testa"}
+SCORES = {"pos": "accuracy", "ner": "f1"}  # the dev score each task's rows are chosen and reported by
 
 
-def dev_file() -> Path:
+def task_of(name: str) -> str:
+    return "ner" if name in NER_ROWS else "pos"
+
+
+def dev_file(task: str = "pos") -> Path:
     root = Path(os.environ.get("EASYFIRST_DATA", ROOT.parent / "shared" / "data"))
-    return root / "ud" / "UD_English-EWT" / "en_ewt-ud-dev.conllu"
+    return root / DEV_FILES[task]
 
 
 def easyfirst(*arguments: str) -> list[str]:
@@ -135,19 +153,21 @@ def train_row(name: str, runs: Path, seed: int) -> Path:
         command = easyfirst("train", "--resume", str(folder), "--epochs", str(epochs))
     else:
         # pos_table's training command, with a checkpoint every 2,000 updates so that little is lost
-        command = train_command([*flags, "--checkpoint-every", "2000"], epochs, seed, runs, output=folder)
+        command = train_command(
+            [*flags, "--checkpoint-every", "2000"], epochs, seed, runs, task=task_of(name), output=folder
+        )
     print(f"{time.strftime('%H:%M:%S')} {name}: {' '.join(command[2:])}", file=sys.stderr, flush=True)
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return folder
 
 
 def save_row(name: str, folder: Path, seed: int) -> dict:
-    """Analyse the trained row on EWT dev and keep its result as JSON."""
+    """Analyse the trained row on its task's dev set and keep its result as JSON."""
     config = json.loads((folder / "config.json").read_text())
-    stats = {}
+    task, stats = task_of(name), {}
     if config["model"]["model"] != "bilstm":  # the BiLSTM has no attention to analyse
         analysis = subprocess.run(
-            easyfirst("analyze", str(dev_file()), "--model", str(folder), "--json"),
+            easyfirst("analyze", str(dev_file(task)), "--model", str(folder), "--json"),
             check=True,
             capture_output=True,
             text=True,
@@ -162,53 +182,83 @@ def save_row(name: str, folder: Path, seed: int) -> dict:
         "model": {
             k: config["model"][k] for k in ("model", "attention", "attention_temperature", "sketch_steps")
         },
-        "dev_accuracy": metrics["dev"]["accuracy"],
-        "test_accuracy": metrics.get("test", {}).get("accuracy"),
+        f"dev_{SCORES[task]}": metrics["dev"][SCORES[task]],
+        f"test_{SCORES[task]}": metrics.get("test", {}).get(SCORES[task]),
         "best_epoch": metrics["best_epoch"],
         "epochs": metrics["epochs"],
         "seconds_per_epoch": metrics["seconds_per_epoch"],
         "sharpness": stats.get("sharpness"),
         "first_focus": stats.get("first_focus"),
     }
+    if task == "ner":
+        result["entities"] = stats.get("entities")  # where the first focus goes against the entities
     RESULTS.mkdir(parents=True, exist_ok=True)
     target = RESULTS / (f"{name}.json" if seed == 1 else f"{name}-seed{seed}.json")
     target.write_text(json.dumps(result, indent=1) + "\n")
     return result
 
 
+def cell(values: list[float | None], scale: float = 100, digits: int = 2, unit: str = "") -> str:
+    """One table cell: the value of one seed, or mean ± sd over the seeds; "-" where there is none."""
+    values = [v * scale for v in values if v is not None]
+    if not values:  # the BiLSTM: no attention
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}{unit}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}{unit}"
+
+
+def sharpness_cells(results: list[dict]) -> str:
+    sharp = [r["sharpness"] or {} for r in results]
+    return (
+        f"{cell([s.get('max_weight_first_half') for s in sharp], 1, 3)} | "
+        f"{cell([s.get('share_focused_first_half') for s in sharp], unit=' %')} | "
+        f"{cell([s.get('normalized_entropy_first_half') for s in sharp], 1, 3)}"
+    )
+
+
 def report() -> None:
-    """The Markdown tables from benchmarks/results/attention-study/*.json."""
+    """The Markdown tables from benchmarks/results/attention-study/*.json: POS, then NER."""
     found: dict[str, list[dict]] = {}
     for path in sorted(RESULTS.glob("*.json")):
         result = json.loads(path.read_text())
         found.setdefault(result["row"], []).append(result)
+    rows = {name: sorted(found[name], key=lambda r: r["seed"]) for name in ROWS if name in found}
     print(
         "| row | varies | epochs | seeds | dev acc | test acc | best epoch | largest α, first half | "
         "steps with one word ≥ 0.5 | normalised entropy | first focus VERB | s/epoch |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name in ROWS:
-        if name not in found:
+    for name, results in rows.items():
+        if task_of(name) != "pos":
             continue
-        results = sorted(found[name], key=lambda result: result["seed"])
-
-        def cell(values: list[float], scale: float = 100, digits: int = 2, unit: str = "") -> str:
-            values = [v * scale for v in values if v is not None]
-            if not values:  # the BiLSTM: no attention
-                return "-"
-            if len(values) == 1:
-                return f"{values[0]:.{digits}f}{unit}"
-            return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}{unit}"
-
-        sharp = [r["sharpness"] or {} for r in results]
         print(
             f"| {name} | {results[0]['varies']} | {len(results[0]['epochs'])} | {len(results)} | "
             f"{cell([r['dev_accuracy'] for r in results])} | {cell([r['test_accuracy'] for r in results])} | "
-            f"{', '.join(str(r['best_epoch']) for r in results)} | "
-            f"{cell([s.get('max_weight_first_half') for s in sharp], 1, 3)} | "
-            f"{cell([s.get('share_focused_first_half') for s in sharp], unit=' %')} | "
-            f"{cell([s.get('normalized_entropy_first_half') for s in sharp], 1, 3)} | "
+            f"{', '.join(str(r['best_epoch']) for r in results)} | {sharpness_cells(results)} | "
             f"{cell([r['first_focus'].get('VERB', 0) if r['first_focus'] else None for r in results], unit=' %')} | "
+            f"{statistics.mean(r['seconds_per_epoch'] for r in results):.0f} |"
+        )
+    ner = {name: results for name, results in rows.items() if task_of(name) == "ner"}
+    if not ner:
+        return
+    print()
+    print(
+        "| row | varies | epochs | seeds | dev F1 | test F1 | best epoch | largest α, first half | "
+        "steps with one word ≥ 0.5 | normalised entropy | first focus on an entity word | "
+        "before the first entity | first focus at | first entity at | s/epoch |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, results in ner.items():
+        entities = [r["entities"] or {} for r in results]
+        print(
+            f"| {name} | {results[0]['varies']} | {len(results[0]['epochs'])} | {len(results)} | "
+            f"{cell([r['dev_f1'] for r in results])} | {cell([r['test_f1'] for r in results])} | "
+            f"{', '.join(str(r['best_epoch']) for r in results)} | {sharpness_cells(results)} | "
+            f"{cell([e.get('share_on_entity') for e in entities], unit=' %')} | "
+            f"{cell([e.get('share_before_first_entity') for e in entities], unit=' %')} | "
+            f"{cell([e.get('focus_position') for e in entities], 1, 3)} | "
+            f"{cell([e.get('first_entity_position') for e in entities], 1, 3)} | "
             f"{statistics.mean(r['seconds_per_epoch'] for r in results):.0f} |"
         )
 

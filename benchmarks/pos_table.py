@@ -44,7 +44,7 @@ def train_command(
     output: Path | None = None,
     regime: list[str] | tuple[str, ...] = (),
 ) -> list[str]:
-    """``python -m easyfirst train --task TASK REGIME FLAGS`` on one thread, into ``output`` (default
+    """``python -m easyfirst train --task TASK REGIME FLAGS`` in one process on one thread, into ``output`` (default
     ``folder(out, flags)``: the regime's flags, e.g. :data:`BATCHED`, do not name the folder)."""
     return [
         sys.executable,
@@ -60,6 +60,8 @@ def train_command(
         "--seed",
         str(seed),
         "--threads",
+        "1",
+        "--workers",  # one process (no Hogwild): repeatable, and comparable with the rows measured before #27
         "1",
         "--overwrite",
         "--output",
