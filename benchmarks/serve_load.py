@@ -7,7 +7,7 @@ the mean number of requests tagged per forward pass (the server's /health counte
 the batch throughput of `easyfirst tag` on the same sentences (Tagger.tag with its batch size of 256,
 the call `easyfirst tag` makes), measured in the same run, with the server idle.
 
-    /work/bin/quiet python benchmarks/serve_load.py            # EWT dev through EASYFIRST_DATA
+    python benchmarks/serve_load.py            # EWT dev through EASYFIRST_DATA; on an otherwise idle machine
     python benchmarks/serve_load.py --table benchmarks/results/serve_load.json   # the docs' table
 
 The sentences: UD English EWT dev (``$EASYFIRST_DATA``), else the bundled sample. Loopback only.

@@ -2,7 +2,7 @@
 core (`taskset -c 0`), on a CoNLL-U file of about ``--words`` words; wall-clock seconds and whether the
 two outputs are byte for byte the same.
 
-    /work/bin/quiet python benchmarks/tag_cores.py --words 100000 --rounds 2 \\
+    python benchmarks/tag_cores.py --words 100000 --rounds 2 \\
         --json benchmarks/results/tag-cores-cpu-2core.json
 
 The file is the first sentences of UD English EWT's training set (through EASYFIRST_DATA) up to

@@ -1,7 +1,7 @@
 """Hogwild scaling: words/s of `easyfirst train --workers K` for each K, in one run, on the same data
 and seed, with the dev accuracy each reached (easyfirst.hogwild).
 
-    /work/bin/quiet python benchmarks/workers.py --sentences 3000 --epochs 2 \\
+    python benchmarks/workers.py --sentences 3000 --epochs 2 \\
         --json benchmarks/results/workers-cpu-2core.json
 
 Reads UD English EWT through EASYFIRST_DATA: the first ``--sentences`` sentences of the training file
@@ -10,13 +10,13 @@ K trains the POS default (NEF-F, N = L, one sentence per update, lr 0.05) for ``
 the same seed in a fresh `python -m easyfirst train` process; words/s is the training words of an epoch
 over that epoch's training seconds (dev evaluation and start-up not counted), as `train.log` reports
 it. The K's run one after the other, in the order given, so give the machine to this script alone
-(`/work/bin/quiet` here) and repeat it to see the noise.
+(nothing else running) and repeat it to see the noise.
 
-    python benchmarks/workers.py --table runs/hogwild/pos-workers2-seed{1,2,3} \
-        --json benchmarks/results/workers-accuracy-ewt.json
+    python benchmarks/workers.py --table benchmarks/results/hogwild-pos-ewt/seed{1,2,3}.json \
+        --json benchmarks/results/hogwild-pos-ewt/table.json
 
 prints the accuracy table of finished full runs instead (one `easyfirst train --task pos` run folder
-per seed): each run's seed, workers, best epoch, dev and test accuracy and seconds per epoch, and the
+per seed, or a copy of its metrics.json named seedK.json): each run's seed, workers, best epoch, dev and test accuracy and seconds per epoch, and the
 mean ± sample standard deviation over the runs.
 """
 
@@ -106,11 +106,15 @@ def independent(args: argparse.Namespace, train_file: Path) -> list[dict]:
 
 
 def table(folders: list[Path], json_path: Path | None) -> None:
-    """The accuracy table of finished runs (their metrics.json and config.json)."""
+    """The accuracy table of finished runs: run folders (their metrics.json and config.json), or kept
+    copies of a run's metrics.json named ``seedK.json`` (benchmarks/results/hogwild-pos-ewt/)."""
     rows = []
     for folder in folders:
-        metrics = json.loads((folder / "metrics.json").read_text())
-        seed = json.loads((folder / "config.json").read_text())["train"]["seed"]
+        if folder.is_file():
+            metrics, seed = json.loads(folder.read_text()), folder.stem.removeprefix("seed")
+        else:
+            metrics = json.loads((folder / "metrics.json").read_text())
+            seed = json.loads((folder / "config.json").read_text())["train"]["seed"]
         rows.append(
             {
                 "run": str(folder),
