@@ -98,6 +98,11 @@ ROWS: dict[str, tuple[str, list[str], int]] = {
         [*REFERENCE, "--lr", "0.05", "--attention-temperature", "0.5"],
         20,
     ),
+    "ref-lr0.05-temp0.35": (
+        "lr 0.05 and attention temperature 0.35",
+        [*REFERENCE, "--lr", "0.05", "--attention-temperature", "0.35"],
+        20,
+    ),
     "ref-lr0.05-anneal8": (
         "lr 0.05, temperature annealed 1 → 0.25 over epochs 1-8",
         [*REFERENCE, "--lr", "0.05", "--anneal-epochs", "8", "--anneal-from", "1", "--anneal-to", "0.25"],
