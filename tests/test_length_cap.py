@@ -17,7 +17,7 @@ def sentences(lengths: list[int]) -> list[Sentence]:
 def test_the_default_cap_of_each_task():
     assert Config.for_task("pos").data.max_train_length == 50
     assert Config.for_task("ner").data.max_train_length == 0
-    assert Config.for_task("qe").data.max_train_length == 0
+    assert Config.for_task("qe").data.max_train_length == 50
 
 
 def test_the_cap_keeps_sentences_up_to_the_limit_and_never_empty_ones():
