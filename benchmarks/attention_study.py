@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from pos_table import BATCHED, train_command
+from pos_table import BATCHED, cell, train_command
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ["--config", str(ROOT / "configs" / "pos-reference.toml")]
@@ -201,16 +201,6 @@ def save_row(name: str, folder: Path, seed: int) -> dict:
     target = RESULTS / (f"{name}.json" if seed == 1 else f"{name}-seed{seed}.json")
     target.write_text(json.dumps(result, indent=1) + "\n")
     return result
-
-
-def cell(values: list[float | None], scale: float = 100, digits: int = 2, unit: str = "") -> str:
-    """One table cell: the value of one seed, or mean ± sd over the seeds; "-" where there is none."""
-    values = [v * scale for v in values if v is not None]
-    if not values:  # the BiLSTM: no attention
-        return "-"
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f}{unit}"
-    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}{unit}"
 
 
 def sharpness_cells(results: list[dict]) -> str:

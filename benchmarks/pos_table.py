@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -29,6 +30,16 @@ ROWS = [
 # issue #15's study made the paper's regime at lr 0.05 the default: 16 sentences per update, the loss
 # averaged, shuffled, lr 0.1. Spelled out so that the tables' commands keep their meaning.
 BATCHED = ["--batch-size", "16", "--reduction", "mean", "--shuffle", "--lr", "0.1"]
+
+
+def cell(values: list[float | None], scale: float = 100, digits: int = 2, unit: str = "") -> str:
+    """One table cell: the value of one seed, or mean ± sd over the seeds; "-" where there is none."""
+    values = [v * scale for v in values if v is not None]
+    if not values:  # e.g. the BiLSTM: no attention
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}{unit}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}{unit}"
 
 
 def folder(out: Path, flags: list[str]) -> Path:

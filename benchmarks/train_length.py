@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from pos_table import cell
+
 # set → (task, files under $EASYFIRST_DATA)
 SETS = {
     "ewt": ("pos", {"train": "ud/UD_English-EWT/en_ewt-ud-train.conllu",
@@ -110,24 +112,16 @@ def table(scores: dict[str, list[dict]]) -> str:
     for key, runs in scores.items():
         name, cap = key.rsplit("-", 1)
         first, metric = runs[0], runs[0]["best_metric"]
-        dev = [100 * m["dev"][metric] for m in runs]
-        test = [100 * m["test"][metric] for m in runs if m.get("test", {}).get(metric) is not None]
+        dev = [m["dev"][metric] for m in runs]
+        test = [m.get("test", {}).get(metric) for m in runs]
         best = ", ".join(f"{m['best_epoch']}/{len(m['epochs'])}" for m in runs)
         lines.append(
             f"| {name} | {'50 words' if cap == 'cap50' else 'none'} | {len(runs)} | "
-            f"{first['train_sentences']:,} | {first['dropped_long_sentences']} | {metric} | {spread(dev)} | "
-            f"{spread(test)} | {best} | "
+            f"{first['train_sentences']:,} | {first['dropped_long_sentences']} | {metric} | {cell(dev)} | "
+            f"{cell(test)} | {best} | "
             f"{statistics.mean(m['seconds_per_epoch'] for m in runs):.0f} |"
         )
     return "\n".join(lines)
-
-
-def spread(values: list[float]) -> str:
-    if not values:
-        return "-"
-    if len(values) == 1:
-        return f"{values[0]:.2f}"
-    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
 
 
 def main() -> None:
