@@ -30,11 +30,10 @@ import time
 from pathlib import Path
 
 import torch
-from speed import config_for, load_ewt, train_step
+from speed import config_for, load_ewt, train_step, training_batches
 
 from easyfirst.config import Config
-from easyfirst.data.batching import Batch, encode, iterate_batches
-from easyfirst.data.vocab import Vocabularies
+from easyfirst.data.batching import Batch
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.optim import make_optimizer
 
@@ -114,10 +113,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     defaults = Config()
     train, _ = load_ewt(defaults.data.max_train_length)
-    vocabs = Vocabularies.build((s.words, s.tags) for s in train)
-    items = [encode(vocabs, s.words, s.tags) for s in train]
-    generator = torch.Generator().manual_seed(args.seed)
-    batches = list(iterate_batches(items, defaults.train.batch_size, generator))[: args.steps]
+    vocabs, batches = training_batches(train, args.steps, args.seed)
     tokens = sum(int(b.mask.sum()) for b in batches)
     m = defaults.model
     out, width = m.attention_dim + m.sketch_dim, 2 * m.window + 1  # D_z + D_s, K

@@ -84,6 +84,15 @@ def load_ewt(limit: int) -> tuple[list, list]:
     return train, test
 
 
+def training_batches(train: list, steps: int, seed: int) -> tuple[Vocabularies, list[Batch]]:
+    """The vocabularies of ``train`` and its first ``steps`` batches as `easyfirst train` draws them in the
+    batched regime (the default Config: 16 sentences per update, length-bucketed) with ``seed``."""
+    vocabs = Vocabularies.build((s.words, s.tags) for s in train)
+    items = [encode(vocabs, s.words, s.tags) for s in train]
+    generator = torch.Generator().manual_seed(seed)
+    return vocabs, list(iterate_batches(items, Config().train.batch_size, generator))[:steps]
+
+
 def train_step(
     model: EasyFirstTagger, optimizer: torch.optim.Optimizer, batch: Batch, config: Config
 ) -> None:
@@ -201,10 +210,7 @@ def main() -> None:
             torch.cuda.synchronize()
 
     train, test = load_ewt(Config().data.max_train_length)
-    vocabs = Vocabularies.build((s.words, s.tags) for s in train)
-    items = [encode(vocabs, s.words, s.tags) for s in train]
-    generator = torch.Generator().manual_seed(args.seed)
-    batches = list(iterate_batches(items, Config().train.batch_size, generator))[: args.steps]
+    vocabs, batches = training_batches(train, args.steps, args.seed)
     test_sentences = [s.words for s in test]
     test_tokens = sum(len(s) for s in test_sentences)
     print(
