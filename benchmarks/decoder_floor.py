@@ -1,5 +1,5 @@
-"""Where the floor of the batched N = L decoder lies (issue #27, item 5): NEF-F, N = L at 16 sentences per
-update against the BiLSTM, and the matrix products that the sketch loop cannot avoid, in one run.
+"""Where the floor of the batched N = L decoder lies (issue #27, item 5): NEF-F, N = L at 16 sentences
+per update against the BiLSTM, and the matrix products that the sketch loop cannot avoid, in one run.
 
     python benchmarks/decoder_floor.py [--steps 120] [--rounds 3] [--threads 1] [--json FILE]
     python benchmarks/decoder_floor.py --profile 70   # also torch.profiler's top operations of NEF-F
@@ -17,8 +17,9 @@ out, so the products' time is a lower bound on what the decoder adds to the BiLS
 bounds NEF-F, N = L's tokens/s against the BiLSTM's from above, however the rest of the loop is written.
 Times are CPU seconds of this process (`time.process_time`), which a shared machine's other jobs
 inflate less than wall-clock. Also printed: the products' arithmetic rate (GFLOP/s) beside that of
-one large square product (about the most a core does) and the share of their rows × steps that belong to a sentence within its own N_b = L_b steps
-(the rest is padding and the steps of a batch's longest sentence).
+one large square product (about the most a core does), and the share of their rows × steps that
+belong to a sentence within its own N_b = L_b steps (the rest is padding and the steps of a batch's
+longest sentence).
 """
 
 from __future__ import annotations

@@ -55,8 +55,9 @@ def train_command(
     output: Path | None = None,
     regime: list[str] | tuple[str, ...] = (),
 ) -> list[str]:
-    """``python -m easyfirst train --task TASK REGIME FLAGS`` in one process on one thread, into ``output`` (default
-    ``folder(out, flags)``: the regime's flags, e.g. :data:`BATCHED`, do not name the folder)."""
+    """``python -m easyfirst train --task TASK REGIME FLAGS`` in one process on one thread, into
+    ``output`` (default ``folder(out, flags)``: the regime's flags, e.g. :data:`BATCHED`, do not name the
+    folder)."""
     return [
         sys.executable,
         "-m",

@@ -1,6 +1,6 @@
-"""The training-length cap per task (issue #29): train each set's default model twice, with the 50-word cap
-(``[data] max_train_length = 50``, sentences longer than 50 words dropped from training) and with no cap
-(NER's default; QE's too until these runs showed it scored lower), and keep both runs' metrics.json.
+"""The training-length cap per task (issue #29): train each set's default model twice, with the 50-word
+cap (``[data] max_train_length = 50``, sentences longer than 50 words dropped from training) and with no
+cap (NER's default; QE's too until these runs showed it scored lower), and keep both runs' metrics.json.
 
     python benchmarks/train_length.py --out runs/train-length                 # trains, one run at a time
     python benchmarks/train_length.py --out runs/train-length --sets conll03  # some sets

@@ -16,8 +16,8 @@ it. The K's run one after the other, in the order given, so give the machine to 
         --json benchmarks/results/hogwild-pos-ewt/table.json
 
 prints the accuracy table of finished full runs instead (one `easyfirst train --task pos` run folder
-per seed, or a copy of its metrics.json named seedK.json): each run's seed, workers, best epoch, dev and test accuracy and seconds per epoch, and the
-mean ± sample standard deviation over the runs.
+per seed, or a copy of its metrics.json named seedK.json): each run's seed, workers, best epoch, dev
+and test accuracy and seconds per epoch, and the mean ± sample standard deviation over the runs.
 """
 
 from __future__ import annotations
