@@ -185,6 +185,36 @@ class Run:
     workers: Workers | None = None  # Hogwild's other processes (easyfirst.hogwild), if any
 
 
+def log_settings(
+    log: RunLog, config: Config, model: EasyFirstTagger, vocabs: Vocabularies, device: torch.device
+) -> None:
+    """The training log's model, output and updates lines."""
+    t = config.train
+    m = config.model
+    steps = "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"
+    kind = m.model if m.decodes else "bilstm (N = 0)"
+    log(
+        f"[bold]model[/] {kind}, attention {m.attention if m.decodes else '-'}, {steps}; "
+        f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(vocabs.words):,} words, "
+        f"{len(vocabs.tags)} tags"
+    )
+    log(f"[bold]output[/] {model.describe_output()}")
+    per_update = "1 sentence" if t.batch_size == 1 else f"{t.batch_size} sentences"
+    loops = ""
+    if t.batch_size == 1 and device.type == "cpu":  # easyfirst.model.lean runs each sentence
+        loops = (
+            "; one sentence on the CPU: time loops compiled (Numba)"
+            if lean._compiled() is not None
+            else "; one sentence on the CPU: NumPy loops (pip install 'easyfirst\\[fast]' compiles them, 1.3x faster)"
+        )
+    embedding_lr = "" if t.embedding_lr is None else f" (embedding tables {t.embedding_lr:g})"
+    log(
+        f"[bold]updates[/] {t.optimizer}, lr {t.lr:g}{embedding_lr}, gradient norm clipped at {t.clip:g}; {per_update} per "
+        f"update, the loss {'summed' if t.reduction == 'sum' else 'averaged'} over its words; training "
+        f"sentences {'shuffled every epoch' if t.shuffle else 'in file order'}{loops}"
+    )
+
+
 def prepare_run(
     config: Config, output: Path, device: torch.device, log: RunLog, resume: bool, group: distributed.Group
 ) -> Run:
@@ -238,33 +268,11 @@ def prepare_run(
             f"[bold]data-parallel[/] {group.size} processes ({distributed.backend()}), each a shard of every "
             f"epoch's batches: {group.size} × {t.batch_size} sentences per update"
         )
-    m = config.model
-    steps = "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"
-    kind = m.model if m.decodes else "bilstm (N = 0)"
-    log(
-        f"[bold]model[/] {kind}, attention {m.attention if m.decodes else '-'}, {steps}; "
-        f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(vocabs.words):,} words, "
-        f"{len(vocabs.tags)} tags"
-    )
-    log(f"[bold]output[/] {model.describe_output()}")
-    per_update = "1 sentence" if t.batch_size == 1 else f"{t.batch_size} sentences"
-    loops = ""
-    if t.batch_size == 1 and device.type == "cpu":  # easyfirst.model.lean runs each sentence
-        loops = (
-            "; one sentence on the CPU: time loops compiled (Numba)"
-            if lean._compiled() is not None
-            else "; one sentence on the CPU: NumPy loops (pip install 'easyfirst\\[fast]' compiles them, 1.3x faster)"
-        )
-    embedding_lr = "" if t.embedding_lr is None else f" (embedding tables {t.embedding_lr:g})"
-    log(
-        f"[bold]updates[/] {t.optimizer}, lr {t.lr:g}{embedding_lr}, gradient norm clipped at {t.clip:g}; {per_update} per "
-        f"update, the loss {'summed' if t.reduction == 'sum' else 'averaged'} over its words; training "
-        f"sentences {'shuffled every epoch' if t.shuffle else 'in file order'}{loops}"
-    )
+    log_settings(log, config, model, vocabs, device)
     drop_probabilities = None
-    if m.word_dropout > 0:
+    if config.model.word_dropout > 0:
         counts = Counter(w.lower() if vocabs.lowercase else w for s in train_sents for w in s.words)
-        drop_probabilities = word_dropout_probabilities(counts, vocabs.words, m.word_dropout)
+        drop_probabilities = word_dropout_probabilities(counts, vocabs.words, config.model.word_dropout)
     run = Run(
         config,
         output,
