@@ -102,6 +102,9 @@ def main() -> None:
             "startup_seconds": startup,
             "speedup_without_startup": tagging,
             "identical_output": same,
+            "commit": subprocess.run(  # of the code that ran: the working directory's
+                ["git", "describe", "--always", "--dirty"], capture_output=True, text=True
+            ).stdout.strip(),
             "commands": {
                 name: " ".join([*p, "python -m easyfirst tag FILE", *model]) for name, p in commands.items()
             },

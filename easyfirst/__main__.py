@@ -1,3 +1,3 @@
-from easyfirst.cli import main
+from easyfirst.cli import run
 
-main()
+run()

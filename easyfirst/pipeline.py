@@ -16,6 +16,7 @@ extras) in, one :class:`Tagged` per sentence out. Both call :meth:`easyfirst.api
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -129,9 +130,12 @@ def word_rows(sentences: Sequence[Sequence[str]], tags: Sequence[Sequence[str]])
 
 def write_distributions(out: BinaryIO, tagger, sentences: Iterator[list[str]], batch_size: int) -> None:
     """TSV of each word's output distribution: a header ``word tag TAG1 … TAGK``, then one row per word
-    (probabilities with 6 significant digits, exact zeros as 0) and a blank line after each sentence."""
+    (probabilities with 6 significant digits, exact zeros as 0) and a blank line after each sentence.
+    The sentences are read and tagged a window (TAG_WINDOW) at a time."""
+    from easyfirst.data.files import TAG_WINDOW
+
     out.write(("\t".join(["word", "tag", *tagger.tags]) + "\n").encode())
-    while chunk := list(islice(sentences, batch_size)):
+    while chunk := list(islice(sentences, TAG_WINDOW)):
         tags, distributions = tagger.tag(chunk, return_probabilities=True, batch_size=batch_size)
         for words, predicted, p in zip(chunk, tags, distributions, strict=True):
             rows = (
@@ -286,9 +290,8 @@ class Source:
             words = text_sentences(self.text, self.pretokenized)
             rows = word_rows(words, tagger.tag(words, batch_size=batch_size))
             return lambda out: out.write(rows)
+        predict = functools.partial(tagger.tag, batch_size=batch_size)
         if self.plain:
-            return lambda out: tag_text(stream, out, tagger.tag, column, batch_size=batch_size, name=name)
+            return lambda out: tag_text(stream, out, predict, column, name=name)
         source = self.claimed[1] if self.claimed is not None else stream
-        return lambda out: task.write(
-            source, out, tagger.tag, data, options, batch_size=batch_size, name=name, output=output
-        )
+        return lambda out: task.write(source, out, predict, data, options, name=name, output=output)

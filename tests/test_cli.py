@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -172,3 +174,21 @@ def test_a_batch_size_alone_on_pos_notes_the_summed_loss_and_file_order(extra, n
     assert result.returncode == 0, result.stderr.decode()
     stderr = result.stderr.decode()
     assert ("note: 4 sentences per update with the loss summed" in stderr) == noted, stderr
+
+
+@pytest.mark.parametrize("args, status", [(["--version"], 0), (["tag", "missing.conllu"], 2)])
+def test_the_command_skips_the_teardown_but_not_atexit_nor_its_status(args, status, tmp_path):
+    """`easyfirst` (easyfirst.cli.run) leaves by os._exit, after what the interpreter's exit must still
+    do: the atexit functions run, and what they print reaches stdout (flushed after them)."""
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('atexit ran'))\n"
+        "from easyfirst.cli import run\n"
+        "sys.argv = ['easyfirst', *sys.argv[1:]]\n"
+        "run()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert done.returncode == status, done.stderr
+    assert done.stdout.endswith("atexit ran\n")

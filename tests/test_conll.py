@@ -121,7 +121,7 @@ def test_tagging_with_gold_tags_writes_iob1_latin1_back_byte_for_byte(tmp_path):
     gold = iter([s.tags for s in read_conll(path, encoding="latin-1")])
     out = io.BytesIO()
     count = tag_conll(
-        path, out, lambda batch: [next(gold) for _ in batch], encoding="latin-1", replace=True, batch_size=1
+        path, out, lambda batch: [next(gold) for _ in batch], encoding="latin-1", replace=True, window=1
     )
     assert count == 2
     assert out.getvalue() == IOB1_LATIN1

@@ -74,7 +74,7 @@ def test_crlf_bom_and_missing_final_newline_round_trip(tmp_path):
 
 def test_tagging_streams_in_batches():
     predict, calls = gold_predictor(SAMPLE)
-    tag_conllu(SAMPLE, io.BytesIO(), predict, batch_size=2)
+    tag_conllu(SAMPLE, io.BytesIO(), predict, window=2)
     assert calls == [2] * 12 + [1]
 
 
@@ -137,5 +137,5 @@ def test_real_ewt_counts_and_byte_exact_round_trip(ewt, split, sentences, words)
     assert len(read) == sentences and sum(len(s.words) for s in read) == words
     predict, _ = gold_predictor(ewt[split])
     out = io.BytesIO()
-    tag_conllu(ewt[split], out, predict, batch_size=300)
+    tag_conllu(ewt[split], out, predict, window=300)
     assert out.getvalue() == ewt[split].read_bytes()

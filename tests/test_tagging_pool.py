@@ -3,6 +3,8 @@ processes give what one process gives, bit for bit."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 import torch
 
@@ -52,3 +54,27 @@ def test_two_processes_tag_as_one_does_bit_for_bit(sentences):
     pool.close()
     assert not any(p.is_alive() for p in pool.workers.processes)
     assert two.tag(sentences[:2]) == expected[0][:2]  # small: this process alone
+
+
+def test_easyfirst_tag_on_every_core_writes_the_bytes_of_one_process(tmp_path):
+    """The command as a user runs it (easyfirst.cli.run, which skips the interpreter's teardown), on a
+    file large enough for the pool (on a machine with one core it runs alone): the output is that of
+    one process on one thread, the status 0 and stderr empty."""
+    from conftest import run_cli
+    from easyfirst.data.conllu import tag_conllu
+
+    big = tmp_path / "big.conllu"
+    words = sum(len(s.words) for s in read_conllu(SAMPLE))
+    big.write_bytes(SAMPLE.read_bytes() * (tagging_pool.MIN_WORDS // words + 1))
+    done = run_cli("tag", big, "-o", tmp_path / "out.conllu")
+    assert done.returncode == 0 and done.stderr == b"", done.stderr.decode()
+    one = Tagger.load()
+    one.processes = 1
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        expected = io.BytesIO()
+        tag_conllu(big, expected, one.tag)
+    finally:
+        torch.set_num_threads(threads)
+    assert (tmp_path / "out.conllu").read_bytes() == expected.getvalue()

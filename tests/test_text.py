@@ -83,7 +83,7 @@ def test_tag_text_writes_conllu_that_reads_back_with_the_same_text(tmp_path):
     path = tmp_path / "notes.txt"
     path.write_bytes(("\ufeff" + TRICKY).encode("utf-8"))
     out = io.BytesIO()
-    count = tag_text(path, out, lambda batch: [["X"] * len(w) for w in batch], batch_size=3)
+    count = tag_text(path, out, lambda batch: [["X"] * len(w) for w in batch], window=3)
     assert count == 4
     written = tmp_path / "notes.conllu"
     written.write_bytes(out.getvalue())

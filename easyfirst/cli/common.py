@@ -31,7 +31,9 @@ ModelOption = Annotated[
     ),
 ]
 DeviceOption = Annotated[str, typer.Option(help="cpu, cuda, cuda:1, ...")]
-BatchOption = Annotated[int, typer.Option(help="Sentences tagged at once.")]
+BatchOption = Annotated[
+    int, typer.Option(help="Sentences per batch (each batch also at most 1,024 padded words).")
+]
 
 
 def check_device(device: str) -> None:

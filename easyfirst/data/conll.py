@@ -19,7 +19,16 @@ from pathlib import Path
 from typing import BinaryIO
 
 from easyfirst.data import detect, schemes
-from easyfirst.data.files import BOM, Block, magic_hint, open_source, source_name, text_lines, without_bom
+from easyfirst.data.files import (
+    BOM,
+    TAG_WINDOW,
+    Block,
+    magic_hint,
+    open_source,
+    source_name,
+    text_lines,
+    without_bom,
+)
 from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
 
@@ -153,7 +162,7 @@ def tag_conll(
     encoding: str = "utf-8",
     replace: bool = False,
     scheme: str | None = None,
-    batch_size: int = 256,
+    window: int = TAG_WINDOW,
     name: str | None = None,
 ) -> int:
     """Write ``source`` to ``out`` with ``predict``'s BIO tags, converted to the output scheme, as a new
@@ -171,8 +180,8 @@ def tag_conll(
         gold = _existing_tags(blocks, tag_column)
         scheme = schemes.detect(gold) if gold is not None else "bio"
     predicted: list[Sequence[str]] = []
-    for start in range(0, len(blocks), batch_size):
-        predicted.extend(predict([b.words for b in blocks[start : start + batch_size]]))
+    for start in range(0, len(blocks), window):  # the tagger's memory: a window of sentences at a time
+        predicted.extend(predict([b.words for b in blocks[start : start + window]]))
     chunks = []
     tags_of = {id(b): schemes.convert(t, "bio", scheme) for b, t in zip(blocks, predicted, strict=True)}
     for item in items:

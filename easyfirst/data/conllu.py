@@ -4,7 +4,7 @@ Only syntactic words (integer IDs) are tagged. Multiword-token ranges (``3-4``) 
 (``8.1``) are read past, and written back untouched, like comments, every other column and the file's
 line endings (LF or CRLF), a leading UTF-8 byte-order mark and a missing final newline. IDs are parsed
 with the ``conllu`` package's ID parser; malformed lines are reported as ``path:line: what is wrong``.
-Both readers stream: memory holds one sentence (one batch of sentences when tagging).
+Both readers stream: memory holds one sentence (a window of sentences when tagging, TAG_WINDOW).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import BinaryIO
 from conllu.parser import ParseException, parse_id_value
 
 from easyfirst.data import detect
-from easyfirst.data.files import Block, decode_line, open_source, text_lines, without_bom
+from easyfirst.data.files import TAG_WINDOW, Block, decode_line, open_source, text_lines, without_bom
 from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
 
@@ -120,12 +120,12 @@ def tag_conllu(
     out: BinaryIO,
     predict: Callable[[list[list[str]]], Sequence[Sequence[str]]],
     tag_column: str = "upos",
-    batch_size: int = 256,
+    window: int = TAG_WINDOW,
     name: str | None = None,
 ) -> int:
     """Write ``source`` to ``out`` with the tag column of every word replaced by ``predict``'s tags.
 
-    ``predict`` receives up to ``batch_size`` sentences (lists of words) at a time. Every other byte is
+    ``predict`` receives up to ``window`` sentences (lists of words) at a time. Every other byte is
     copied unchanged. Returns the number of sentences.
     """
     column = COLUMNS[tag_column]
@@ -147,14 +147,14 @@ def tag_conllu(
         )
         pending.clear()
 
-    in_batch = 0
+    in_window = 0
     for item in _blocks(source, tag_column, name):
         pending.append(item)
         if isinstance(item, Block):
             count += 1
-            in_batch += 1
-            if in_batch == batch_size:
+            in_window += 1
+            if in_window == window:
                 flush()
-                in_batch = 0
+                in_window = 0
     flush()
     return count

@@ -311,12 +311,11 @@ def tag_qe(
     predict,
     *,
     gaps: bool | None = None,
-    batch_size: int = 256,
     write_source_tags=None,
 ) -> int:
     """Write a tags file for ``sentences`` with ``predict``'s tags; returns the number of lines.
 
-    ``predict(words, extras=..., batch_size=..., return_heads=True)`` is :meth:`easyfirst.api.Tagger.tag`.
+    ``predict(words, extras=..., return_heads=True)`` is :meth:`easyfirst.api.Tagger.tag`.
     Only the sentences' inputs are read (never gold tags). ``gaps``: write 2N+1 tags (True), one per word
     (False), or 2N+1 exactly when the model predicts gaps (None); a model that does not writes every gap
     ``OK``. When the model predicts source tags, ``write_source_tags(bytes)`` gets them, one line per
@@ -325,7 +324,6 @@ def tag_qe(
     tags, heads = predict(
         [s.words for s in sentences],
         extras=[s.extra for s in sentences],
-        batch_size=batch_size,
         return_heads=True,
     )
     if write_source_tags is not None and "source_tags" in heads:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from easyfirst.data.files import decode_line, open_binary
+from easyfirst.data.files import TAG_WINDOW, decode_line, open_binary
 
 _PARAGRAPH = re.compile(r"\n[^\S\n]*\n\s*")  # a blank line (maybe of spaces), and what follows it
 _TOKEN = re.compile(r"\S+")
@@ -178,14 +178,14 @@ def tag_text(
     out: BinaryIO,
     predict: Callable[[list[list[str]]], Sequence[Sequence[str]]],
     tag_column: str = "upos",
-    batch_size: int = 256,
+    window: int = TAG_WINDOW,
     name: str | None = None,
 ) -> int:
-    """Split and tokenize a plain-text file, tag it with ``predict`` (``batch_size`` sentences at a
-    time) and write CoNLL-U to ``out``. Returns the number of sentences."""
+    """Split and tokenize a plain-text file, tag it with ``predict`` (``window`` sentences at a time)
+    and write CoNLL-U to ``out``. Returns the number of sentences."""
     sentences = read_text(source, name)
-    for start in range(0, len(sentences), batch_size):
-        batch = sentences[start : start + batch_size]
-        lines = conllu_lines(batch, predict([s.words for s in batch]), tag_column, first_id=start + 1)
+    for start in range(0, len(sentences), window):
+        part = sentences[start : start + window]
+        lines = conllu_lines(part, predict([s.words for s in part]), tag_column, first_id=start + 1)
         out.write("".join(lines).encode("utf-8"))
     return len(sentences)

@@ -145,12 +145,13 @@ class Task:
         data,
         options,
         *,
-        batch_size: int,
         name: str,
         output: Path | None = None,
     ) -> int:
-        """Write ``source`` tagged by ``predict`` to ``out`` (which becomes the file ``output``, None for
-        stdout); returns the number of sentences."""
+        """Write ``source`` tagged by ``predict`` (:meth:`easyfirst.api.Tagger.tag`, its batch size
+        bound) to ``out`` (which becomes the file ``output``, None for stdout); returns the number of
+        sentences. A file that streams is read and tagged a window (easyfirst.data.files.TAG_WINDOW) of
+        sentences at a time."""
         raise NotImplementedError
 
     def score(self, gold: Tags, predicted: Tags) -> dict:

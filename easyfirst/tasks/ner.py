@@ -88,7 +88,6 @@ class NER(Task):
         data,
         options: ColumnOptions,
         *,
-        batch_size: int,
         name: str,
         **_,
     ) -> int:
@@ -103,7 +102,6 @@ class NER(Task):
             encoding=data.encoding,
             replace=options.replace,
             scheme=options.scheme,
-            batch_size=batch_size,
             name=name,
         )
 

@@ -44,12 +44,10 @@ class POS(Task):
     def text_column(self, data) -> str:
         return data.tag_column
 
-    def write(
-        self, source, out: BinaryIO, predict: Predict, data, options, *, batch_size: int, name: str, **_
-    ) -> int:
+    def write(self, source, out: BinaryIO, predict: Predict, data, options, *, name: str, **_) -> int:
         from easyfirst.data.conllu import tag_conllu
 
-        return tag_conllu(source, out, predict, tag_column=data.tag_column, batch_size=batch_size, name=name)
+        return tag_conllu(source, out, predict, tag_column=data.tag_column, name=name)
 
     def score(self, gold: Tags, predicted: Tags) -> dict:
         from easyfirst.metrics import tag_report

@@ -156,7 +156,6 @@ class QE(Task):
         data,
         options: QEOptions,
         *,
-        batch_size: int,
         name: str,
         output: Path | None = None,
     ) -> int:
@@ -179,7 +178,6 @@ class QE(Task):
             out,
             predict,
             gaps=options.gaps,
-            batch_size=batch_size,
             write_source_tags=write_source_tags,
         )
 
