@@ -14,22 +14,17 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from pathlib import Path
 
 import torch
 
 from easyfirst.data.batching import INFERENCE_MAX_TOKENS, bucket_indices
 from easyfirst.model.qe_heads import HEADS
+from easyfirst.resources import DEFAULT_MODEL, default_model_path
 from easyfirst.runs import load_model
 from easyfirst.tagging_pool import TaggingPool, processes_for, tag_batches, tag_job
 
-DEFAULT_MODEL = "en_ewt_upos"
-
-
-def default_model_path() -> Path:
-    """The folder of the English UPOS model shipped inside the package."""
-    return Path(str(resources.files("easyfirst.resources") / DEFAULT_MODEL))
+__all__ = ["DEFAULT_MODEL", "Tagger", "default_model_path", "input_kind"]
 
 
 class Tagger:
@@ -71,6 +66,7 @@ class Tagger:
         max_tokens: int | None = INFERENCE_MAX_TOKENS,
         extras: Sequence[Mapping] | None = None,
         return_heads: bool = False,
+        ids: Sequence | None = None,
     ):
         """Tag text, one tokenized sentence, or a list of tokenized sentences.
 
@@ -89,7 +85,9 @@ class Tagger:
         ``extras[k]`` holds sentence k's inputs beside its words, for models that use them (quality
         estimation: ``{"source": words, "alignment": [(i, j), ...]}``). Sentences are sorted by length and
         tagged in batches of at most ``batch_size`` sentences and ``max_tokens`` padded tokens (None: no
-        cap; on a GPU a larger cap may be faster).
+        cap; on a GPU a larger cap may be faster). ``ids[k]``: sentence k's word and affix ids as
+        ``self.vocabs.index(words)`` gives them, when they were found before (``easyfirst tag`` reads
+        ahead, easyfirst.readahead); they must be of this model's vocabularies.
 
         With ``return_attention`` and/or ``return_probabilities``, returns a tuple ``(tags, attention,
         probabilities)`` of those asked for, in that order, each per sentence as ``tags`` is (for one
@@ -109,6 +107,12 @@ class Tagger:
             max_tokens=max_tokens,
         )
         kind = input_kind(sentences)
+        if ids is not None:
+            if kind != "sentences" or len(ids) != len(sentences):
+                raise ValueError("ids: one per sentence, for a list of tokenized sentences")
+            return self._tag_sentences(
+                sentences, extras=extras, return_heads=return_heads, ids=ids, **options
+            )
         if return_heads:
             if kind != "sentences":
                 raise ValueError("return_heads: for a list of tokenized sentences with their extras (QE)")
@@ -199,6 +203,7 @@ class Tagger:
         max_tokens: int | None,
         extras: Sequence[Mapping] | None,
         return_heads: bool = False,
+        ids: Sequence | None = None,
     ):
         tags: list[list[str]] = [[] for _ in sentences]
         attention: list[torch.Tensor] = [torch.zeros(0, 0) for _ in sentences]
@@ -217,6 +222,7 @@ class Tagger:
                 indices,
                 [sentences[keep[i]] for i in indices],
                 [extras[keep[i]] if extras else None for i in indices],
+                [ids[keep[i]] if ids else None for i in indices],
             )
             for indices in bucket_indices(lengths, batch_size, max_tokens=max_tokens)
         ]

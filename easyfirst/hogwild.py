@@ -29,8 +29,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from easyfirst.cores import available_cores
 from easyfirst.errors import InputError
-from easyfirst.workers import available_cores
 
 MAX_WORKERS = 8  # beyond this, updates to the shared dense weights collide more than they gain
 SENTENCES_PER_WORKER = 500  # fewer training sentences per worker: fork fewer workers

@@ -209,6 +209,8 @@ class Source:
     path: str | None = None  # the input as given (None or - for stdin)
     plain: bool = False
     probabilities: bool = False
+    ahead: Any = None  # the stream's windows, read by a process of their own (easyfirst.readahead)
+    ahead_for: tuple[str, str] | None = None  # the task and tag column they were read for
 
     @classmethod
     def find(
@@ -245,7 +247,48 @@ class Source:
             found.plain = format == "text" or (format == "auto" and looks_like_text(found.stream, input))
         return found
 
+    def read_ahead(self, model: Path | None) -> None:
+        """Start reading the stream, and indexing its words in the vocabularies of ``model`` (None: the
+        bundled one), in a process forked now (easyfirst.readahead), while this one imports torch and
+        loads the model: where the model's task reads ahead (CoNLL-U for POS), the file is in its format,
+        and there is a second core. Call it before torch is imported. The task and tag column are read
+        from config.json as they stand, unvalidated (validating imports torch); :meth:`writer` uses the
+        windows only if the loaded model has the same, and leaves anything odd about the folder for
+        loading it to report."""
+        from easyfirst.atomic import read_json
+        from easyfirst.cores import available_cores
+        from easyfirst.resources import default_model_path
+        from easyfirst.tasks import TASKS
+
+        if self.stream is None or self.plain or self.probabilities or available_cores() < 2:
+            return
+        if not hasattr(os, "fork"):  # Windows
+            return
+        folder = default_model_path() if model is None else Path(model)
+        try:
+            data = read_json(folder / "config.json")["data"]
+            task, column = TASKS[data["task"]], data.get("tag_column", "upos")
+        except (InputError, OSError, KeyError, TypeError, AttributeError):
+            return
+        if not task.reads_ahead:
+            return
+        from easyfirst.data.files import open_binary
+        from easyfirst.readahead import ReadAhead
+
+        path, stream, name = self.path, self.stream, self.name
+        own = self.own_file()  # opened again by the reader: this process's stream stays unread
+        self.ahead = ReadAhead(
+            lambda: task.read_ahead(open_binary(path) if own else stream, folder, column, name)
+        )
+        self.ahead_for = (task.name, column)
+
+    def own_file(self) -> bool:
+        """Whether the input is a regular file, which another process can open and read for itself."""
+        return self.path not in (None, "-") and os.path.isfile(self.path)
+
     def close(self) -> None:
+        if self.ahead is not None:
+            self.ahead.close()
         if self.stream is not None and self.stream is not sys.stdin.buffer:
             self.stream.close()
 
@@ -294,4 +337,13 @@ class Source:
         if self.plain:
             return lambda out: tag_text(stream, out, predict, column, name=name)
         source = self.claimed[1] if self.claimed is not None else stream
-        return lambda out: task.write(source, out, predict, data, options, name=name, output=output)
+        ahead = {}
+        if self.ahead is not None:
+            if self.ahead_for == (task.name, getattr(data, "tag_column", None)):
+                ahead = {"windows": self.ahead}
+            elif self.own_file():  # read for another task or column than the model's: read here instead
+                self.ahead.close()
+                self.ahead = None
+            else:  # stdin (or a pipe) is the reading process's
+                raise RuntimeError("the input was read ahead for another task or column than the model's")
+        return lambda out: task.write(source, out, predict, data, options, name=name, output=output, **ahead)

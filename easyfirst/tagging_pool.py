@@ -17,10 +17,11 @@ from collections.abc import Callable
 
 import torch
 
+from easyfirst.cores import available_cores
 from easyfirst.data.batching import Batch, collate, encode
 from easyfirst.model.qe_heads import decode_heads
 from easyfirst.model.sketch import sentence_steps
-from easyfirst.workers import Workers, available_cores
+from easyfirst.workers import Workers
 
 MAX_PROCESSES = 8  # beyond this, a call's batches are too few to keep the processes busy
 MIN_WORDS = 2000  # a call with fewer words is tagged in this process (a pool costs a fork)
@@ -52,15 +53,16 @@ def tag_batch(model, batch: Batch, device: torch.device, asked: tuple[bool, bool
     return out
 
 
-# a batch to tag: the sentence numbers (its ``order``), their words and their extras (QE) or None
-Job = tuple[list[int], list, list]
+# a batch to tag: the sentence numbers (its ``order``), their words, their extras (QE) or None, and
+# their ids (Vocabularies.index, read ahead) or None
+Job = tuple[list[int], list, list, list]
 
 
 def tag_job(model, vocabs, job: Job, device: torch.device, asked: tuple[bool, bool, bool]) -> dict:
     """:func:`tag_batch` of one batch, encoded and collated here (so that a pool's processes share that
     work too)."""
-    indices, words, extras = job
-    items = [encode(vocabs, w, extra=x) for w, x in zip(words, extras, strict=True)]
+    indices, words, extras, ids = job
+    items = [encode(vocabs, w, extra=x, ids=i) for w, x, i in zip(words, extras, ids, strict=True)]
     return tag_batch(model, collate(items, indices), device, asked)
 
 

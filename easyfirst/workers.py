@@ -10,7 +10,6 @@ are the workers'.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import pickle
 import signal
 import traceback
@@ -18,14 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-
-
-def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity, e.g. under ``taskset``)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 class Workers:

@@ -78,3 +78,18 @@ def test_easyfirst_tag_on_every_core_writes_the_bytes_of_one_process(tmp_path):
     finally:
         torch.set_num_threads(threads)
     assert (tmp_path / "out.conllu").read_bytes() == expected.getvalue()
+
+
+def test_ids_found_before_tag_as_the_words_do(sentences):
+    """``Tagger.tag(..., ids=)`` (easyfirst tag reads them ahead): each sentence's ids must reach that
+    sentence's row after the sorting into batches, in one process and in the pool."""
+    tagger = Tagger.load()
+    ids = [tagger.vocabs.index(words) for words in sentences]
+    expected = tagger.tag(sentences, return_probabilities=True, batch_size=8)
+    for processes in (1, 2):
+        tagger.processes = processes
+        found = tagger.tag(sentences, return_probabilities=True, batch_size=8, ids=ids)
+        assert found[0] == expected[0]
+        assert all(torch.equal(a, b) for a, b in zip(found[1], expected[1], strict=True))
+    with pytest.raises(ValueError, match="one per sentence"):
+        tagger.tag(sentences, ids=ids[:-1])

@@ -81,11 +81,14 @@ def tag(
     with "# sent_id", "# text" and SpaceAfter=No, the tags in the UPOS (or XPOS) column, or as NER=tag
     in MISC for ner models.
     """
-    check_arguments(input, text, format, pretokenized, batch_size, device, output)
+    check_arguments(input, text, format, pretokenized, batch_size, output)
     source = Source.find(
         input, text, task_options, pretokenized=pretokenized, format=format, probabilities=probabilities
     )
     try:
+        if device == "cpu":  # before torch is imported (by check_device): a second core reads ahead
+            source.read_ahead(model)
+        check_device(device)
         tagger = load_tagger(model, device)
         write = source.writer(tagger, task_options, batch_size=batch_size, output=output, model=model)
         write_output(output, write)
@@ -97,8 +100,8 @@ FORMATS = ("auto", "text", "model")
 LAZY_CHOICES["format"] = lambda: list(FORMATS)  # --help shows <auto|text|model>
 
 
-def check_arguments(input, text, format, pretokenized, batch_size, device, output) -> None:
-    """The user errors ``tag`` can find before it opens anything."""
+def check_arguments(input, text, format, pretokenized, batch_size, output) -> None:
+    """The user errors ``tag`` can find before it opens anything (but --device: that imports torch)."""
     if text is not None and input is not None:
         raise InputError("give either an input file or --text, not both")
     if format not in FORMATS:
@@ -107,7 +110,6 @@ def check_arguments(input, text, format, pretokenized, batch_size, device, outpu
         raise InputError("--pretokenized goes with --text (a file of tokens is a CoNLL file: --format model)")
     if batch_size < 1:
         raise InputError("--batch-size must be >= 1")
-    check_device(device)
     check_output(output)
 
 

@@ -23,7 +23,7 @@ import torch
 
 from easyfirst.data.features import encode_features
 from easyfirst.data.qe_heads import collate_heads, encode_heads
-from easyfirst.data.vocab import Vocabularies, prefixes, suffixes
+from easyfirst.data.vocab import Vocabularies, WordIds
 
 IGNORE = -100  # target id ignored by the loss
 # Padded tokens (sentences × longest length) per batch when tagging or evaluating: with N = L a batch
@@ -84,27 +84,21 @@ def encode(
     tags: Sequence[str] | None = None,
     extra: Mapping | None = None,
     targets: Mapping[str, Sequence[str]] | None = None,
+    ids: WordIds | None = None,
 ) -> Encoded:
     """Index one sentence (``extra``: its task's inputs beside the words); unknown tags become ``IGNORE``.
 
-    For quality estimation (``extra`` with ``source`` and ``alignment``, and a model with a source
-    vocabulary) the QE heads' inputs are indexed too, and ``targets`` (``gaps``, ``source_tags``: gold
-    tags, for training) become their gold ids.
+    ``ids``: the words' ids as ``vocabs.index(words)`` gives them, when they were found before (read
+    ahead, easyfirst.readahead). For quality estimation (``extra`` with ``source`` and ``alignment``, and
+    a model with a source vocabulary) the QE heads' inputs are indexed too, and ``targets`` (``gaps``,
+    ``source_tags``: gold tags, for training) become their gold ids.
     """
+    word_ids, prefix_ids, suffix_ids = vocabs.index(words) if ids is None else ids
     k = vocabs.max_affix
-
-    def affix_ids(grams: list[str], vocab) -> list[int]:
-        ids = [vocab.index(g) for g in grams]
-        return ids + [0] * (k - len(ids))
-
     return Encoded(
-        torch.tensor([vocabs.word_index(w) for w in words], dtype=torch.long),
-        torch.tensor([affix_ids(prefixes(w, k), vocabs.prefixes) for w in words], dtype=torch.long).view(
-            -1, k
-        ),
-        torch.tensor([affix_ids(suffixes(w, k), vocabs.suffixes) for w in words], dtype=torch.long).view(
-            -1, k
-        ),
+        torch.tensor(word_ids, dtype=torch.long),
+        torch.tensor(prefix_ids, dtype=torch.long).view(-1, k),
+        torch.tensor(suffix_ids, dtype=torch.long).view(-1, k),
         None
         if tags is None
         else torch.tensor([vocabs.tags.stoi.get(t, IGNORE) for t in tags], dtype=torch.long),

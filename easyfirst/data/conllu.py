@@ -9,7 +9,7 @@ Both readers stream: memory holds one sentence (a window of sentences when taggi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -115,26 +115,60 @@ def read_conllu(path: str | Path, tag_column: str = "upos") -> list[Sentence]:
     return list(iter_conllu(path, tag_column))
 
 
+# what a CoNLL-U writer works through: a window's items (sentence blocks, and the blank lines between
+# them as ``(text, ending)``), and its sentences' ids (Vocabularies.index) when they were read ahead
+Window = tuple[list[Block | tuple[str, str]], list | None]
+
+
+def conllu_windows(
+    source: str | Path | BinaryIO, tag_column: str = "upos", window: int = TAG_WINDOW, name: str | None = None
+) -> Iterator[list[Block | tuple[str, str]]]:
+    """The items of a CoNLL-U file, ``window`` sentences at a time (the last window: what is left, maybe
+    nothing)."""
+    pending: list[Block | tuple[str, str]] = []
+    in_window = 0
+    for item in _blocks(source, tag_column, name):
+        pending.append(item)
+        if isinstance(item, Block):
+            in_window += 1
+            if in_window == window:
+                yield pending
+                pending, in_window = [], 0
+    yield pending
+
+
+def indexed_windows(
+    source: str | Path | BinaryIO, vocabs, tag_column: str = "upos", name: str | None = None
+) -> Iterator[Window]:
+    """:func:`conllu_windows` with each sentence's ids in ``vocabs``: what ``easyfirst tag`` reads
+    ahead (easyfirst.readahead) while torch is imported."""
+    for pending in conllu_windows(source, tag_column, name=name):
+        yield pending, [vocabs.index(item.words) for item in pending if isinstance(item, Block)]
+
+
 def tag_conllu(
     source: str | Path | BinaryIO,
     out: BinaryIO,
-    predict: Callable[[list[list[str]]], Sequence[Sequence[str]]],
+    predict: Callable[..., Sequence[Sequence[str]]],
     tag_column: str = "upos",
     window: int = TAG_WINDOW,
     name: str | None = None,
+    windows: Iterable[Window] | None = None,
 ) -> int:
     """Write ``source`` to ``out`` with the tag column of every word replaced by ``predict``'s tags.
 
-    ``predict`` receives up to ``window`` sentences (lists of words) at a time. Every other byte is
-    copied unchanged. Returns the number of sentences.
+    ``predict`` receives up to ``window`` sentences (lists of words) at a time, and their ``ids=`` when
+    ``windows`` (:func:`indexed_windows` of ``source``, read ahead) are given in place of reading
+    ``source``. Every other byte is copied unchanged. Returns the number of sentences.
     """
     column = COLUMNS[tag_column]
-    pending: list[Block | tuple[str, str]] = []
+    if windows is None:
+        windows = ((pending, None) for pending in conllu_windows(source, tag_column, window, name))
     count = 0
-
-    def flush() -> None:
+    for pending, ids in windows:
         blocks = [item for item in pending if isinstance(item, Block)]
-        tags = predict([b.words for b in blocks]) if blocks else []
+        words = [b.words for b in blocks]
+        tags = (predict(words) if ids is None else predict(words, ids=ids)) if blocks else []
         for block, predicted in zip(blocks, tags, strict=True):
             for index, tag in zip(block.word_lines, predicted, strict=True):
                 fields = block.lines[index].split("\t")
@@ -145,16 +179,5 @@ def tag_conllu(
                 "utf-8"
             )
         )
-        pending.clear()
-
-    in_window = 0
-    for item in _blocks(source, tag_column, name):
-        pending.append(item)
-        if isinstance(item, Block):
-            count += 1
-            in_window += 1
-            if in_window == window:
-                flush()
-                in_window = 0
-    flush()
+        count += len(blocks)
     return count

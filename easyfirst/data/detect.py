@@ -136,9 +136,12 @@ class WrongKind(InputError):
     kind the reader reads, ``symptom`` the error the reader ran into first."""
 
     def __init__(self, symptom: str, looks: Looks, expected: str, path=None, line=None, task=None):
-        self.symptom, self.looks, self.expected = symptom, looks, expected
+        self.symptom, self.looks, self.expected, self.task = symptom, looks, expected, task
         message = f"{symptom}: this looks like {looks}; {reader_phrase(expected, task)}"
         super().__init__(message, path, line)
+
+    def __reduce__(self):  # pickled by a process that read the file (easyfirst.readahead, workers)
+        return WrongKind, (self.symptom, self.looks, self.expected, self.path, self.line, self.task)
 
     def for_task(self, task: str) -> WrongKind:
         """The same error, saying which model's task reads what."""

@@ -31,8 +31,9 @@ from typing import BinaryIO
 
 from easyfirst.data import detect
 from easyfirst.data.files import decode_line, open_binary, without_bom
-from easyfirst.data.qe_heads import QE_TAGS
 from easyfirst.errors import InputError
+
+QE_TAGS = ("OK", "BAD")  # word, gap and source-word tags of word-level QE
 
 SUFFIXES = {
     "src": ".src",

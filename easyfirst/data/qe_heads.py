@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-QE_TAGS = ("OK", "BAD")  # word, gap and source-word tags of word-level QE
+from easyfirst.data.qe import QE_TAGS
+
 TAG_IDS = {tag: index for index, tag in enumerate(QE_TAGS)}  # OK 0, BAD 1: the heads' fixed tag set
 TARGETS = ("gaps", "source_tags")
 

@@ -13,6 +13,9 @@ from pathlib import Path
 
 from easyfirst.data.files import decode_line, open_binary
 
+# a sentence's word ids, and its prefix and suffix ids (max_affix per word, in a row): Vocabularies.index
+WordIds = tuple[list[int], list[int], list[int]]
+
 PAD = "<pad>"
 UNK = "<unk>"
 
@@ -114,6 +117,20 @@ class Vocabularies:
 
     def word_index(self, word: str) -> int:
         return self.words.index(word.lower() if self.lowercase else word)
+
+    def index(self, words: Sequence[str]) -> WordIds:
+        """A sentence's word ids and its affix ids, ``max_affix`` per word (0 where an n-gram does not
+        fit), each word's in a row; lists, for the tensors of easyfirst.data.batching.encode."""
+        k = self.max_affix
+
+        def affix_ids(grams: list[str], vocab: Vocab) -> list[int]:
+            return [vocab.index(g) for g in grams] + [0] * (k - len(grams))
+
+        return (
+            [self.word_index(w) for w in words],
+            [i for w in words for i in affix_ids(prefixes(w, k), self.prefixes)],
+            [i for w in words for i in affix_ids(suffixes(w, k), self.suffixes)],
+        )
 
     @classmethod
     def build(

@@ -50,6 +50,7 @@ class Task:
                 setattr(cls, method, names_task(cls.__dict__[method]))
 
     name: ClassVar[str]
+    reads_ahead: ClassVar[bool] = False  # whether read_ahead makes what write takes as windows=
     help: ClassVar[str]  # one line, for --help
     dataset: ClassVar[str]  # the default data set (a key of easyfirst.data.datasets.DATASETS)
     metric: ClassVar[str]  # the report key that chooses the best epoch (higher is better)
@@ -152,6 +153,12 @@ class Task:
         bound) to ``out`` (which becomes the file ``output``, None for stdout); returns the number of
         sentences. A file that streams is read and tagged a window (easyfirst.data.files.TAG_WINDOW) of
         sentences at a time."""
+        raise NotImplementedError
+
+    def read_ahead(self, source: BinaryIO, folder: Path, tag_column: str, name: str) -> Iterator:
+        """What :meth:`write` can take as ``windows=``, made from ``source`` (read for ``tag_column``)
+        and the vocabularies of the model in ``folder`` without torch, by a process that reads ahead
+        while the model loads (easyfirst.readahead); for a task whose ``reads_ahead``."""
         raise NotImplementedError
 
     def score(self, gold: Tags, predicted: Tags) -> dict:

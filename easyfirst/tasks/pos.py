@@ -17,6 +17,7 @@ class POS(Task):
     dataset = "ud-en-ewt"
     metric, metric_label = "accuracy", "acc"
     input_kind = "CoNLL-U files"
+    reads_ahead = True
     # the training regime of the paper's own code (one sentence per update, the loss summed over its
     # words, file order; docs/results.md, "The paper's training regime") at half its learning rate: the
     # most accurate setting of the attention study of issue #15 (docs/results.md, "Which setting should
@@ -44,10 +45,21 @@ class POS(Task):
     def text_column(self, data) -> str:
         return data.tag_column
 
-    def write(self, source, out: BinaryIO, predict: Predict, data, options, *, name: str, **_) -> int:
+    def write(
+        self, source, out: BinaryIO, predict: Predict, data, options, *, name: str, windows=None, **_
+    ) -> int:
+        """``windows``: the file's :func:`~easyfirst.data.conllu.indexed_windows`, read ahead."""
         from easyfirst.data.conllu import tag_conllu
 
-        return tag_conllu(source, out, predict, tag_column=data.tag_column, name=name)
+        return tag_conllu(source, out, predict, tag_column=data.tag_column, name=name, windows=windows)
+
+    def read_ahead(self, source: BinaryIO, folder: Path, tag_column: str, name: str) -> Iterator:
+        from easyfirst.atomic import read_json
+        from easyfirst.data.conllu import indexed_windows
+        from easyfirst.data.vocab import Vocabularies
+
+        vocabs = Vocabularies.from_json(read_json(folder / "vocab.json"))
+        return indexed_windows(source, vocabs, tag_column, name)
 
     def score(self, gold: Tags, predicted: Tags) -> dict:
         from easyfirst.metrics import tag_report

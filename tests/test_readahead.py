@@ -1,0 +1,154 @@
+"""Reading ahead (easyfirst.readahead): a forked process makes a generator's items while this one goes
+on; ``easyfirst tag`` uses it to read and index a CoNLL-U file while torch is imported."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import SAMPLE, run_cli
+from easyfirst.cores import available_cores
+from easyfirst.data import detect
+from easyfirst.errors import InputError
+from easyfirst.readahead import ReadAhead
+
+two_cores = pytest.mark.skipif(available_cores() < 2, reason="easyfirst tag reads ahead with a second core")
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_the_items_come_in_order_and_the_reader_is_collected():
+    ahead = ReadAhead(lambda: ({"n": n, "square": n * n} for n in range(50)))
+    assert [item["square"] for item in ahead] == [n * n for n in range(50)]
+    assert gone(ahead.pid)
+
+
+def failing():
+    yield "first"
+    yield "second"
+    raise InputError("expected 10 tab-separated columns, found 9", "in.conllu", 7)
+
+
+def test_an_error_of_the_reader_is_raised_where_its_items_stop_with_its_place():
+    ahead = ReadAhead(failing)
+    seen = []
+    with pytest.raises(InputError) as raised:
+        for item in ahead:
+            seen.append(item)
+    assert seen == ["first", "second"]
+    assert str(raised.value) == "in.conllu:7: expected 10 tab-separated columns, found 9"
+    assert gone(ahead.pid)
+
+
+def test_a_file_of_another_kind_is_reported_as_such_across_the_processes(tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("Just some prose, not CoNLL-U.\n")
+    error = detect.WrongKind("expected 10 columns", detect.sniff(text), detect.CONLLU, str(text), 1, "pos")
+
+    def produce():
+        raise error
+        yield  # a generator
+
+    with pytest.raises(detect.WrongKind) as raised:
+        list(ReadAhead(produce))
+    assert str(raised.value) == str(error) and "plain text" in str(raised.value)
+
+
+def test_closing_early_ends_a_reader_that_would_go_on_for_ever():
+    def endless():
+        n = 0
+        while True:
+            n += 1
+            yield "x" * 10_000  # fills the pipe and the queue, then waits
+
+    ahead = ReadAhead(endless)
+    assert next(iter(ahead)) == "x" * 10_000
+    started = time.monotonic()
+    ahead.close()
+    assert gone(ahead.pid) and time.monotonic() - started < 10
+
+
+@two_cores
+def test_easyfirst_tag_forks_its_reader_before_importing_torch(tmp_path):
+    """The point of reading ahead: the file is read while torch is imported. A torch import put on the
+    command's path before the fork (a module of the reader, the config, the CLI) fails this."""
+    script = (
+        "import sys, atexit\n"
+        "import easyfirst.readahead as readahead\n"
+        "seen, start = [], readahead.ReadAhead.__init__\n"
+        "def init(self, produce):\n"
+        "    seen.append('torch' in sys.modules)\n"
+        "    start(self, produce)\n"
+        "readahead.ReadAhead.__init__ = init\n"
+        "atexit.register(lambda: print('torch imported at the fork:', seen))\n"
+        "from easyfirst.cli import run\n"
+        "sys.argv = ['easyfirst', *sys.argv[1:]]\n"
+        "run()\n"
+    )
+    out = tmp_path / "out.conllu"
+    done = subprocess.run(
+        [sys.executable, "-c", script, "tag", str(SAMPLE), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "torch imported at the fork: [False]" in done.stdout
+
+
+@two_cores
+def test_stdin_read_ahead_gives_the_bytes_of_the_file_read_ahead():
+    from_file = run_cli("tag", SAMPLE)
+    from_stdin = run_cli("tag", "-", input=SAMPLE.read_bytes())
+    assert from_file.returncode == from_stdin.returncode == 0, from_stdin.stderr
+    assert from_stdin.stdout == from_file.stdout
+    assert from_file.stdout.count(b"\n") == SAMPLE.read_bytes().count(b"\n")
+
+
+@two_cores
+def test_a_malformed_line_read_ahead_is_reported_with_its_place_and_nothing_is_written(tmp_path):
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)
+    number = next(i for i, line in enumerate(lines, 1) if i > 100 and line[:1].isdigit())
+    lines[number - 1] = lines[number - 1].replace("\t", " ", 1)
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("".join(lines), encoding="utf-8")
+    done = run_cli("tag", bad, "-o", tmp_path / "out.conllu")
+    assert done.returncode == 2
+    assert done.stderr.decode().strip() == f"{bad}:{number}: expected 10 tab-separated columns, found 9"
+    assert not (tmp_path / "out.conllu").exists()
+
+
+@two_cores
+def test_a_file_read_ahead_for_another_column_is_read_again_by_the_writer():
+    """The reader takes the task and column from config.json unvalidated (validating imports torch);
+    should the loaded model say otherwise, the writer drops what was read ahead and reads the file."""
+    import io
+
+    from easyfirst import Tagger
+    from easyfirst.pipeline import Source
+
+    tagger = Tagger.load()
+    expected = io.BytesIO()
+    plain = Source.find(str(SAMPLE), None, {})
+    plain.writer(tagger, {}, batch_size=256, output=None)(expected)
+    plain.close()
+    source = Source.find(str(SAMPLE), None, {})
+    source.read_ahead(None)
+    assert source.ahead is not None and source.ahead_for == ("pos", "upos")
+    source.ahead_for = ("pos", "xpos")
+    reader = source.ahead.pid
+    out = io.BytesIO()
+    source.writer(tagger, {}, batch_size=256, output=None)(out)
+    source.close()
+    assert source.ahead is None and gone(reader)
+    assert out.getvalue() == expected.getvalue()
