@@ -140,7 +140,9 @@ def run() -> None:
     2-core machine of docs/cores.md). What Python's own exit would still do is done first, in its
     order: threads that are not daemons joined, the ``atexit`` functions run (worker processes ended,
     logging flushed), stdout and stderr flushed; every file the commands write is closed before they
-    return. :func:`main` alone, for callers in the same process, keeps raising SystemExit."""
+    return. Under a profiler or tracer (``python -m cProfile -m easyfirst``), which writes what it found
+    at the exit, Python's own exit. :func:`main` alone, for callers in the same process, keeps raising
+    SystemExit."""
     try:
         main()
         code = 0
@@ -148,6 +150,8 @@ def run() -> None:
         code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
         if not isinstance(done.code, int | None):
             print(done.code, file=sys.stderr)
+    if sys.getprofile() is not None or sys.gettrace() is not None:  # a profiler writes at the exit
+        sys.exit(code)
     for thread in threading.enumerate():
         if thread is not threading.current_thread() and not thread.daemon:
             thread.join()
