@@ -10,6 +10,7 @@ Both readers stream: memory holds one sentence (a window of sentences when taggi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -115,26 +116,53 @@ def read_conllu(path: str | Path, tag_column: str = "upos") -> list[Sentence]:
     return list(iter_conllu(path, tag_column))
 
 
-# what a CoNLL-U writer works through: a window's items (sentence blocks, and the blank lines between
-# them as ``(text, ending)``), and its sentences' ids (Vocabularies.index) when they were read ahead
-Window = tuple[list[Block | tuple[str, str]], list | None]
+@dataclass
+class Window:
+    """Up to a window of sentences of a CoNLL-U file, ready to be written back with their tags: the text
+    is ``pieces[0] + tag + pieces[1] + tag + … + pieces[-1]``, a tag for each word of ``words`` in file
+    order. ``ids``: each sentence's ids (Vocabularies.index) when they were found by the reader."""
+
+    pieces: list[str]
+    words: list[list[str]]
+    ids: list | None = None
+
+    def text(self, tags: Sequence[Sequence[str]]) -> str:
+        for words, predicted in zip(self.words, tags, strict=True):
+            if len(predicted) != len(words):
+                raise ValueError(f"{len(predicted)} tags for a sentence of {len(words)} words")
+        parts = [""] * (2 * len(self.pieces) - 1)
+        parts[::2] = self.pieces
+        parts[1::2] = [tag for predicted in tags for tag in predicted]
+        return "".join(parts)
 
 
 def conllu_windows(
     source: str | Path | BinaryIO, tag_column: str = "upos", window: int = TAG_WINDOW, name: str | None = None
-) -> Iterator[list[Block | tuple[str, str]]]:
-    """The items of a CoNLL-U file, ``window`` sentences at a time (the last window: what is left, maybe
+) -> Iterator[Window]:
+    """The sentences of a CoNLL-U file, ``window`` at a time (the last window: what is left, maybe
     nothing)."""
-    pending: list[Block | tuple[str, str]] = []
-    in_window = 0
+    column = COLUMNS[tag_column]
+    pieces: list[str] = []
+    words: list[list[str]] = []
+    text: list[str] = []  # since the last tag
     for item in _blocks(source, tag_column, name):
-        pending.append(item)
-        if isinstance(item, Block):
-            in_window += 1
-            if in_window == window:
-                yield pending
-                pending, in_window = [], 0
-    yield pending
+        if not isinstance(item, Block):
+            text.append(item[0] + item[1])
+            continue
+        word_lines = set(item.word_lines)
+        for index, (line, ending) in enumerate(zip(item.lines, item.endings, strict=True)):
+            if index in word_lines:
+                fields = line.split("\t")
+                text.append("\t".join(fields[:column]) + "\t")
+                pieces.append("".join(text))
+                text = ["\t" + "\t".join(fields[column + 1 :]) + ending]
+            else:
+                text.append(line + ending)
+        words.append(item.words)
+        if len(words) == window:
+            yield Window([*pieces, "".join(text)], words)
+            pieces, words, text = [], [], []
+    yield Window([*pieces, "".join(text)], words)
 
 
 def indexed_windows(
@@ -142,8 +170,9 @@ def indexed_windows(
 ) -> Iterator[Window]:
     """:func:`conllu_windows` with each sentence's ids in ``vocabs``: what ``easyfirst tag`` reads
     ahead (easyfirst.readahead) while torch is imported."""
-    for pending in conllu_windows(source, tag_column, name=name):
-        yield pending, [vocabs.index(item.words) for item in pending if isinstance(item, Block)]
+    for window in conllu_windows(source, tag_column, name=name):
+        window.ids = [vocabs.index(words) for words in window.words]
+        yield window
 
 
 def tag_conllu(
@@ -161,23 +190,16 @@ def tag_conllu(
     ``windows`` (:func:`indexed_windows` of ``source``, read ahead) are given in place of reading
     ``source``. Every other byte is copied unchanged. Returns the number of sentences.
     """
-    column = COLUMNS[tag_column]
     if windows is None:
-        windows = ((pending, None) for pending in conllu_windows(source, tag_column, window, name))
+        windows = conllu_windows(source, tag_column, window, name)
     count = 0
-    for pending, ids in windows:
-        blocks = [item for item in pending if isinstance(item, Block)]
-        words = [b.words for b in blocks]
-        tags = (predict(words) if ids is None else predict(words, ids=ids)) if blocks else []
-        for block, predicted in zip(blocks, tags, strict=True):
-            for index, tag in zip(block.word_lines, predicted, strict=True):
-                fields = block.lines[index].split("\t")
-                fields[column] = tag
-                block.lines[index] = "\t".join(fields)
-        out.write(
-            "".join(item.text() if isinstance(item, Block) else item[0] + item[1] for item in pending).encode(
-                "utf-8"
-            )
-        )
-        count += len(blocks)
+    for part in windows:
+        if not part.words:
+            tags = []
+        elif part.ids is None:
+            tags = predict(part.words)
+        else:
+            tags = predict(part.words, ids=part.ids)
+        out.write(part.text(tags).encode("utf-8"))
+        count += len(part.words)
     return count
