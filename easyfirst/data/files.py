@@ -111,6 +111,3 @@ class Block:
         self.lines.append(content)
         self.endings.append(ending)
         self.numbers.append(number)
-
-    def text(self) -> str:
-        return "".join(line + end for line, end in zip(self.lines, self.endings, strict=True))
