@@ -192,3 +192,38 @@ def test_a_data_error_leaves_no_run_folder_behind(tmp_path):
     result = run_cli("train", "--train", bad, "--dev", bad, "--epochs", "1", "--output", out)
     assert result.returncode == 2 and b"bad.conllu:1:" in result.stderr
     assert not out.exists()
+
+
+def interrupt(args: list[str], ready, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run ``easyfirst ARGS``, press Ctrl-C (SIGINT) once ``ready()`` holds, and wait for it to end."""
+    process = subprocess.Popen(command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout
+    while not ready() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert process.poll() is None, "the command ended before it could be interrupted"
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def test_ctrl_c_while_training_says_how_to_resume(bigger_sample, tmp_path):
+    run = tmp_path / "run"
+    args = list(train_args(bigger_sample, run))
+    args[args.index("--epochs") + 1] = "200"
+    log = run / "train.log"
+    done = interrupt(args, lambda: log.is_file() and "epoch   2" in log.read_text())
+    assert done.returncode == 130
+    assert done.stderr.decode().strip().splitlines()[-1] == (
+        f"interrupted; continue from the last checkpoint with: easyfirst train --resume {run}"
+    )
+    assert (run / "checkpoint.pt").is_file() and not (run / "metrics.json").exists()
+
+
+def test_ctrl_c_while_tagging_writes_nothing_and_says_so(tmp_path):
+    big = tmp_path / "big.conllu"
+    big.write_bytes(SAMPLE.read_bytes() * 1000)  # about 200,000 words: seconds of tagging
+    out = tmp_path / "out.conllu"
+    started = time.monotonic()
+    done = interrupt(["tag", str(big), "-o", str(out)], lambda: time.monotonic() - started > 2.5)
+    assert done.returncode == 130 and done.stderr.decode() == "interrupted\n"
+    assert list(tmp_path.iterdir()) == [big]  # no output, no temporary file left

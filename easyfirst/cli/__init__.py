@@ -127,9 +127,10 @@ def main() -> None:
     except InputError as error:
         report(str(error))
         sys.exit(2)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+    except KeyboardInterrupt:  # Ctrl-C before a command runs
+        code = 130
+    if code == 130:  # Typer's answer to Ctrl-C in a command (KeyboardInterrupt)
+        report("interrupted")
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -239,6 +239,14 @@ def run_training(cfg: Config, output: Path, device: str, resume: bool = False) -
     except FloatingPointError as error:
         err.print(f"[red]training stopped:[/] {error} in {output}")
         raise typer.Exit(1) from None
+    except KeyboardInterrupt:  # Ctrl-C: say how to go on (a SystemExit, which Typer passes through)
+        from easyfirst.cli import report
+
+        if (output / "checkpoint.pt").is_file():
+            report(f"interrupted; continue from the last checkpoint with: easyfirst train --resume {output}")
+        else:
+            report(f"interrupted before the first checkpoint in {output}; nothing to resume")
+        raise SystemExit(130) from None
 
 
 def _register() -> None:
