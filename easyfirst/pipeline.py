@@ -186,10 +186,11 @@ def open_input(path: str | None) -> tuple[BinaryIO, str]:
 
 
 def looks_like_text(stream: BinaryIO, input: str | None) -> bool:
-    """Whether the file (or stdin, from the bytes buffered so far) looks like plain text."""
+    """Whether the file looks like plain text; stdin, a pipe (``<(command)``) or a device from the bytes
+    buffered so far, since opening them again to look would take those bytes from the reader."""
     from easyfirst.data import detect
 
-    if input is None or input == "-":
+    if input is None or input == "-" or not os.path.isfile(input):
         looks = detect.sniff_bytes(stream.peek(detect.HEAD_BYTES)[: detect.HEAD_BYTES])
     else:
         looks = detect.sniff(input)

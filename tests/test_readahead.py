@@ -152,3 +152,13 @@ def test_a_file_read_ahead_for_another_column_is_read_again_by_the_writer():
     source.close()
     assert source.ahead is None and gone(reader)
     assert out.getvalue() == expected.getvalue()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/stdin"), reason="needs /dev/stdin")
+def test_a_pipe_given_as_a_path_is_tagged_like_the_file():
+    """``easyfirst tag <(command)`` names a pipe: looking at its head must not take those bytes from
+    the reader (the file kind is sniffed from the buffered bytes, as for stdin)."""
+    from_file = run_cli("tag", SAMPLE)
+    from_pipe = run_cli("tag", "/dev/stdin", input=SAMPLE.read_bytes())  # a pipe here, as <(...) is
+    assert from_pipe.returncode == 0, from_pipe.stderr
+    assert from_pipe.stdout == from_file.stdout
