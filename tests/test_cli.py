@@ -100,6 +100,7 @@ def test_evaluate_prints_a_table(run_dir):
     "args, expected",
     [
         (["tag", "missing.conllu"], "missing.conllu: no such file"),
+        (["tag", ""], "the file name is empty (an unset shell variable?)"),
         (["evaluate", "missing.conllu"], "missing.conllu: no such file"),
         (["tag", "--text", "a b", "-m", "no-such-run"], "no-such-run: model folder not found"),
         (["train", "--task", "chess"], "--task must be one of"),

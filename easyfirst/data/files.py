@@ -20,6 +20,8 @@ TAG_WINDOW = 4096
 
 def open_binary(path: str | Path) -> BinaryIO:
     """Open ``path`` for reading bytes; a missing file, a folder or no permission is an InputError."""
+    if path == "":  # `easyfirst tag "$FILE"` with FILE unset
+        raise InputError("the file name is empty (an unset shell variable?)")
     try:
         return open(path, "rb")  # noqa: SIM115 (the caller closes it)
     except FileNotFoundError:
