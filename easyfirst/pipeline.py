@@ -257,6 +257,7 @@ class Source:
         windows only if the loaded model has the same, and leaves anything odd about the folder for
         loading it to report."""
         from easyfirst.atomic import read_json
+        from easyfirst.config import DataConfig
         from easyfirst.cores import available_cores
         from easyfirst.resources import default_model_path
         from easyfirst.tasks import TASKS
@@ -268,7 +269,7 @@ class Source:
         folder = default_model_path() if model is None else Path(model)
         try:
             data = read_json(folder / "config.json")["data"]
-            task, column = TASKS[data["task"]], data.get("tag_column", "upos")
+            task, column = TASKS[data["task"]], data.get("tag_column", DataConfig.tag_column)
         except (InputError, OSError, KeyError, TypeError, AttributeError):
             return
         if not task.reads_ahead:

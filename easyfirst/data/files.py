@@ -12,9 +12,9 @@ from easyfirst.errors import InputError
 
 # Sentences that the file writers (easyfirst tag) read and hand to the tagger at a time. The tagger
 # sorts them by length into its batches (easyfirst.data.batching.bucket_indices), so a larger window
-# pads less, and gives the processes of easyfirst.tagging_pool more batches to share out: on EWT's first
-# 100k words, 4,096 tagged 20% faster than 256 on one core and 16% faster on two (docs/cores.md). The
-# window is the same whatever the cores, so the batches, and the output, are too.
+# pads less, and gives the processes of easyfirst.tagging_pool more batches to share out (256 before;
+# 2,048 and 8,192 were no faster on EWT's first 100k words: docs/cores.md, "Tagging on every core").
+# The window is the same whatever the cores, so the batches, and the output, are too.
 TAG_WINDOW = 4096
 
 
