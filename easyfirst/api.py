@@ -18,11 +18,11 @@ from pathlib import Path
 
 import torch
 
-from easyfirst.data.batching import INFERENCE_MAX_TOKENS, bucket_indices
+from easyfirst.data.batching import INFERENCE_MAX_TOKENS
 from easyfirst.model.qe_heads import HEADS
 from easyfirst.resources import DEFAULT_MODEL, default_model_path
 from easyfirst.runs import load_model
-from easyfirst.tagging_pool import TaggingPool, processes_for, tag_batches, tag_job
+from easyfirst.tagging_pool import Follow, TaggingPool, make_jobs, processes_for, tag_batches, tag_job
 
 __all__ = ["DEFAULT_MODEL", "Tagger", "default_model_path", "input_kind"]
 
@@ -45,6 +45,25 @@ class Tagger:
             self._pool = TaggingPool(self.model, self.vocabs, self.device, count)
             weakref.finalize(self, self._pool.close)
         return self._pool
+
+    def follow(
+        self, pipes: list, *, batch_size: int = 256, max_tokens: int | None = INFERENCE_MAX_TOKENS
+    ) -> bool:
+        """Fork the processes that tag large calls now, each following the windows of sentences that a
+        reading process sends it through its pipe of ``pipes`` (the copies of an
+        easyfirst.readahead.ReadAhead, each item ``(sentences, ids)``): the calls that follow must be
+        ``tag(sentences, ids=ids, batch_size=batch_size)`` of those windows, in order (``easyfirst tag``
+        on a file read ahead). Returns whether it forked (not with one core or off the CPU)."""
+        count = min(processes_for(self.processes, self.device), len(pipes) + 1)
+        if count < 2:
+            return False
+        if self._pool is not None:
+            self._pool.close()
+        self._pool = TaggingPool(
+            self.model, self.vocabs, self.device, count, Follow(pipes[: count - 1], batch_size, max_tokens)
+        )
+        weakref.finalize(self, self._pool.close)
+        return True
 
     @classmethod
     def load(cls, path: str | Path | None = None, device: str | torch.device = "cpu") -> Tagger:
@@ -208,7 +227,7 @@ class Tagger:
         tags: list[list[str]] = [[] for _ in sentences]
         attention: list[torch.Tensor] = [torch.zeros(0, 0) for _ in sentences]
         probabilities: list[torch.Tensor] = [torch.zeros(0, len(self.tags)) for _ in sentences]
-        keep = [k for k, s in enumerate(sentences) if len(s) > 0]
+        keep, jobs = make_jobs(sentences, extras, ids, batch_size, max_tokens)
         itos = self.vocabs.tags.itos
         heads = {
             name: [[] for _ in sentences]
@@ -216,22 +235,14 @@ class Tagger:
             if return_heads and getattr(self.config.model, name)
         }
         asked = (return_attention, return_probabilities, return_heads)
-        lengths = [len(sentences[k]) for k in keep]
-        jobs = [  # the batches (as iterate_batches forms them), encoded where they are tagged
-            (
-                indices,
-                [sentences[keep[i]] for i in indices],
-                [extras[keep[i]] if extras else None for i in indices],
-                [ids[keep[i]] if ids else None for i in indices],
-            )
-            for indices in bucket_indices(lengths, batch_size, max_tokens=max_tokens)
-        ]
+        if self._pool is not None and not self._pool.closed:
+            self._pool.check_call(batch_size, max_tokens, extras)
         with torch.inference_mode():
             outputs = tag_batches(
                 jobs,
                 lambda job: tag_job(self.model, self.vocabs, job, self.device, asked),
                 self._tagging_pool,
-                sum(lengths),
+                sum(len(sentences[k]) for k in keep),
                 asked,
             )
         for out in outputs:

@@ -1,4 +1,5 @@
-"""The cores this process may run on; free of torch, so that a command can ask before importing it."""
+"""The cores this process may run on, and how many processes tag a call on them (easyfirst.tagging_pool);
+free of torch, so that a command can ask before importing it."""
 
 from __future__ import annotations
 
@@ -11,3 +12,20 @@ def available_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+MAX_TAGGING_PROCESSES = 8  # beyond this, a tagging call's batches are too few to keep the processes busy
+
+
+def tagging_processes(requested: int | None = None) -> int:
+    """How many processes tag a large call on the CPU (easyfirst.tagging_pool): ``requested``, else one
+    per core, at most :data:`MAX_TAGGING_PROCESSES`."""
+    return requested if requested is not None else min(available_cores(), MAX_TAGGING_PROCESSES)
+
+
+MIN_WORDS = 2000  # a call with fewer words is tagged in one process (a pool costs a fork)
+
+
+def pooled(words: int, batches: int) -> bool:
+    """Whether a call of ``words`` words in ``batches`` batches is shared among a pool's processes."""
+    return words >= MIN_WORDS and batches > 1

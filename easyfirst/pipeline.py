@@ -197,6 +197,9 @@ def looks_like_text(stream: BinaryIO, input: str | None) -> bool:
     return looks.kind == detect.TEXT
 
 
+SHORTEST_WORD_LINE = len("1\t_\t_\t_\t_\t_\t_\t_\t_\t_\n")  # bytes of a CoNLL-U word line, at least
+
+
 @dataclass
 class Source:
     """What ``easyfirst tag`` was given: ``text`` (``--text``), ``claimed`` (task, what it read) for an
@@ -258,7 +261,7 @@ class Source:
         loading it to report."""
         from easyfirst.atomic import read_json
         from easyfirst.config import DataConfig
-        from easyfirst.cores import available_cores
+        from easyfirst.cores import MIN_WORDS, available_cores, tagging_processes
         from easyfirst.resources import default_model_path
         from easyfirst.tasks import TASKS
 
@@ -279,10 +282,17 @@ class Source:
 
         path, stream, name = self.path, self.stream, self.name
         own = self.own_file()  # opened again by the reader: this process's stream stays unread
-        self.ahead = ReadAhead(
-            lambda: task.read_ahead(open_binary(path) if own else stream, folder, column, name)
+        self.ahead = ReadAhead(  # and a copy of each window's words and ids for each tagging worker
+            lambda: task.read_ahead(open_binary(path) if own else stream, folder, column, name),
+            copies=tagging_processes() - 1 if self.may_hold(MIN_WORDS) else 0,
+            copy=lambda window: (window.words, window.ids),
         )
         self.ahead_for = (task.name, column)
+
+    def may_hold(self, words: int) -> bool:
+        """Whether the input may hold ``words`` words: a file smaller than that many of the shortest
+        word lines (ten one-character fields and the line's end) cannot; stdin may."""
+        return not self.own_file() or os.path.getsize(self.path) >= words * SHORTEST_WORD_LINE
 
     def own_file(self) -> bool:
         """Whether the input is a regular file, which another process can open and read for itself."""
@@ -343,6 +353,7 @@ class Source:
         if self.ahead is not None:
             if self.ahead_for == (task.name, getattr(data, "tag_column", None)):
                 ahead = {"windows": self.ahead}
+                tagger.follow(self.ahead.copies, batch_size=batch_size)  # the workers read the windows too
             elif self.own_file():  # read for another task or column than the model's: read here instead
                 self.ahead.close()
                 self.ahead = None

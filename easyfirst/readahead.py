@@ -28,37 +28,50 @@ AHEAD = 16  # items kept in the child before it waits for the parent (a window o
 
 
 class ReadAhead:
-    """``produce()``'s items, made in a child process forked now; iterate once, then :meth:`close`."""
+    """``produce()``'s items, made in a child process forked now; iterate once, then :meth:`close`.
 
-    def __init__(self, produce: Callable[[], Iterable[Any]]):
-        here, there = os.pipe()
+    ``copies``: as many more pipes, each carrying ``copy(item)`` of every item, for processes that this
+    one forks before it starts iterating (the workers of a tagging pool that follow the windows,
+    easyfirst.tagging_pool); its own ends of those pipes are closed when the iteration starts. A copy
+    that no process reads any more is dropped by the reader, never waited for."""
+
+    def __init__(
+        self,
+        produce: Callable[[], Iterable[Any]],
+        copies: int = 0,
+        copy: Callable[[Any], Any] | None = None,
+    ):
+        pipes = [os.pipe() for _ in range(1 + copies)]
         self.pid = os.fork()
         if self.pid == 0:  # the child: never returns
-            os.close(here)
-            _child(produce, Connection(there, readable=False))
-        os.close(there)
-        self.pipe: Connection | None = Connection(here, writable=False)
+            for here, _ in pipes:
+                os.close(here)
+            _child(produce, [Connection(there, readable=False) for _, there in pipes], copy)
+        for _, there in pipes:
+            os.close(there)
+        self.pipe: Connection | None = Connection(pipes[0][0], writable=False)
+        self.copies = [Connection(here, writable=False) for here, _ in pipes[1:]]
 
     def __iter__(self) -> Iterator[Any]:
         if self.pipe is None:
             raise RuntimeError("this read-ahead is closed")
-        while True:
-            try:
-                kind, value = pickle.loads(self.pipe.recv_bytes())
-            except EOFError:
-                self.close()
-                raise RuntimeError("the process reading the input ended unexpectedly") from None
-            if kind == "item":
-                yield value
-            elif kind == "error":
-                self.close()
-                raise value
-            else:
-                self.close()
-                return
+        self.release_copies()  # the processes that follow them have been forked (or never will be)
+        try:
+            yield from receive(self.pipe)
+        except Exception:
+            self.close()
+            raise
+        self.close()
+
+    def release_copies(self) -> None:
+        """Close this process's ends of the copies' pipes: those forked to read them hold their own."""
+        for pipe in self.copies:
+            pipe.close()
+        self.copies = []
 
     def close(self) -> None:
         """End the child (if it is still reading) and collect it."""
+        self.release_copies()
         if self.pipe is None:
             return
         self.pipe.close()  # a child still sending gets a broken pipe and ends
@@ -70,35 +83,68 @@ class ReadAhead:
         os.waitpid(self.pid, 0)
 
 
-def _child(produce: Callable[[], Iterable[Any]], pipe: Connection) -> None:
-    """Run ``produce`` and send what it makes (then ``end``, or the exception it raised); exit."""
+def receive(pipe: Connection) -> Iterator[Any]:
+    """The items sent through ``pipe`` by a reader (the main pipe or a copy), until its end; the
+    reader's exception is raised where its items stop."""
+    while True:
+        try:
+            kind, value = pickle.loads(pipe.recv_bytes())
+        except EOFError:
+            raise RuntimeError("the process reading the input ended unexpectedly") from None
+        if kind == "item":
+            yield value
+        elif kind == "error":
+            raise value
+        else:
+            return
+
+
+def _child(produce: Callable[[], Iterable[Any]], pipes: list[Connection], copy) -> None:
+    """Run ``produce`` and send what it makes (then ``end``, or the exception it raised) through the
+    first pipe, and ``copy`` of it through the others; exit."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's, which closes the pipe
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    made: queue.Queue[bytes | None] = queue.Queue(AHEAD)
+    made: list[queue.Queue[bytes | None]] = [queue.Queue(AHEAD) for _ in pipes]
 
-    def send() -> None:
+    def send(pipe: Connection, messages: queue.Queue[bytes | None], main: bool) -> None:
         try:
-            while (message := made.get()) is not None:
+            while (message := messages.get()) is not None:
                 pipe.send_bytes(message)
-        except OSError:  # the parent has gone or closed its end: nothing to read ahead for
-            os._exit(1)
+        except OSError:  # the reading process has gone or closed its end
+            if main:  # the parent: nothing to read ahead for
+                os._exit(1)
+            while messages.get() is not None:  # a copy no one reads: dropped, so as not to wait for it
+                pass
 
-    sender = threading.Thread(target=send, daemon=True)
-    sender.start()
+    senders = [
+        threading.Thread(target=send, args=(pipe, messages, k == 0), daemon=True)
+        for k, (pipe, messages) in enumerate(zip(pipes, made, strict=True))
+    ]
+    for sender in senders:
+        sender.start()
+
+    def put(message: bytes, copied: bytes | None = None) -> None:
+        made[0].put(message)
+        for messages in made[1:]:
+            messages.put(message if copied is None else copied)
+
     code = 0
     try:
         try:
             for item in produce():
-                made.put(pickle.dumps(("item", item), pickle.HIGHEST_PROTOCOL))
-            made.put(pickle.dumps(("end", None)))
+                copied = None if copy is None else pickle.dumps(("item", copy(item)), pickle.HIGHEST_PROTOCOL)
+                put(pickle.dumps(("item", item), pickle.HIGHEST_PROTOCOL), copied)
+            put(pickle.dumps(("end", None)))
         except Exception as error:  # noqa: BLE001 (raised again by the parent, where the items stop)
             try:
                 message = pickle.dumps(("error", error))
             except Exception:  # noqa: BLE001 (one that does not pickle: its type and message)
                 message = pickle.dumps(("error", RuntimeError(f"{type(error).__name__}: {error}")))
-            made.put(message)
-        made.put(None)
-        sender.join()
+            put(message)
+        for messages in made:
+            messages.put(None)
+        for sender in senders:
+            sender.join()
     except BaseException:  # noqa: BLE001 (nothing may escape a forked child into the parent's code)
         code = 1
     os._exit(code)

@@ -6,33 +6,42 @@ softmax): torch's threads gain little on them, and Python's lock keeps threads f
 at once, so each core gets a process. The batches are formed exactly as with one process
 (:func:`easyfirst.data.batching.iterate_batches`, from the same sentences), and every batch is tagged
 whole by one process on one torch thread, so the output is byte for byte that of one core (``taskset -c
-0``). The processes are forked at the first large call (:data:`MIN_WORDS` words or more, on the CPU,
+0``). The processes are forked at the first large call (easyfirst.cores.MIN_WORDS words or more, on the CPU,
 from the main thread) and kept for later calls; they hold the model as it was then.
+
+A pool that *follows* (``easyfirst tag`` on a file read ahead, :class:`Follow`) is forked before the
+first window of sentences arrives: each worker reads the windows itself, from its own copy of what the
+reading process sends (easyfirst.readahead), and the processes take the batches of each window from a
+shared counter, the costliest first. The main process's calls, one per window, then only take their
+part: while it writes one window and reads the next, the workers go on with the next window's batches,
+so no process waits for another between windows.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 
 import torch
 
-from easyfirst.cores import available_cores
-from easyfirst.data.batching import Batch, collate, encode
+from easyfirst.cores import pooled, tagging_processes
+from easyfirst.data.batching import Batch, bucket_indices, collate, encode
 from easyfirst.model.qe_heads import decode_heads
 from easyfirst.model.sketch import sentence_steps
 from easyfirst.workers import Workers
 
-MAX_PROCESSES = 8  # beyond this, a call's batches are too few to keep the processes busy
-MIN_WORDS = 2000  # a call with fewer words is tagged in this process (a pool costs a fork)
+NOTHING_ASKED = (False, False, False)  # tags only: no attention, probabilities or QE heads
+NEXT_WINDOW = "next window"  # a following worker's message: take your part of the next window
 
 
 def processes_for(requested: int | None, device: torch.device) -> int:
     """How many processes tag a large call: ``requested``, else one per core (at most
-    :data:`MAX_PROCESSES`); 1 off the CPU."""
-    if device.type != "cpu":
-        return 1
-    return requested if requested is not None else min(available_cores(), MAX_PROCESSES)
+    easyfirst.cores.MAX_TAGGING_PROCESSES); 1 off the CPU."""
+    return tagging_processes(requested) if device.type == "cpu" else 1
 
 
 def tag_batch(model, batch: Batch, device: torch.device, asked: tuple[bool, bool, bool]) -> dict:
@@ -58,6 +67,25 @@ def tag_batch(model, batch: Batch, device: torch.device, asked: tuple[bool, bool
 Job = tuple[list[int], list, list, list]
 
 
+def make_jobs(
+    sentences: Sequence[Sequence[str]], extras, ids, batch_size: int, max_tokens: int | None
+) -> tuple[list[int], list[Job]]:
+    """The sentences that have words (their indices) and the batches they are tagged in, sorted by
+    length (easyfirst.data.batching.bucket_indices); a job's ``order`` counts the kept sentences."""
+    keep = [k for k, s in enumerate(sentences) if len(s) > 0]
+    lengths = [len(sentences[k]) for k in keep]
+    jobs = [
+        (
+            indices,
+            [sentences[keep[i]] for i in indices],
+            [extras[keep[i]] if extras else None for i in indices],
+            [ids[keep[i]] if ids else None for i in indices],
+        )
+        for indices in bucket_indices(lengths, batch_size, max_tokens=max_tokens)
+    ]
+    return keep, jobs
+
+
 def tag_job(model, vocabs, job: Job, device: torch.device, asked: tuple[bool, bool, bool]) -> dict:
     """:func:`tag_batch` of one batch, encoded and collated here (so that a pool's processes share that
     work too)."""
@@ -66,38 +94,145 @@ def tag_job(model, vocabs, job: Job, device: torch.device, asked: tuple[bool, bo
     return tag_batch(model, collate(items, indices), device, asked)
 
 
+@dataclass
+class Follow:
+    """A pool's windows of sentences followed from a reading process: a pipe per worker (the copies of
+    an easyfirst.readahead.ReadAhead, each item a window's ``(sentences, ids)``, as the main process's
+    calls get them) and the options every window is tagged with. ``base`` and ``windows`` are each
+    process's own: the batches of the windows before its current one, and the worker's stream."""
+
+    pipes: list[Connection]
+    batch_size: int
+    max_tokens: int | None
+    base: int = 0
+    windows: Iterator | None = field(default=None, repr=False)
+
+    def claimed(self, claims: Claims, jobs: list[Job]) -> Iterator[int]:
+        """The batches of the current window this process takes, the costliest first; the next
+        window's count then starts after this one's."""
+        base, order = self.base, sorted(range(len(jobs)), key=lambda i: -cost(jobs[i]))
+        self.base += len(jobs)
+        while (number := claims.take(base + len(jobs))) is not None:
+            yield order[number - base]
+
+
+class Claims:
+    """A counter in shared memory: the batches, numbered over all the windows, that some process took."""
+
+    def __init__(self):
+        self.next = multiprocessing.get_context("fork").Value("q", 0)
+
+    def take(self, end: int) -> int | None:
+        """The next batch number, if it is below ``end`` (the current window's last, exclusive)."""
+        with self.next.get_lock():
+            number = self.next.value
+            if number >= end:
+                return None
+            self.next.value = number + 1
+            return number
+
+
 class TaggingPool:
-    """``count`` processes (this one and ``count`` − 1 forked) tagging the batches of a call together."""
+    """``count`` processes (this one and ``count`` − 1 forked) tagging the batches of a call together;
+    with ``follow``, the windows that a reading process sends (see the module's doc)."""
 
-    def __init__(self, model, vocabs, device: torch.device, count: int):
+    AHEAD = 2  # windows a following worker is asked for ahead of the main process's call
+
+    def __init__(self, model, vocabs, device: torch.device, count: int, follow: Follow | None = None):
         self.model, self.vocabs, self.device, self.closed = model, vocabs, device, False
+        self.follow, self.claims = follow, Claims() if follow is not None else None
 
-        def work(_workers: Workers, _rank: int, message: tuple[list[Job], tuple]) -> list[dict]:
-            jobs, asked = message
+        def work(workers: Workers, rank: int, message: tuple[list[Job], tuple] | str):
             with torch.inference_mode():
+                if message == NEXT_WINDOW:  # following: the batches this worker took of the next window
+                    return self._follow_next(workers, rank)
+                jobs, asked = message
                 return [tag_job(model, vocabs, job, device, asked) for job in jobs]
 
         self.workers = Workers(count, work)
+        if follow is not None:
+            for _ in range(self.AHEAD):
+                self.workers.start([NEXT_WINDOW] * count)
+
+    def check_call(self, batch_size: int, max_tokens: int | None, extras) -> None:
+        """A following pool's calls are the windows it follows, with the options it was given."""
+        follow = self.follow
+        if follow is not None and (batch_size, max_tokens, extras) != (
+            follow.batch_size,
+            follow.max_tokens,
+            None,
+        ):
+            raise RuntimeError("this tagger's processes follow a read-ahead: tag its windows as announced")
 
     def run(self, batches: list[Job], asked: tuple[bool, bool, bool]) -> list[dict]:
         """:func:`tag_job` of every batch, in the order given."""
-        count = self.workers.count
-        shares = balanced_shares([cost(b) for b in batches], count)
+        outputs: list[dict | None] = [None] * len(batches)
+        if self.follow is not None:
+            self._run_followed(batches, asked, outputs)
+            return outputs
+        shares = balanced_shares([cost(b) for b in batches], self.workers.count)
         self.workers.start([([batches[i] for i in share], asked) for share in shares])
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # the other cores are the workers'; one thread as they have
-        try:
+        with self._tagging_here():
             own = [tag_job(self.model, self.vocabs, batches[i], self.device, asked) for i in shares[0]]
+        for share, results in zip(shares, [own, *self.workers.wait()], strict=True):
+            for i, result in zip(share, results, strict=True):
+                outputs[i] = result
+        return outputs
+
+    @contextmanager
+    def _tagging_here(self):
+        """This process tagging its batches on one torch thread (the other cores are the workers')."""
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
         except BaseException:
             self.close()  # the workers' answers would be read by the next call
             raise
         finally:
             torch.set_num_threads(threads)
-        outputs: list[dict | None] = [None] * len(batches)
-        for share, results in zip(shares, [own, *self.workers.wait()], strict=True):
-            for i, result in zip(share, results, strict=True):
+
+    def _run_followed(self, batches: list[Job], asked: tuple[bool, bool, bool], outputs: list) -> None:
+        """This window's batches into ``outputs``: those this process takes, then the workers' (asked
+        for a window ahead, so that they went on while this process wrote the last window and read
+        this one)."""
+        if asked != NOTHING_ASKED:
+            raise RuntimeError("a pool that follows a read-ahead tags its windows' tags only")
+        with self._tagging_here():
+            for i in self.follow.claimed(self.claims, batches):
+                outputs[i] = tag_job(self.model, self.vocabs, batches[i], self.device, asked)
+        for done in self.workers.wait():
+            if done is None:
+                raise RuntimeError("a tagging process found the windows ended before this one's")
+            for i, result in done.items():
                 outputs[i] = result
-        return outputs
+        self.workers.start([NEXT_WINDOW] * self.workers.count)  # the window after the next
+        if any(result is None for result in outputs):
+            raise RuntimeError("a window's batches were not all tagged: the processes lost count")
+
+    def _follow_next(self, workers: Workers, rank: int) -> dict[int, dict] | None:
+        """In worker ``rank``: the batches it took of the next window that the pool shares (the
+        windows too small for it are the main process's alone), by number; None at the end."""
+        follow = self.follow
+        if follow.windows is None:
+            from easyfirst.readahead import receive
+
+            for k, pipe in enumerate(follow.pipes):  # the other workers' copies
+                if k != rank - 1:
+                    pipe.close()
+            follow.windows = receive(follow.pipes[rank - 1])
+        for sentences, ids in follow.windows:
+            _, jobs = make_jobs(sentences, None, ids, follow.batch_size, follow.max_tokens)
+            if not pooled(sum(len(s) for s in sentences), len(jobs)):
+                continue
+            done, small = {}, torch.int16 if len(self.vocabs.tags.itos) < 2**15 else torch.int64
+            for i in follow.claimed(self.claims, jobs):
+                if workers.stop.item():
+                    break
+                output = tag_job(self.model, self.vocabs, jobs[i], self.device, NOTHING_ASKED)
+                done[i] = {**output, "best": output["best"].to(small)}  # less to send back
+            return done
+        return None
 
     def close(self) -> None:
         if not self.closed:
@@ -132,8 +267,7 @@ def tag_batches(
 ) -> list[dict]:
     """Every batch's :func:`tag_job`: through the pool that ``pool()`` gives for a large call from the
     main thread (None: no pool), else one by one with ``one``."""
-    large = words >= MIN_WORDS and len(batches) > 1
-    if large and threading.current_thread() is threading.main_thread():
+    if pooled(words, len(batches)) and threading.current_thread() is threading.main_thread():
         found = pool()
         if found is not None:
             return found.run(batches, asked)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import pickle
 import signal
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -77,11 +78,23 @@ class Workers:
                 pipe.send_bytes(pickle.dumps(None))
             except (BrokenPipeError, OSError):
                 pass
-        for process in self.processes:
+        for pipe, process in zip(self.pipes, self.processes, strict=True):
+            _drain(pipe)  # answers no one will read, which a worker may be waiting to send
             process.join(timeout=5)
             if process.is_alive():
                 process.terminate()
                 process.join()
+
+
+def _drain(pipe, seconds: float = 5.0) -> None:
+    """Read and drop what a worker sends until it closes its end (it has exited), for ``seconds`` at
+    most."""
+    deadline = time.monotonic() + seconds
+    try:
+        while pipe.poll(max(0.0, deadline - time.monotonic())):
+            pipe.recv_bytes()
+    except (EOFError, OSError):
+        pass
 
 
 def _serve(workers: Workers, rank: int, pipe, work: Callable[[Workers, int, Any], Any]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -14,7 +15,7 @@ from conftest import SAMPLE, run_cli
 from easyfirst.cores import available_cores
 from easyfirst.data import detect
 from easyfirst.errors import InputError
-from easyfirst.readahead import ReadAhead
+from easyfirst.readahead import ReadAhead, receive
 
 two_cores = pytest.mark.skipif(available_cores() < 2, reason="easyfirst tag reads ahead with a second core")
 
@@ -31,6 +32,27 @@ def test_the_items_come_in_order_and_the_reader_is_collected():
     ahead = ReadAhead(lambda: ({"n": n, "square": n * n} for n in range(50)))
     assert [item["square"] for item in ahead] == [n * n for n in range(50)]
     assert gone(ahead.pid)
+
+
+def test_each_copy_carries_what_copy_makes_of_every_item_and_the_same_end():
+    ahead = ReadAhead(lambda: (n * n for n in range(40)), copies=2, copy=lambda square: -square)
+    copies = [list(receive(pipe)) for pipe in ahead.copies]  # read before iterating, which releases them
+    assert copies == [[-n * n for n in range(40)]] * 2
+    assert list(ahead) == [n * n for n in range(40)]
+    assert ahead.copies == [] and gone(ahead.pid)
+
+
+def test_a_copy_no_one_reads_does_not_hold_up_the_reader():
+    """Items beyond what the pipes and the child's queue hold: the copy is released, unread, when the
+    iteration starts (no worker was forked to read it); the reader must drop it, not wait for it."""
+    ahead = ReadAhead(lambda: ("x" * 100_000 for _ in range(200)), copies=1, copy=lambda item: item)
+    seen = []
+    reading = threading.Thread(target=lambda: seen.extend(ahead), daemon=True)
+    reading.start()
+    reading.join(timeout=60)
+    finished = not reading.is_alive()
+    ahead.close()
+    assert finished and len(seen) == 200
 
 
 def failing():
@@ -86,9 +108,9 @@ def test_easyfirst_tag_forks_its_reader_before_importing_torch(tmp_path):
         "import sys, atexit\n"
         "import easyfirst.readahead as readahead\n"
         "seen, start = [], readahead.ReadAhead.__init__\n"
-        "def init(self, produce):\n"
+        "def init(self, *args, **kwargs):\n"
         "    seen.append('torch' in sys.modules)\n"
-        "    start(self, produce)\n"
+        "    start(self, *args, **kwargs)\n"
         "readahead.ReadAhead.__init__ = init\n"
         "atexit.register(lambda: print('torch imported at the fork:', seen))\n"
         "from easyfirst.cli import run\n"

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from conftest import SAMPLE
-from easyfirst import Tagger, tagging_pool
+from easyfirst import Tagger, cores, tagging_pool
+from easyfirst.data.batching import INFERENCE_MAX_TOKENS
 from easyfirst.data.conllu import read_conllu
 
 
@@ -26,7 +27,7 @@ def test_more_processes_than_one_only_on_the_cpu():
 
 @pytest.fixture
 def sentences(monkeypatch):
-    monkeypatch.setattr(tagging_pool, "MIN_WORDS", 100)  # a pool for the sample's few hundred words
+    monkeypatch.setattr(cores, "MIN_WORDS", 100)  # a pool for the sample's few hundred words
     words = [s.words for s in read_conllu(SAMPLE)]
     return words * 4 + [[]]
 
@@ -65,7 +66,7 @@ def test_easyfirst_tag_on_every_core_writes_the_bytes_of_one_process(tmp_path):
 
     big = tmp_path / "big.conllu"
     words = sum(len(s.words) for s in read_conllu(SAMPLE))
-    big.write_bytes(SAMPLE.read_bytes() * (tagging_pool.MIN_WORDS // words + 1))
+    big.write_bytes(SAMPLE.read_bytes() * (cores.MIN_WORDS // words + 1))
     done = run_cli("tag", big, "-o", tmp_path / "out.conllu")
     assert done.returncode == 0 and done.stderr == b"", done.stderr.decode()
     one = Tagger.load()
@@ -93,3 +94,59 @@ def test_ids_found_before_tag_as_the_words_do(sentences):
         assert all(torch.equal(a, b) for a, b in zip(found[1], expected[1], strict=True))
     with pytest.raises(ValueError, match="one per sentence"):
         tagger.tag(sentences, ids=ids[:-1])
+
+
+def test_processes_that_follow_the_windows_tag_as_one_does_and_share_them(sentences, monkeypatch):
+    """``easyfirst tag`` on a file read ahead: the worker reads the windows from its own copy and takes
+    batches from a shared counter, a window ahead of this process. Windows large and small (the small
+    and the empty ones are this process's alone, on both sides), each tagged as one process does."""
+    from easyfirst.readahead import ReadAhead
+
+    tagger = Tagger.load()
+    windows = [sentences, sentences[:2], [], sentences[3:], [[], []], sentences[::2]]
+    windows = [(window, [tagger.vocabs.index(words) for words in window]) for window in windows]
+    one = [tagger.tag(window, batch_size=8) if window else [] for window, _ in windows]
+    ahead = ReadAhead(lambda: iter(windows), copies=1, copy=lambda window: window)
+    tagger.processes = 2
+    assert tagger.follow(ahead.copies, batch_size=8)
+    pool = tagger._pool
+    mine = []  # the batches this process tagged (the worker, forked already, keeps the original)
+    own_job = tagging_pool.tag_job
+    monkeypatch.setattr(tagging_pool, "tag_job", lambda *a: mine.append(1) or own_job(*a))
+    found = [tagger.tag(window, ids=ids, batch_size=8) if window else [] for window, ids in ahead]
+    assert found == one
+    batches = [len(tagging_pool.make_jobs(w, None, None, 8, INFERENCE_MAX_TOKENS)[1]) for w, _ in windows]
+    words = [sum(map(len, w)) for w, _ in windows]
+    shared = sum(b for b, n in zip(batches, words, strict=True) if cores.pooled(n, b))
+    assert pool.claims.next.value == shared  # every batch of the shared windows taken once
+    assert len(mine) - batches[1] < shared  # the worker took some (the small window's: this process's)
+    with pytest.raises(RuntimeError, match="follow a read-ahead"):
+        tagger.tag(sentences, batch_size=16)
+    pool.close()
+    assert not any(p.is_alive() for p in pool.workers.processes)
+
+
+def test_easyfirst_tag_on_a_file_of_several_windows_writes_the_bytes_of_one_process(tmp_path):
+    """Two full windows (easyfirst.data.files.TAG_WINDOW sentences) and a small last one, read ahead and
+    followed by the pool's workers on a machine with two cores or more."""
+    from conftest import run_cli
+    from easyfirst.data.conllu import tag_conllu
+    from easyfirst.data.files import TAG_WINDOW
+
+    words = [w for s in read_conllu(SAMPLE) for w in s.words]
+    lines = []
+    for n in range(2 * TAG_WINDOW + 10):  # short sentences, so that tagging them is quick
+        sentence = [words[(3 * n + i) % len(words)] for i in range(3)]
+        lines += [f"# sent_id = {n}"] + [
+            f"{i}\t{w}\t_\t_\t_\t_\t_\t_\t_\t_" for i, w in enumerate(sentence, 1)
+        ]
+        lines.append("")
+    big = tmp_path / "big.conllu"
+    big.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = run_cli("tag", big, "-o", tmp_path / "out.conllu")
+    assert done.returncode == 0 and done.stderr == b"", done.stderr.decode()
+    one = Tagger.load()
+    one.processes = 1
+    expected = io.BytesIO()
+    tag_conllu(big, expected, one.tag)
+    assert (tmp_path / "out.conllu").read_bytes() == expected.getvalue()
