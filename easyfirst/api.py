@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from easyfirst.data.batching import INFERENCE_MAX_TOKENS
+from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
 from easyfirst.model.qe_heads import HEADS
 from easyfirst.resources import DEFAULT_MODEL, default_model_path
 from easyfirst.runs import load_model
@@ -51,9 +51,10 @@ class Tagger:
     ) -> bool:
         """Fork the processes that tag large calls now, each following the windows of sentences that a
         reading process sends it through its pipe of ``pipes`` (the copies of an
-        easyfirst.readahead.ReadAhead, each item ``(sentences, ids)``): the calls that follow must be
-        ``tag(sentences, ids=ids, batch_size=batch_size)`` of those windows, in order (``easyfirst tag``
-        on a file read ahead). Returns whether it forked (not with one core or off the CPU)."""
+        easyfirst.readahead.ReadAhead, each item ``(sentences, batches)``): the calls that follow must be
+        ``tag(sentences, batches=batches, batch_size=batch_size)`` of those windows, in order
+        (``easyfirst tag`` on a file read ahead; ``batches`` may be None). Returns whether it forked (not
+        with one core or off the CPU)."""
         count = min(processes_for(self.processes, self.device), len(pipes) + 1)
         if count < 2:
             return False
@@ -85,7 +86,7 @@ class Tagger:
         max_tokens: int | None = INFERENCE_MAX_TOKENS,
         extras: Sequence[Mapping] | None = None,
         return_heads: bool = False,
-        ids: Sequence | None = None,
+        batches: Sequence | None = None,
     ):
         """Tag text, one tokenized sentence, or a list of tokenized sentences.
 
@@ -104,9 +105,10 @@ class Tagger:
         ``extras[k]`` holds sentence k's inputs beside its words, for models that use them (quality
         estimation: ``{"source": words, "alignment": [(i, j), ...]}``). Sentences are sorted by length and
         tagged in batches of at most ``batch_size`` sentences and ``max_tokens`` padded tokens (None: no
-        cap; on a GPU a larger cap may be faster). ``ids[k]``: sentence k's word and affix ids as
-        ``self.vocabs.index(words)`` gives them, when they were found before (``easyfirst tag`` reads
-        ahead, easyfirst.readahead); they must be of this model's vocabularies.
+        cap; on a GPU a larger cap may be faster). ``batches``: those batches' ids, padded by
+        easyfirst.data.buckets.pack in this model's vocabularies, when they were made before
+        (``easyfirst tag`` reads ahead, easyfirst.data.conllu.packed_windows); not for a model with
+        features beside its words and affixes.
 
         With ``return_attention`` and/or ``return_probabilities``, returns a tuple ``(tags, attention,
         probabilities)`` of those asked for, in that order, each per sentence as ``tags`` is (for one
@@ -126,11 +128,11 @@ class Tagger:
             max_tokens=max_tokens,
         )
         kind = input_kind(sentences)
-        if ids is not None:
-            if kind != "sentences" or len(ids) != len(sentences):
-                raise ValueError("ids: one per sentence, for a list of tokenized sentences")
+        if batches is not None:
+            if kind != "sentences" or extras is not None or self.vocabs.features:
+                raise ValueError("batches: for a list of tokenized sentences, of a model without features")
             return self._tag_sentences(
-                sentences, extras=extras, return_heads=return_heads, ids=ids, **options
+                sentences, extras=None, return_heads=return_heads, batches=batches, **options
             )
         if return_heads:
             if kind != "sentences":
@@ -222,12 +224,12 @@ class Tagger:
         max_tokens: int | None,
         extras: Sequence[Mapping] | None,
         return_heads: bool = False,
-        ids: Sequence | None = None,
+        batches: Sequence | None = None,
     ):
         tags: list[list[str]] = [[] for _ in sentences]
         attention: list[torch.Tensor] = [torch.zeros(0, 0) for _ in sentences]
         probabilities: list[torch.Tensor] = [torch.zeros(0, len(self.tags)) for _ in sentences]
-        keep, jobs = make_jobs(sentences, extras, ids, batch_size, max_tokens)
+        keep, jobs = make_jobs(sentences, extras, batches, batch_size, max_tokens)
         itos = self.vocabs.tags.itos
         heads = {
             name: [[] for _ in sentences]

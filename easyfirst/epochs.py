@@ -23,7 +23,8 @@ from rich.progress import (
 from easyfirst import anneal, distributed, hogwild
 from easyfirst.checkpoints import save_checkpoint
 from easyfirst.config import TrainConfig
-from easyfirst.data.batching import Batch, bucket_indices, collate, indices_in_order
+from easyfirst.data.batching import Batch, collate, indices_in_order
+from easyfirst.data.buckets import bucket_indices
 from easyfirst.data.features import drop_words
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.optim import clip_gradients

@@ -214,7 +214,7 @@ class Source:
     plain: bool = False
     probabilities: bool = False
     ahead: Any = None  # the stream's windows, read by a process of their own (easyfirst.readahead)
-    ahead_for: tuple[str, str] | None = None  # the task and tag column they were read for
+    ahead_for: tuple[str, str, int] | None = None  # the task, tag column and batch size they were read for
 
     @classmethod
     def find(
@@ -251,14 +251,15 @@ class Source:
             found.plain = format == "text" or (format == "auto" and looks_like_text(found.stream, input))
         return found
 
-    def read_ahead(self, model: Path | None) -> None:
-        """Start reading the stream, and indexing its words in the vocabularies of ``model`` (None: the
-        bundled one), in a process forked now (easyfirst.readahead), while this one imports torch and
-        loads the model: where the model's task reads ahead (CoNLL-U for POS), the file is in its format,
-        and there is a second core. Call it before torch is imported. The task and tag column are read
-        from config.json as they stand, unvalidated (validating imports torch); :meth:`writer` uses the
-        windows only if the loaded model has the same, and leaves anything odd about the folder for
-        loading it to report."""
+    def read_ahead(self, model: Path | None, batch_size: int) -> None:
+        """Start reading the stream, indexing its words in the vocabularies of ``model`` (None: the
+        bundled one) and forming its batches of ``batch_size`` sentences, in a process forked now
+        (easyfirst.readahead), while this one imports torch and loads the model: where the model's task
+        reads ahead (CoNLL-U for POS), the file is in its format, and there is a second core. Call it
+        before torch is imported. The task and tag column are read from config.json as they stand,
+        unvalidated (validating imports torch); :meth:`writer` uses the windows only if the loaded model
+        has the same and the batch size is its own, and leaves anything odd about the folder for loading
+        it to report."""
         from easyfirst.atomic import read_json
         from easyfirst.config import DataConfig
         from easyfirst.cores import MIN_WORDS, available_cores, tagging_processes
@@ -282,12 +283,12 @@ class Source:
 
         path, stream, name = self.path, self.stream, self.name
         own = self.own_file()  # opened again by the reader: this process's stream stays unread
-        self.ahead = ReadAhead(  # and a copy of each window's words and ids for each tagging worker
-            lambda: task.read_ahead(open_binary(path) if own else stream, folder, column, name),
+        self.ahead = ReadAhead(  # and a copy of each window's words and batches for each tagging worker
+            lambda: task.read_ahead(open_binary(path) if own else stream, folder, column, name, batch_size),
             copies=tagging_processes() - 1 if self.may_hold(MIN_WORDS) else 0,
-            copy=lambda window: (window.words, window.ids),
+            copy=lambda window: (window.words, window.batches),
         )
-        self.ahead_for = (task.name, column)
+        self.ahead_for = (task.name, column, batch_size)
 
     def may_hold(self, words: int) -> bool:
         """Whether the input may hold ``words`` words: a file smaller than that many of the shortest
@@ -351,7 +352,7 @@ class Source:
         source = self.claimed[1] if self.claimed is not None else stream
         ahead = {}
         if self.ahead is not None:
-            if self.ahead_for == (task.name, getattr(data, "tag_column", None)):
+            if self.ahead_for == (task.name, getattr(data, "tag_column", None), batch_size):
                 ahead = {"windows": self.ahead}
                 tagger.follow(self.ahead.copies, batch_size=batch_size)  # the workers read the windows too
             elif self.own_file():  # read for another task or column than the model's: read here instead

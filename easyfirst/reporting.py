@@ -9,7 +9,8 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from easyfirst.data.batching import IGNORE, INFERENCE_MAX_TOKENS, Encoded, iterate_batches
+from easyfirst.data.batching import IGNORE, Encoded, iterate_batches
+from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
 from easyfirst.data.sentence import Sentence
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.metrics import distribution_report, tag_report

@@ -29,7 +29,8 @@ from multiprocessing.connection import Connection
 import torch
 
 from easyfirst.cores import pooled, tagging_processes
-from easyfirst.data.batching import Batch, bucket_indices, collate, encode
+from easyfirst.data.batching import Batch, collate, encode, unpack
+from easyfirst.data.buckets import Packed, bucket_indices
 from easyfirst.model.qe_heads import decode_heads
 from easyfirst.model.sketch import sentence_steps
 from easyfirst.workers import Workers
@@ -63,41 +64,51 @@ def tag_batch(model, batch: Batch, device: torch.device, asked: tuple[bool, bool
 
 
 # a batch to tag: the sentence numbers (its ``order``), their words, their extras (QE) or None, and
-# their ids (Vocabularies.index, read ahead) or None
-Job = tuple[list[int], list, list, list]
+# its ids padded by the reading process (easyfirst.data.buckets.Packed) or None
+Job = tuple[list[int], list, list, Packed | None]
 
 
 def make_jobs(
-    sentences: Sequence[Sequence[str]], extras, ids, batch_size: int, max_tokens: int | None
+    sentences: Sequence[Sequence[str]],
+    extras,
+    packed: Sequence[Packed] | None,
+    batch_size: int,
+    max_tokens: int | None,
 ) -> tuple[list[int], list[Job]]:
     """The sentences that have words (their indices) and the batches they are tagged in, sorted by
-    length (easyfirst.data.batching.bucket_indices); a job's ``order`` counts the kept sentences."""
+    length (easyfirst.data.buckets.bucket_indices); a job's ``order`` counts the kept sentences.
+    ``packed``: the batches' ids, made before for the same sentences and options, checked against them."""
     keep = [k for k, s in enumerate(sentences) if len(s) > 0]
     lengths = [len(sentences[k]) for k in keep]
+    batches = bucket_indices(lengths, batch_size, max_tokens=max_tokens)
+    if packed is not None and [p.lengths for p in packed] != [[lengths[i] for i in b] for b in batches]:
+        raise ValueError("batches: not made for these sentences with this batch size and max tokens")
     jobs = [
         (
             indices,
             [sentences[keep[i]] for i in indices],
             [extras[keep[i]] if extras else None for i in indices],
-            [ids[keep[i]] if ids else None for i in indices],
+            None if packed is None else packed[j],
         )
-        for indices in bucket_indices(lengths, batch_size, max_tokens=max_tokens)
+        for j, indices in enumerate(batches)
     ]
     return keep, jobs
 
 
 def tag_job(model, vocabs, job: Job, device: torch.device, asked: tuple[bool, bool, bool]) -> dict:
     """:func:`tag_batch` of one batch, encoded and collated here (so that a pool's processes share that
-    work too)."""
-    indices, words, extras, ids = job
-    items = [encode(vocabs, w, extra=x, ids=i) for w, x, i in zip(words, extras, ids, strict=True)]
+    work too) unless it was packed before."""
+    indices, words, extras, packed = job
+    if packed is not None:
+        return tag_batch(model, unpack(packed, indices), device, asked)
+    items = [encode(vocabs, w, extra=x) for w, x in zip(words, extras, strict=True)]
     return tag_batch(model, collate(items, indices), device, asked)
 
 
 @dataclass
 class Follow:
     """A pool's windows of sentences followed from a reading process: a pipe per worker (the copies of
-    an easyfirst.readahead.ReadAhead, each item a window's ``(sentences, ids)``, as the main process's
+    an easyfirst.readahead.ReadAhead, each item a window's ``(sentences, batches)``, as the main process's
     calls get them) and the options every window is tagged with. ``base`` and ``windows`` are each
     process's own: the batches of the windows before its current one, and the worker's stream."""
 
@@ -221,8 +232,8 @@ class TaggingPool:
                 if k != rank - 1:
                     pipe.close()
             follow.windows = receive(follow.pipes[rank - 1])
-        for sentences, ids in follow.windows:
-            _, jobs = make_jobs(sentences, None, ids, follow.batch_size, follow.max_tokens)
+        for sentences, packed in follow.windows:
+            _, jobs = make_jobs(sentences, None, packed, follow.batch_size, follow.max_tokens)
             if not pooled(sum(len(s) for s in sentences), len(jobs)):
                 continue
             done, small = {}, torch.int16 if len(self.vocabs.tags.itos) < 2**15 else torch.int64

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from easyfirst.data.batching import bucket_indices
+from easyfirst.data.buckets import bucket_indices
 
 
 def test_token_cap_bounds_padded_size_and_keeps_every_sentence_once():

@@ -165,9 +165,9 @@ def test_a_file_read_ahead_for_another_column_is_read_again_by_the_writer():
     plain.writer(tagger, {}, batch_size=256, output=None)(expected)
     plain.close()
     source = Source.find(str(SAMPLE), None, {})
-    source.read_ahead(None)
-    assert source.ahead is not None and source.ahead_for == ("pos", "upos")
-    source.ahead_for = ("pos", "xpos")
+    source.read_ahead(None, 256)
+    assert source.ahead is not None and source.ahead_for == ("pos", "upos", 256)
+    source.ahead_for = ("pos", "xpos", 256)
     reader = source.ahead.pid
     out = io.BytesIO()
     source.writer(tagger, {}, batch_size=256, output=None)(out)
@@ -184,3 +184,18 @@ def test_a_pipe_given_as_a_path_is_tagged_like_the_file():
     from_pipe = run_cli("tag", "/dev/stdin", input=SAMPLE.read_bytes())  # a pipe here, as <(...) is
     assert from_pipe.returncode == 0, from_pipe.stderr
     assert from_pipe.stdout == from_file.stdout
+
+
+def test_the_reader_packs_its_batches_without_importing_torch():
+    """The reader's work (a POS task's read_ahead: reading, indexing, packing batches) runs beside the
+    import of torch; importing torch in it would take that time again on the second core."""
+    script = (
+        "import sys\n"
+        "from easyfirst.resources import default_model_path\n"
+        "from easyfirst.tasks import TASKS\n"
+        f"windows = list(TASKS['pos'].read_ahead(open({str(SAMPLE)!r}, 'rb'), default_model_path(), 'upos', 'x', 8))\n"
+        "print(len(windows[0].batches) > 1, 'torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False"]

@@ -10,7 +10,8 @@ import torch
 
 from conftest import SAMPLE
 from easyfirst import Tagger, cores, tagging_pool
-from easyfirst.data.batching import INFERENCE_MAX_TOKENS
+from easyfirst.data.batching import collate, encode, unpack
+from easyfirst.data.buckets import INFERENCE_MAX_TOKENS, pack_batches
 from easyfirst.data.conllu import read_conllu
 
 
@@ -81,19 +82,37 @@ def test_easyfirst_tag_on_every_core_writes_the_bytes_of_one_process(tmp_path):
     assert (tmp_path / "out.conllu").read_bytes() == expected.getvalue()
 
 
-def test_ids_found_before_tag_as_the_words_do(sentences):
-    """``Tagger.tag(..., ids=)`` (easyfirst tag reads them ahead): each sentence's ids must reach that
-    sentence's row after the sorting into batches, in one process and in the pool."""
+def test_batches_packed_without_torch_are_the_batches_collate_makes(sentences):
+    """What easyfirst tag's reading process makes (easyfirst.data.buckets, no torch) against the
+    tagger's own encoding: the same tensors, of the same type, batch by batch."""
     tagger = Tagger.load()
-    ids = [tagger.vocabs.index(words) for words in sentences]
+    sentences = sentences[:40] + [["a"]] + sentences[40:]  # lengths 1 to the sample's longest
+    packed = pack_batches(sentences, tagger.vocabs, batch_size=8)
+    _, jobs = tagging_pool.make_jobs(sentences, None, None, 8, INFERENCE_MAX_TOKENS)
+    assert len(packed) == len(jobs) > 1
+    for job, batch in zip(jobs, packed, strict=True):
+        made = unpack(batch, job[0])
+        expected = collate([encode(tagger.vocabs, words) for words in job[1]], job[0])
+        for name in ("words", "prefixes", "suffixes", "mask"):
+            got, want = getattr(made, name), getattr(expected, name)
+            assert got.dtype == want.dtype and torch.equal(got, want), name
+        assert made.order == expected.order and made.tags is None and not made.features and not made.heads
+
+
+def test_batches_packed_before_tag_as_the_words_do(sentences):
+    """``Tagger.tag(..., batches=)`` (easyfirst tag packs them ahead): each sentence's row must come
+    back to it after the sorting into batches, in one process and in the pool; batches packed with
+    another batch size are refused."""
+    tagger = Tagger.load()
+    packed = pack_batches(sentences, tagger.vocabs, batch_size=8)
     expected = tagger.tag(sentences, return_probabilities=True, batch_size=8)
     for processes in (1, 2):
         tagger.processes = processes
-        found = tagger.tag(sentences, return_probabilities=True, batch_size=8, ids=ids)
+        found = tagger.tag(sentences, return_probabilities=True, batch_size=8, batches=packed)
         assert found[0] == expected[0]
         assert all(torch.equal(a, b) for a, b in zip(found[1], expected[1], strict=True))
-    with pytest.raises(ValueError, match="one per sentence"):
-        tagger.tag(sentences, ids=ids[:-1])
+    with pytest.raises(ValueError, match="not made for these sentences"):
+        tagger.tag(sentences, batch_size=16, batches=packed)
 
 
 def test_processes_that_follow_the_windows_tag_as_one_does_and_share_them(sentences, monkeypatch):
@@ -104,7 +123,7 @@ def test_processes_that_follow_the_windows_tag_as_one_does_and_share_them(senten
 
     tagger = Tagger.load()
     windows = [sentences, sentences[:2], [], sentences[3:], [[], []], sentences[::2]]
-    windows = [(window, [tagger.vocabs.index(words) for words in window]) for window in windows]
+    windows = [(window, pack_batches(window, tagger.vocabs, batch_size=8)) for window in windows]
     one = [tagger.tag(window, batch_size=8) if window else [] for window, _ in windows]
     ahead = ReadAhead(lambda: iter(windows), copies=1, copy=lambda window: window)
     tagger.processes = 2
@@ -113,7 +132,7 @@ def test_processes_that_follow_the_windows_tag_as_one_does_and_share_them(senten
     mine = []  # the batches this process tagged (the worker, forked already, keeps the original)
     own_job = tagging_pool.tag_job
     monkeypatch.setattr(tagging_pool, "tag_job", lambda *a: mine.append(1) or own_job(*a))
-    found = [tagger.tag(window, ids=ids, batch_size=8) if window else [] for window, ids in ahead]
+    found = [tagger.tag(window, batches=b, batch_size=8) if window else [] for window, b in ahead]
     assert found == one
     batches = [len(tagging_pool.make_jobs(w, None, None, 8, INFERENCE_MAX_TOKENS)[1]) for w, _ in windows]
     words = [sum(map(len, w)) for w, _ in windows]

@@ -87,7 +87,7 @@ def tag(
     )
     try:
         if device == "cpu":  # before torch is imported (by check_device): a second core reads ahead
-            source.read_ahead(model)
+            source.read_ahead(model, batch_size)
         check_device(device)
         tagger = load_tagger(model, device)
         write = source.writer(tagger, task_options, batch_size=batch_size, output=output, model=model)

@@ -21,14 +21,12 @@ from dataclasses import dataclass, field
 
 import torch
 
+from easyfirst.data.buckets import Packed, bucket_indices
 from easyfirst.data.features import encode_features
 from easyfirst.data.qe_heads import collate_heads, encode_heads
-from easyfirst.data.vocab import Vocabularies, WordIds
+from easyfirst.data.vocab import Vocabularies
 
 IGNORE = -100  # target id ignored by the loss
-# Padded tokens (sentences × longest length) per batch when tagging or evaluating: with N = L a batch
-# costs ~B·L_max², and on one CPU thread EWT test tagged fastest with about this cap (benchmarks/speed.py).
-INFERENCE_MAX_TOKENS = 1024
 
 
 @dataclass
@@ -84,16 +82,14 @@ def encode(
     tags: Sequence[str] | None = None,
     extra: Mapping | None = None,
     targets: Mapping[str, Sequence[str]] | None = None,
-    ids: WordIds | None = None,
 ) -> Encoded:
     """Index one sentence (``extra``: its task's inputs beside the words); unknown tags become ``IGNORE``.
 
-    ``ids``: the words' ids as ``vocabs.index(words)`` gives them, when they were found before (read
-    ahead, easyfirst.readahead). For quality estimation (``extra`` with ``source`` and ``alignment``, and
+    For quality estimation (``extra`` with ``source`` and ``alignment``, and
     a model with a source vocabulary) the QE heads' inputs are indexed too, and ``targets`` (``gaps``,
     ``source_tags``: gold tags, for training) become their gold ids.
     """
-    word_ids, prefix_ids, suffix_ids = vocabs.index(words) if ids is None else ids
+    word_ids, prefix_ids, suffix_ids = vocabs.index(words)
     k = vocabs.max_affix
     return Encoded(
         torch.tensor(word_ids, dtype=torch.long),
@@ -104,6 +100,26 @@ def encode(
         else torch.tensor([vocabs.tags.stoi.get(t, IGNORE) for t in tags], dtype=torch.long),
         encode_features(vocabs.features, words, extra),
         encode_heads(vocabs, len(words), extra, targets),
+    )
+
+
+def unpack(packed: Packed, order: list[int]) -> Batch:
+    """The :class:`Batch` of ids padded by easyfirst.data.buckets.pack (read ahead, without torch): what
+    :func:`collate` makes of the same sentences, its tensors made without a copy."""
+    size, length, k = packed.size, packed.length, packed.affixes
+
+    def tensor(ids, *shape: int) -> torch.Tensor:
+        flat = torch.frombuffer(ids, dtype=torch.long) if len(ids) else torch.zeros(0, dtype=torch.long)
+        return flat.view(*shape)
+
+    mask = torch.arange(length) < torch.tensor(packed.lengths)[:, None]
+    return Batch(
+        tensor(packed.words, size, length),
+        tensor(packed.prefixes, size, length, k),
+        tensor(packed.suffixes, size, length, k),
+        mask,
+        None,
+        order,
     )
 
 
@@ -129,48 +145,6 @@ def collate(items: Sequence[Encoded], order: list[int]) -> Batch:
         for b, item in enumerate(items):
             ids[b, : len(item), : item.features[name].shape[1]] = item.features[name]
     return Batch(words, pre, suf, mask, gold, order, features, collate_heads(items, length))
-
-
-def bucket_indices(
-    lengths: Sequence[int],
-    batch_size: int,
-    generator: torch.Generator | None = None,
-    max_tokens: int | None = None,
-) -> list[list[int]]:
-    """Group sentence indices into batches of similar length.
-
-    Sentences are sorted by length (ties broken at random when a ``generator`` is given, so that
-    training sees different groupings each epoch) and cut into batches of ``batch_size``; with a
-    generator the batch order is shuffled too. Without one, the grouping is deterministic and in
-    increasing length, which is what evaluation and tagging want.
-
-    ``max_tokens`` also closes a batch before its padded size (sentences × longest length) would
-    exceed it (a longer sentence still gets a batch of its own). For inference: with N = L sketch
-    steps a batch costs ~B·L_max², so 256 sentences padded to the longest of a mixed group waste
-    much of the work; capping padded tokens keeps long sentences in small batches.
-    """
-    if generator is not None:
-        noise = torch.rand(len(lengths), generator=generator).tolist()
-        order = sorted(range(len(lengths)), key=lambda i: (lengths[i], noise[i]))
-    else:
-        order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    if max_tokens is None:
-        batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-    else:
-        batches = []
-        for i in order:  # increasing length: the sentence joining a batch is its longest
-            if (
-                batches
-                and len(batches[-1]) < batch_size
-                and (len(batches[-1]) + 1) * lengths[i] <= max_tokens
-            ):
-                batches[-1].append(i)
-            else:
-                batches.append([i])
-    if generator is not None:
-        permutation = torch.randperm(len(batches), generator=generator).tolist()
-        batches = [batches[i] for i in permutation]
-    return batches
 
 
 def iterate_batches(

@@ -17,6 +17,7 @@ from typing import BinaryIO
 from conllu.parser import ParseException, parse_id_value
 
 from easyfirst.data import detect
+from easyfirst.data.buckets import INFERENCE_MAX_TOKENS, Packed, pack_batches
 from easyfirst.data.files import TAG_WINDOW, Block, decode_line, open_source, text_lines, without_bom
 from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
@@ -120,11 +121,12 @@ def read_conllu(path: str | Path, tag_column: str = "upos") -> list[Sentence]:
 class Window:
     """Up to a window of sentences of a CoNLL-U file, ready to be written back with their tags: the text
     is ``pieces[0] + tag + pieces[1] + tag + … + pieces[-1]``, a tag for each word of ``words`` in file
-    order. ``ids``: each sentence's ids (Vocabularies.index) when they were found by the reader."""
+    order. ``batches``: the batches of its sentences that have words, as the tagger forms them, padded
+    by the reading process (:func:`packed_windows`)."""
 
     pieces: list[str]
     words: list[list[str]]
-    ids: list | None = None
+    batches: list[Packed] | None = None
 
     def text(self, tags: Sequence[Sequence[str]]) -> str:
         for words, predicted in zip(self.words, tags, strict=True):
@@ -165,13 +167,20 @@ def conllu_windows(
     yield Window([*pieces, "".join(text)], words)
 
 
-def indexed_windows(
-    source: str | Path | BinaryIO, vocabs, tag_column: str = "upos", name: str | None = None
+def packed_windows(
+    source: str | Path | BinaryIO,
+    vocabs,
+    batch_size: int,
+    max_tokens: int | None = INFERENCE_MAX_TOKENS,
+    tag_column: str = "upos",
+    name: str | None = None,
 ) -> Iterator[Window]:
-    """:func:`conllu_windows` with each sentence's ids in ``vocabs``: what ``easyfirst tag`` reads
-    ahead (easyfirst.readahead) while torch is imported."""
+    """:func:`conllu_windows` with each window's batches formed as ``Tagger.tag(words, batch_size=,
+    max_tokens=)`` forms them and their ids in ``vocabs`` padded (easyfirst.data.buckets.pack): what
+    ``easyfirst tag`` reads ahead (easyfirst.readahead) while torch is imported. Not for a model with
+    features beside its words and affixes (the batches hold neither)."""
     for window in conllu_windows(source, tag_column, name=name):
-        window.ids = [vocabs.index(words) for words in window.words]
+        window.batches = pack_batches(window.words, vocabs, batch_size, max_tokens)
         yield window
 
 
@@ -186,8 +195,8 @@ def tag_conllu(
 ) -> int:
     """Write ``source`` to ``out`` with the tag column of every word replaced by ``predict``'s tags.
 
-    ``predict`` receives up to ``window`` sentences (lists of words) at a time, and their ``ids=`` when
-    ``windows`` (:func:`indexed_windows` of ``source``, read ahead) are given in place of reading
+    ``predict`` receives up to ``window`` sentences (lists of words) at a time, and their ``batches=``
+    when ``windows`` (:func:`packed_windows` of ``source``, read ahead) are given in place of reading
     ``source``. Every other byte is copied unchanged. Returns the number of sentences.
     """
     if windows is None:
@@ -196,10 +205,10 @@ def tag_conllu(
     for part in windows:
         if not part.words:
             tags = []
-        elif part.ids is None:
+        elif part.batches is None:
             tags = predict(part.words)
         else:
-            tags = predict(part.words, ids=part.ids)
+            tags = predict(part.words, batches=part.batches)
         out.write(part.text(tags).encode("utf-8"))
         count += len(part.words)
     return count

@@ -11,7 +11,7 @@ from typing import BinaryIO
 from easyfirst.errors import InputError
 
 # Sentences that the file writers (easyfirst tag) read and hand to the tagger at a time. The tagger
-# sorts them by length into its batches (easyfirst.data.batching.bucket_indices), so a larger window
+# sorts them by length into its batches (easyfirst.data.buckets.bucket_indices), so a larger window
 # pads less, and gives the processes of easyfirst.tagging_pool more batches to share out (256 before;
 # 2,048 and 8,192 were no faster on EWT's first 100k words: docs/cores.md, "Tagging on every core").
 # The window is the same whatever the cores, so the batches, and the output, are too.

@@ -155,10 +155,13 @@ class Task:
         sentences at a time."""
         raise NotImplementedError
 
-    def read_ahead(self, source: BinaryIO, folder: Path, tag_column: str, name: str) -> Iterator:
+    def read_ahead(
+        self, source: BinaryIO, folder: Path, tag_column: str, name: str, batch_size: int
+    ) -> Iterator:
         """What :meth:`write` can take as ``windows=``, made from ``source`` (read for ``tag_column``)
-        and the vocabularies of the model in ``folder`` without torch, by a process that reads ahead
-        while the model loads (easyfirst.readahead); for a task whose ``reads_ahead``."""
+        and the vocabularies of the model in ``folder`` without torch, in batches of ``batch_size``, by a
+        process that reads ahead while the model loads (easyfirst.readahead); for a task whose
+        ``reads_ahead``."""
         raise NotImplementedError
 
     def score(self, gold: Tags, predicted: Tags) -> dict:

@@ -48,18 +48,22 @@ class POS(Task):
     def write(
         self, source, out: BinaryIO, predict: Predict, data, options, *, name: str, windows=None, **_
     ) -> int:
-        """``windows``: the file's :func:`~easyfirst.data.conllu.indexed_windows`, read ahead."""
+        """``windows``: the file's :func:`~easyfirst.data.conllu.packed_windows`, read ahead."""
         from easyfirst.data.conllu import tag_conllu
 
         return tag_conllu(source, out, predict, tag_column=data.tag_column, name=name, windows=windows)
 
-    def read_ahead(self, source: BinaryIO, folder: Path, tag_column: str, name: str) -> Iterator:
+    def read_ahead(
+        self, source: BinaryIO, folder: Path, tag_column: str, name: str, batch_size: int
+    ) -> Iterator:
         from easyfirst.atomic import read_json
-        from easyfirst.data.conllu import indexed_windows
+        from easyfirst.data.conllu import conllu_windows, packed_windows
         from easyfirst.data.vocab import Vocabularies
 
         vocabs = Vocabularies.from_json(read_json(folder / "vocab.json"))
-        return indexed_windows(source, vocabs, tag_column, name)
+        if vocabs.features:  # inputs beside the words and affixes: encoded by the tagger
+            return conllu_windows(source, tag_column, name=name)
+        return packed_windows(source, vocabs, batch_size, tag_column=tag_column, name=name)
 
     def score(self, gold: Tags, predicted: Tags) -> dict:
         from easyfirst.metrics import tag_report
