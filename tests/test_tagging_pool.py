@@ -115,15 +115,17 @@ def test_batches_packed_before_tag_as_the_words_do(sentences):
         tagger.tag(sentences, batch_size=16, batches=packed)
 
 
-def test_processes_that_follow_the_windows_tag_as_one_does_and_share_them(sentences, monkeypatch):
+@pytest.mark.parametrize("packed", [True, False], ids=["packed", "words only"])
+def test_processes_that_follow_the_windows_tag_as_one_does_and_share_them(sentences, monkeypatch, packed):
     """``easyfirst tag`` on a file read ahead: the worker reads the windows from its own copy and takes
     batches from a shared counter, a window ahead of this process. Windows large and small (the small
-    and the empty ones are this process's alone, on both sides), each tagged as one process does."""
+    and the empty ones are this process's alone, on both sides), each tagged as one process does; with
+    their batches packed by the reader, or words only (a model with features: each process encodes)."""
     from easyfirst.readahead import ReadAhead
 
     tagger = Tagger.load()
     windows = [sentences, sentences[:2], [], sentences[3:], [[], []], sentences[::2]]
-    windows = [(window, pack_batches(window, tagger.vocabs, batch_size=8)) for window in windows]
+    windows = [(w, pack_batches(w, tagger.vocabs, batch_size=8) if packed else None) for w in windows]
     one = [tagger.tag(window, batch_size=8) if window else [] for window, _ in windows]
     ahead = ReadAhead(lambda: iter(windows), copies=1, copy=lambda window: window)
     tagger.processes = 2
