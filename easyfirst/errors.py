@@ -27,3 +27,9 @@ class InputError(Exception):
             where = self.path if self.line is None else f"{self.path}:{self.line}"
             where += ": "
         return where + self.message
+
+
+class WorkerFailed(RuntimeError):
+    """A forked worker process (Hogwild training, tagging on every core) ended without answering:
+    killed, out of memory, or failed in a way it could not report. The CLI prints it on one line and
+    exits with status 1; what the command was writing is left unwritten."""

@@ -168,11 +168,8 @@ class TaggingPool:
     def check_call(self, batch_size: int, max_tokens: int | None, extras) -> None:
         """A following pool's calls are the windows it follows, with the options it was given."""
         follow = self.follow
-        if follow is not None and (batch_size, max_tokens, extras) != (
-            follow.batch_size,
-            follow.max_tokens,
-            None,
-        ):
+        announced = None if follow is None else (follow.batch_size, follow.max_tokens, None)
+        if announced is not None and (batch_size, max_tokens, extras) != announced:
             raise RuntimeError("this tagger's processes follow a read-ahead: tag its windows as announced")
 
     def run(self, batches: list[Job], asked: tuple[bool, bool, bool]) -> list[dict]:

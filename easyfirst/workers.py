@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from easyfirst.errors import WorkerFailed
+
 
 class Workers:
     """``count`` − 1 forked processes (ranks 1 … count − 1) that each run ``work(self, rank, message)`` for
@@ -47,8 +49,11 @@ class Workers:
     def start(self, messages: list[Any]) -> None:
         """Give worker k (1 … count − 1) ``messages[k]`` to work on (``messages[0]`` is this process's)."""
         self.stop.zero_()
-        for pipe, message in zip(self.pipes, messages[1:], strict=True):
-            pipe.send_bytes(pickle.dumps(message))
+        for rank, (pipe, message) in enumerate(zip(self.pipes, messages[1:], strict=True), 1):
+            try:
+                pipe.send_bytes(pickle.dumps(message))
+            except OSError:  # it has died (a broken pipe)
+                raise WorkerFailed(self._exited(rank)) from None
 
     def wait(self) -> list[Any]:
         """What each worker's ``work`` returned, ranks 1 … count − 1; re-raises the first failure as it
@@ -57,8 +62,8 @@ class Workers:
         for rank, pipe in enumerate(self.pipes, 1):
             try:
                 kind, value = pickle.loads(pipe.recv_bytes())
-            except EOFError:
-                kind, value = "error", f"worker {rank} exited (code {self.processes[rank - 1].exitcode})"
+            except (EOFError, OSError):  # it died without answering (killed, out of memory)
+                kind, value = "error", self._exited(rank)
             if kind == "ok":
                 results.append(value)
             else:
@@ -67,8 +72,13 @@ class Workers:
             if kind == "exception":
                 raise error
         if failures:
-            raise RuntimeError(f"a worker process failed: {failures[0][1]}")
+            raise WorkerFailed(f"a worker process failed: {failures[0][1]}")
         return results
+
+    def _exited(self, rank: int) -> str:
+        process = self.processes[rank - 1]
+        process.join(timeout=1)
+        return f"worker {rank} exited (code {process.exitcode})"
 
     def close(self) -> None:
         """End the workers (after :meth:`wait`, or on an error or Ctrl-C: after the step each is in)."""

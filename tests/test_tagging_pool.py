@@ -171,3 +171,42 @@ def test_easyfirst_tag_on_a_file_of_several_windows_writes_the_bytes_of_one_proc
     expected = io.BytesIO()
     tag_conllu(big, expected, one.tag)
     assert (tmp_path / "out.conllu").read_bytes() == expected.getvalue()
+
+
+def test_a_worker_that_died_is_reported_as_such(sentences):
+    """A worker killed between calls (the kernel's out-of-memory killer, say): the next call fails with
+    WorkerFailed, which the CLI prints on one line, not a broken pipe read as 'cannot write'."""
+    from easyfirst.errors import WorkerFailed
+
+    tagger = Tagger.load()
+    tagger.processes = 2
+    tagger.tag(sentences, batch_size=8)
+    worker = tagger._pool.workers.processes[0]
+    worker.kill()
+    worker.join()
+    with pytest.raises(WorkerFailed, match="worker 1 exited"):
+        tagger.tag(sentences, batch_size=8)
+    tagger._pool.close()
+
+
+def test_the_cli_reports_a_failed_worker_on_one_line(monkeypatch, tmp_path):
+    import contextlib
+    import sys
+
+    import easyfirst.cli.tag
+    from easyfirst.cli import main
+    from easyfirst.errors import WorkerFailed
+
+    def fail(*_args, **_kwargs):
+        raise WorkerFailed("a worker process failed: worker 1 exited (code -9)")
+
+    monkeypatch.setattr(easyfirst.cli.tag, "load_tagger", fail)
+    monkeypatch.setattr(sys, "argv", ["easyfirst", "tag", str(SAMPLE), "-o", str(tmp_path / "out.conllu")])
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), pytest.raises(SystemExit) as exit:
+        main()
+    assert exit.value.code == 1
+    assert stderr.getvalue().strip().splitlines() == [
+        "a worker process failed: worker 1 exited (code -9): killed, or out of memory?"
+    ]
+    assert not (tmp_path / "out.conllu").exists()

@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from easyfirst import __version__
-from easyfirst.errors import InputError
+from easyfirst.errors import InputError, WorkerFailed
 
 app = typer.Typer(
     help="Neural easy-first sequence taggers (Martins & Kreutzer, 2017).",
@@ -127,6 +127,9 @@ def main() -> None:
     except InputError as error:
         report(str(error))
         sys.exit(2)
+    except WorkerFailed as error:  # not the user's mistake, but nothing a traceback would explain
+        report(f"{error}: killed, or out of memory?")
+        sys.exit(1)
     except KeyboardInterrupt:  # Ctrl-C before a command runs
         code = 130
     if code == 130:  # Typer's answer to Ctrl-C in a command (KeyboardInterrupt)
