@@ -263,7 +263,7 @@ class Source:
         from easyfirst.atomic import read_json
         from easyfirst.config import DataConfig
         from easyfirst.cores import MIN_WORDS, available_cores, tagging_processes
-        from easyfirst.resources import default_model_path
+        from easyfirst.resources import CONFIG_FILE, default_model_path
         from easyfirst.tasks import TASKS
 
         if self.stream is None or self.plain or self.probabilities or available_cores() < 2:
@@ -272,7 +272,7 @@ class Source:
             return
         folder = default_model_path() if model is None else Path(model)
         try:
-            data = read_json(folder / "config.json")["data"]
+            data = read_json(folder / CONFIG_FILE)["data"]
             task, column = TASKS[data["task"]], data.get("tag_column", DataConfig.tag_column)
         except (InputError, OSError, KeyError, TypeError, AttributeError):
             return

@@ -17,8 +17,7 @@ from easyfirst.config import Config
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
 from easyfirst.model.tagger import EasyFirstTagger
-
-MODEL_FILE, CONFIG_FILE, VOCAB_FILE = "model.pt", "config.json", "vocab.json"
+from easyfirst.resources import CONFIG_FILE, MODEL_FILE, VOCAB_FILE
 
 
 def save_model(

@@ -44,7 +44,8 @@ from easyfirst.model import lean
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.optim import make_optimizer
 from easyfirst.reporting import RunLog, evaluate_sentences, length_cap, summary_table
-from easyfirst.runs import CONFIG_FILE, VOCAB_FILE, load_model, save_model
+from easyfirst.resources import CONFIG_FILE, VOCAB_FILE
+from easyfirst.runs import load_model, save_model
 from easyfirst.tasks import Task, get_task
 from easyfirst.workers import Workers
 

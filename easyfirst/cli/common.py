@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from easyfirst.errors import InputError
+from easyfirst.resources import MODEL_FILE
 
 WIDE = 1000  # off a terminal, nothing is wrapped: a record stays on one line (for grep and scripts)
 
@@ -58,7 +59,7 @@ def load_tagger(model: Path | None, device: str = "cpu"):
 
     if model is not None and not model.exists():
         raise InputError("model folder not found", model)
-    if model is None and not (default_model_path() / "model.pt").is_file():
+    if model is None and not (default_model_path() / MODEL_FILE).is_file():
         raise InputError("the bundled default model is missing from this installation; pass --model RUN_DIR")
     return Tagger.load(model, device)
 

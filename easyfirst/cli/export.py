@@ -10,6 +10,7 @@ import typer
 from easyfirst.cli import app
 from easyfirst.cli.common import console, err
 from easyfirst.errors import InputError
+from easyfirst.resources import MODEL_FILE
 
 
 @app.command()
@@ -42,7 +43,7 @@ def export(
     output = output if output is not None else output_option
     if output is None:
         raise InputError("no output folder: easyfirst export RUN -o OUT")
-    if (output / "model.pt").exists() and not overwrite:
+    if (output / MODEL_FILE).exists() and not overwrite:
         raise InputError("already holds a model (--overwrite replaces it)", output)
     if output.exists() and not output.is_dir():
         raise InputError("is a file, not a folder", output)

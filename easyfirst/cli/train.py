@@ -15,6 +15,7 @@ from easyfirst.cli.common import check_device, err
 from easyfirst.cli.options import config_parameters, config_values, given_flags
 from easyfirst.config import Config, DataConfig, LossConfig, ModelConfig, TrainConfig
 from easyfirst.errors import InputError
+from easyfirst.resources import CONFIG_FILE, MODEL_FILE
 from easyfirst.tasks import DEFAULT_TASK, TASKS
 
 SECTIONS = {"data": DataConfig, "model": ModelConfig, "loss": LossConfig, "train": TrainConfig}
@@ -200,7 +201,7 @@ def run_folder(output: Path | None, cfg: Config, overwrite: bool) -> Path:
         if launched():  # the processes would each name a folder by their own clock
             raise InputError("under torchrun, give the run folder with --output (all processes share it)")
         output = Path("runs") / f"{cfg.data.task}-{cfg.model.model}-{datetime.now():%Y%m%d-%H%M%S}"
-    if (output / "model.pt").exists() and not overwrite:
+    if (output / MODEL_FILE).exists() and not overwrite:
         raise InputError("already holds a model; choose another --output or pass --overwrite", output)
     return output
 
@@ -208,7 +209,6 @@ def run_folder(output: Path | None, cfg: Config, overwrite: bool) -> Path:
 def resume_training(folder: Path, given: dict) -> None:
     """Continue the run in ``folder``; only --epochs, --threads, --workers and --device may change."""
     from easyfirst.atomic import read_json
-    from easyfirst.runs import CONFIG_FILE
 
     fixed = [f"--{name}" for name in ("task", "config", "output") if given[name] is not None]
     fixed += ["--overwrite"] * bool(given["overwrite"]) + ["--set"] * bool(given["assignments"])

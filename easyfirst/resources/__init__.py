@@ -9,6 +9,8 @@ from importlib import resources
 from pathlib import Path
 
 DEFAULT_MODEL = "en_ewt_upos"
+# the files of a model folder, this one's and every run's (written by easyfirst.runs)
+MODEL_FILE, CONFIG_FILE, VOCAB_FILE = "model.pt", "config.json", "vocab.json"
 
 
 def default_model_path() -> Path:

@@ -59,8 +59,9 @@ class POS(Task):
         from easyfirst.atomic import read_json
         from easyfirst.data.conllu import conllu_windows, packed_windows
         from easyfirst.data.vocab import Vocabularies
+        from easyfirst.resources import VOCAB_FILE
 
-        vocabs = Vocabularies.from_json(read_json(folder / "vocab.json"))
+        vocabs = Vocabularies.from_json(read_json(folder / VOCAB_FILE))
         if vocabs.features:  # inputs beside the words and affixes: encoded by the tagger
             return conllu_windows(source, tag_column, name=name)
         return packed_windows(source, vocabs, batch_size, tag_column=tag_column, name=name)
