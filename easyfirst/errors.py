@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+EMPTY_NAME = "the name is empty (an unset shell variable?)"  # a file or folder given as ""
+
 
 class InputError(Exception):
     """A problem with something the user gave us (a file, a path, an option value).

@@ -100,7 +100,13 @@ def test_evaluate_prints_a_table(run_dir):
     "args, expected",
     [
         (["tag", "missing.conllu"], "missing.conllu: no such file"),
-        (["tag", ""], "the file name is empty (an unset shell variable?)"),
+        (["tag", ""], "the name is empty (an unset shell variable?)"),
+        # a path argument or option given "" (Typer would read it as ".", the current folder)
+        (["evaluate", ""], "gold: the name is empty (an unset shell variable?)"),
+        (["tag", "--text", "a b", "-m", ""], "--model: the name is empty"),
+        (["tag", "--text", "a b", "-o", ""], "--output: the name is empty"),
+        (["export", "", "out"], "run_dir: the name is empty"),
+        (["train", "--resume", ""], "--resume: the name is empty"),
         (["evaluate", "missing.conllu"], "missing.conllu: no such file"),
         (["tag", "--text", "a b", "-m", "no-such-run"], "no-such-run: model folder not found"),
         (["train", "--task", "chess"], "--task must be one of"),

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from easyfirst.errors import InputError
+from easyfirst.errors import EMPTY_NAME, InputError
 from easyfirst.resources import MODEL_FILE
 
 WIDE = 1000  # off a terminal, nothing is wrapped: a record stays on one line (for grep and scripts)
@@ -23,11 +23,21 @@ def console(stderr: bool = False) -> Console:
 
 err = console(stderr=True)
 
+
+def given_path(value: str) -> Path:
+    """A path as given on the command line, the parser of every path argument and option: an empty one
+    (an unset shell variable) is refused, where Path("") would silently name the current folder."""
+    if value == "":
+        raise typer.BadParameter(EMPTY_NAME)
+    return Path(value)
+
+
 ModelOption = Annotated[
     Path | None,
     typer.Option(
         "--model",
         "-m",
+        parser=given_path,
         help="Run folder written by `easyfirst train` (default: the bundled English UPOS model).",
     ),
 ]

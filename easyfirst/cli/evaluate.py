@@ -18,6 +18,7 @@ from easyfirst.cli.common import (
     check_option,
     console,
     err,
+    given_path,
     load_tagger,
     task_of,
 )
@@ -31,9 +32,10 @@ def evaluate(
     gold: Annotated[
         Path,
         typer.Argument(
+            parser=given_path,
             help="File with gold tags in the format of the model's task ("
             + "; ".join(f"{t.name}: {t.input_kind}" for t in TASKS.values())
-            + ")."
+            + ").",
         ),
     ],
     model: ModelOption = None,

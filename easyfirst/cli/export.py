@@ -8,19 +8,22 @@ from typing import Annotated
 import typer
 
 from easyfirst.cli import app
-from easyfirst.cli.common import console, err
+from easyfirst.cli.common import console, err, given_path
 from easyfirst.errors import InputError
 from easyfirst.resources import MODEL_FILE
 
 
 @app.command()
 def export(
-    run_dir: Annotated[Path, typer.Argument(help="Run folder written by `easyfirst train`.")],
+    run_dir: Annotated[
+        Path, typer.Argument(parser=given_path, help="Run folder written by `easyfirst train`.")
+    ],
     output: Annotated[
-        Path | None, typer.Argument(help="Folder for the exported model (or give it with -o).")
+        Path | None,
+        typer.Argument(parser=given_path, help="Folder for the exported model (or give it with -o)."),
     ] = None,
     output_option: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Folder for the exported model.")
+        Path | None, typer.Option("--output", "-o", parser=given_path, help="Folder for the exported model.")
     ] = None,
     half: Annotated[
         bool, typer.Option(help="Store weights as float16 (half the size; loaded as float32).")

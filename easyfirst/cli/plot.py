@@ -14,6 +14,7 @@ from easyfirst.cli.common import (
     check_input,
     console,
     err,
+    given_path,
     load_tagger,
     read_sentences,
     task_of,
@@ -67,13 +68,19 @@ def plot(
         typer.Option("--pretokenized", help="With --text: one sentence, its tokens separated by whitespace."),
     ] = False,
     input: Annotated[
-        Path | None, typer.Option("--input", "-i", help="File of the model's task (gold tags are shown).")
+        Path | None,
+        typer.Option(
+            "--input", "-i", parser=given_path, help="File of the model's task (gold tags are shown)."
+        ),
     ] = None,
     sentence: Annotated[int, typer.Option(help="Which sentence of --input or --text (from 1).")] = 1,
     output: Annotated[
         Path | None,
         typer.Option(
-            "--output", "-o", help="Figure file: .html (interactive, self-contained), .png, .svg or .pdf."
+            "--output",
+            "-o",
+            parser=given_path,
+            help="Figure file: .html (interactive, self-contained), .png, .svg or .pdf.",
         ),
     ] = None,
     terminal: Annotated[bool, typer.Option(help="Draw the matrix in the terminal.")] = False,
@@ -137,7 +144,8 @@ def analyze(
     data: Annotated[
         Path,
         typer.Argument(
-            help="File to analyse, in the format of the model's task (gold tags are used where present)."
+            parser=given_path,
+            help="File to analyse, in the format of the model's task (gold tags are used where present).",
         ),
     ],
     model: ModelOption = None,

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from easyfirst.cli import app
-from easyfirst.cli.common import BatchOption, DeviceOption, ModelOption, check_device, load_tagger
+from easyfirst.cli.common import BatchOption, DeviceOption, ModelOption, check_device, given_path, load_tagger
 from easyfirst.cli.options import LAZY_CHOICES, tag_option_parameters
 from easyfirst.errors import InputError
 from easyfirst.pipeline import Source, check_output, write_output
@@ -31,7 +31,7 @@ def tag(
     ] = None,
     model: ModelOption = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Output file (default: stdout).")
+        Path | None, typer.Option("--output", "-o", parser=given_path, help="Output file (default: stdout).")
     ] = None,
     text: Annotated[
         str | None,

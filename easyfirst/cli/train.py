@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from easyfirst.cli import app
-from easyfirst.cli.common import check_device, err
+from easyfirst.cli.common import check_device, err, given_path
 from easyfirst.cli.options import config_parameters, config_values, given_flags
 from easyfirst.config import Config, DataConfig, LossConfig, ModelConfig, TrainConfig
 from easyfirst.errors import InputError
@@ -48,7 +48,8 @@ COMMON = [
         inspect.Parameter.KEYWORD_ONLY,
         default=None,
         annotation=Annotated[
-            Path | None, typer.Option(help="TOML config (see configs/); flags override it.")
+            Path | None,
+            typer.Option(parser=given_path, help="TOML config (see configs/); flags override it."),
         ],
     ),
     inspect.Parameter(
@@ -56,7 +57,10 @@ COMMON = [
         inspect.Parameter.KEYWORD_ONLY,
         default=None,
         annotation=Annotated[
-            Path | None, typer.Option("--output", "-o", help="Run folder (default: runs/TASK-MODEL-TIME).")
+            Path | None,
+            typer.Option(
+                "--output", "-o", parser=given_path, help="Run folder (default: runs/TASK-MODEL-TIME)."
+            ),
         ],
     ),
     inspect.Parameter(
@@ -79,7 +83,9 @@ COMMON = [
         default=None,
         annotation=Annotated[
             Path | None,
-            typer.Option(help="Continue the interrupted run in this folder from its checkpoint."),
+            typer.Option(
+                parser=given_path, help="Continue the interrupted run in this folder from its checkpoint."
+            ),
         ],
     ),
     inspect.Parameter(

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from easyfirst.errors import InputError
+from easyfirst.errors import EMPTY_NAME, InputError
 
 # Sentences that the file writers (easyfirst tag) read and hand to the tagger at a time. The tagger
 # sorts them by length into its batches (easyfirst.data.buckets.bucket_indices), so a larger window
@@ -21,7 +21,7 @@ TAG_WINDOW = 4096
 def open_binary(path: str | Path) -> BinaryIO:
     """Open ``path`` for reading bytes; a missing file, a folder or no permission is an InputError."""
     if path == "":  # `easyfirst tag "$FILE"` with FILE unset
-        raise InputError("the file name is empty (an unset shell variable?)")
+        raise InputError(EMPTY_NAME)
     try:
         return open(path, "rb")  # noqa: SIM115 (the caller closes it)
     except FileNotFoundError:
