@@ -355,9 +355,9 @@ class Source:
             if self.ahead_for == (task.name, getattr(data, "tag_column", None), batch_size):
                 ahead = {"windows": self.ahead}
                 tagger.follow(self.ahead.copies, batch_size=batch_size)  # the workers read the windows too
-            elif self.own_file():  # read for another task or column than the model's: read here instead
+            elif self.own_file():  # read for another task, column or batch size: read here instead
                 self.ahead.close()
                 self.ahead = None
             else:  # stdin (or a pipe) is the reading process's
-                raise RuntimeError("the input was read ahead for another task or column than the model's")
+                raise RuntimeError("the input was read ahead for another task, column or batch size")
         return lambda out: task.write(source, out, predict, data, options, name=name, output=output, **ahead)

@@ -8,7 +8,9 @@ the child runs ``produce()`` and sends each item, pickled, through a pipe; the p
 when it is ready. The child keeps what it has made in a bounded queue, sent by a thread, so that it is
 not held up while the parent is still importing; it ignores Ctrl-C and ends when the parent closes its
 end. An exception in ``produce`` (an :class:`~easyfirst.errors.InputError` for a malformed line) is
-raised by the parent where the items stop, as if it had read the file itself.
+raised by the parent where the items stop, as if it had read the file itself. ``easyfirst tag`` also
+has the child pack each window's batches (easyfirst.data.buckets) and send a copy of every window to
+each process of the tagging pool (``copies``), which reads it for itself (easyfirst.tagging_pool).
 
 This module must not import torch: it is imported, and forks, before torch is.
 """

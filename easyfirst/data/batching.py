@@ -85,9 +85,9 @@ def encode(
 ) -> Encoded:
     """Index one sentence (``extra``: its task's inputs beside the words); unknown tags become ``IGNORE``.
 
-    For quality estimation (``extra`` with ``source`` and ``alignment``, and
-    a model with a source vocabulary) the QE heads' inputs are indexed too, and ``targets`` (``gaps``,
-    ``source_tags``: gold tags, for training) become their gold ids.
+    For quality estimation (``extra`` with ``source`` and ``alignment``, and a model with a source
+    vocabulary) the QE heads' inputs are indexed too, and ``targets`` (``gaps``, ``source_tags``: gold
+    tags, for training) become their gold ids.
     """
     word_ids, prefix_ids, suffix_ids = vocabs.index(words)
     k = vocabs.max_affix
