@@ -73,7 +73,7 @@ def scores(run, items, sentences) -> dict:
     import torch
 
     from easyfirst.data.batching import iterate_batches
-    from easyfirst.reporting import evaluate_sentences
+    from easyfirst.training.reporting import evaluate_sentences
 
     kept: dict = {}
 
@@ -111,13 +111,13 @@ def study(args: argparse.Namespace) -> None:
     """Train one setting on SPLIT/train, recording the held-out and training-sample scores per epoch."""
     from rich.console import Console
 
-    import easyfirst.train
-    from easyfirst import distributed
+    import easyfirst.training.loop
     from easyfirst.config import Config
     from easyfirst.data.batching import encode
-    from easyfirst.epochs import train_epoch
-    from easyfirst.reporting import RunLog
-    from easyfirst.train import prepare_run
+    from easyfirst.training import distributed
+    from easyfirst.training.epochs import train_epoch
+    from easyfirst.training.loop import prepare_run
+    from easyfirst.training.reporting import RunLog
 
     config = Config.for_task("qe")
     config.data.train, config.data.dev = str(args.split / "train"), str(args.split / "heldout")
@@ -154,7 +154,7 @@ def study(args: argparse.Namespace) -> None:
         within.append({"step": step, "loss": held["loss"], "target": held["target"]})
         run.model.train()
 
-    easyfirst.train.save_checkpoint = evaluate_within
+    easyfirst.training.loop.save_checkpoint = evaluate_within
     for epoch in range(1, args.epochs + 1):
         within.clear()
         seconds = train_epoch(run, epoch)

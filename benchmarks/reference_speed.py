@@ -1,5 +1,5 @@
 """Training speed at one sentence per update (the paper's own regime, configs/pos-reference.toml), with
-and without the single-sentence NumPy path (easyfirst.model.lean), and how close the two train.
+and without the single-sentence NumPy path (easyfirst.model.fast.lean), and how close the two train.
 
     python benchmarks/reference_speed.py [--sentences 600] [--rounds 3] [--threads 1] [--json out.json]
 
@@ -13,8 +13,8 @@ process's CPU time, and each configuration's speed as a ratio to the BiLSTM at o
 in the same run:
 
 - NEF-F, N = L, one sentence per update (the lean path: the BiLSTM and csoftmax step loops compiled by
-  Numba, easyfirst.model.lean_kernels, with the extra ``fast``);
-- the same with the NumPy loops of easyfirst.model.lean (the lean path without Numba);
+  Numba, easyfirst.model.fast.kernels, with the extra ``fast``);
+- the same with the NumPy loops of easyfirst.model.fast.lean (the lean path without Numba);
 - the same with the lean path switched off (torch's LSTM and the batched fused loop on a batch of one);
 - the same with dense embedding gradients too: how one sentence per update trained before;
 - BiLSTM (N = 0), one sentence per update;
@@ -53,19 +53,19 @@ from easyfirst.config import Config
 from easyfirst.data.batching import batches_in_order, collate, encode, iterate_batches
 from easyfirst.data.conllu import read_conllu
 from easyfirst.data.datasets import resolve_split
-from easyfirst.epochs import backward_step
-from easyfirst.model import lean
+from easyfirst.model.fast import lean
 from easyfirst.model.tagger import EasyFirstTagger
-from easyfirst.optim import make_optimizer
 from easyfirst.tasks import get_task
-from easyfirst.train import build_vocabularies
+from easyfirst.training.epochs import backward_step
+from easyfirst.training.loop import build_vocabularies
+from easyfirst.training.optim import make_optimizer
 
 
 class Setup(NamedTuple):
     model: str
     batch_size: int  # sentences per update
-    lean: bool  # the single-sentence path (easyfirst.model.lean)
-    compiled: bool  # its loops compiled (easyfirst.model.lean_kernels)
+    lean: bool  # the single-sentence path (easyfirst.model.fast.lean)
+    compiled: bool  # its loops compiled (easyfirst.model.fast.kernels)
     sparse: bool = True  # sparse embedding gradients
     attention: str = "csoftmax"
 

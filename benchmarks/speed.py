@@ -43,10 +43,10 @@ from easyfirst.data.batching import Batch, collate, encode, iterate_batches
 from easyfirst.data.conllu import read_conllu
 from easyfirst.data.datasets import resolve_split
 from easyfirst.data.vocab import Vocabularies
-from easyfirst.epochs import backward_step
 from easyfirst.model.tagger import EasyFirstTagger
-from easyfirst.optim import make_optimizer
 from easyfirst.tasks import get_task
+from easyfirst.training.epochs import backward_step
+from easyfirst.training.optim import make_optimizer
 
 MODELS = {  # name → (model, sketch steps)
     "bilstm": ("bilstm", 0),
@@ -55,7 +55,7 @@ MODELS = {  # name → (model, sketch steps)
     "NEF-F, N = L": ("nef-f", None),
 }
 # --generic-loop: NEF-F, N = L once more with the decoder's generic step loop instead of the fused
-# csoftmax loop (easyfirst.model.fused_sketch), in the same run: the fused loop's own speed-up
+# csoftmax loop (easyfirst.model.fast.fused), in the same run: the fused loop's own speed-up
 GENERIC = "NEF-F, N = L, generic loop"
 LENGTHS = (10, 50, 200, 1000)
 GiB = 2**30

@@ -1,4 +1,4 @@
-"""`easyfirst tag` with its defaults (every core: easyfirst.tagging_pool) against the same command on one
+"""`easyfirst tag` with its defaults (every core: easyfirst.tagging.pool) against the same command on one
 core (`taskset -c 0`), on a CoNLL-U file of about ``--words`` words; wall-clock seconds and whether the
 two outputs are byte for byte the same.
 

@@ -1,5 +1,5 @@
 """Hogwild scaling: words/s of `easyfirst train --workers K` for each K, in one run, on the same data
-and seed, with the dev accuracy each reached (easyfirst.hogwild).
+and seed, with the dev accuracy each reached (easyfirst.training.hogwild).
 
     python benchmarks/workers.py --sentences 3000 --epochs 2 \\
         --json benchmarks/results/workers-cpu-2core.json

@@ -22,7 +22,7 @@ from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
 from easyfirst.model.qe_heads import HEADS
 from easyfirst.resources import DEFAULT_MODEL, default_model_path
 from easyfirst.runs import load_model
-from easyfirst.tagging_pool import Follow, TaggingPool, make_jobs, processes_for, tag_batches, tag_job
+from easyfirst.tagging.pool import Follow, TaggingPool, make_jobs, processes_for, tag_batches, tag_job
 
 __all__ = ["DEFAULT_MODEL", "Tagger", "default_model_path", "input_kind"]
 
@@ -32,7 +32,7 @@ class Tagger:
 
     def __init__(self, model, config, vocabs, device: str | torch.device = "cpu"):
         self.model, self.config, self.vocabs, self.device = model, config, vocabs, torch.device(device)
-        # processes that tag a large call (easyfirst.tagging_pool); None: one per core, 1: this one alone
+        # processes that tag a large call (easyfirst.tagging.pool); None: one per core, 1: this one alone
         self.processes: int | None = None
         self._pool: TaggingPool | None = None
 
@@ -51,7 +51,7 @@ class Tagger:
     ) -> bool:
         """Fork the processes that tag large calls now, each following the windows of sentences that a
         reading process sends it through its pipe of ``pipes`` (the copies of an
-        easyfirst.readahead.ReadAhead, each item ``(sentences, batches)``): the calls that follow must be
+        easyfirst.tagging.readahead.ReadAhead, each item ``(sentences, batches)``): the calls that follow must be
         ``tag(sentences, batches=batches, batch_size=batch_size)`` of those windows, in order
         (``easyfirst tag`` on a file read ahead; ``batches`` may be None). Returns whether it forked (not
         with one core or off the CPU)."""
@@ -161,7 +161,7 @@ class Tagger:
         extra: Mapping | None = None,
         name: str | None = None,
     ):
-        """The raindrop of one sentence (easyfirst.web.Raindrop): shown inline in a notebook (the
+        """The raindrop of one sentence (easyfirst.viz.web.Raindrop): shown inline in a notebook (the
         interactive component) and saved by ``.save(path)`` as .html, .png, .svg or .pdf.
 
         ``text_or_tokens`` is text (split and tokenized as :meth:`tag` does; ``sentence`` picks which
@@ -169,9 +169,9 @@ class Tagger:
         ``extra`` holds a QE sentence's source and alignment, ``name`` names the model in the title.
         In a notebook, a cell ending in ``tagger.raindrop("She reads a book.")`` shows the raindrop.
         """
-        from easyfirst.plot import Drop
         from easyfirst.tasks import get_task
-        from easyfirst.web.raindrop import Raindrop
+        from easyfirst.viz.plot import Drop
+        from easyfirst.viz.web.raindrop import Raindrop
 
         if self.model.decoder is None:
             raise ValueError("this model has no sketch steps (N = 0): there is no attention to plot")

@@ -99,7 +99,7 @@ SAVED_BEFORE = {
 @dataclass
 class TrainConfig:
     epochs: int = field(default=20, metadata=option("Training epochs.", check=at_least(1)))
-    # adagrad (the paper's), adam or sgd (easyfirst.optim)
+    # adagrad (the paper's), adam or sgd (easyfirst.training.optim)
     optimizer: str = field(default="adagrad", metadata=checked(one_of(lambda: OPTIMIZERS)))
     lr: float = field(default=0.1, metadata=option("Learning rate.", check=positive()))
     # gradient-norm clipping (inf: none)
@@ -125,7 +125,7 @@ class TrainConfig:
     )
     eval_batch_size: int = field(default=256, metadata=checked(at_least(1)))
     seed: int = field(default=1, metadata=option("Random seed.", check=at_least(0)))
-    # Hogwild processes for one sentence per update on the CPU (easyfirst.hogwild); unset: one per core
+    # Hogwild processes for one sentence per update on the CPU (easyfirst.training.hogwild); unset: one per core
     workers: int | None = field(
         default=None,
         metadata=option(
@@ -151,7 +151,7 @@ class TrainConfig:
             "Also checkpoint every K updates (0: at epoch ends only).", check=at_least(0), metavar="K"
         ),
     )
-    # the attention temperature annealed over the epochs (easyfirst.anneal; issue #26): geometrically from
+    # the attention temperature annealed over the epochs (easyfirst.training.anneal; issue #26): geometrically from
     # anneal_from at epoch 1 to anneal_to at epoch anneal_epochs, then kept; 0 epochs: no annealing, the
     # model's attention_temperature throughout. Annealing writes each epoch's value into attention_temperature
     anneal_epochs: int = field(

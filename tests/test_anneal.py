@@ -1,4 +1,4 @@
-"""Annealing the attention temperature over the epochs (easyfirst.anneal, issue #26): the schedule's
+"""Annealing the attention temperature over the epochs (easyfirst.training.anneal, issue #26): the schedule's
 values, the temperature a saved model tags with, and --resume continuing the schedule."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from conftest import SAMPLE, run_cli, train_on_sample
-from easyfirst import anneal
 from easyfirst.config import Config, TrainConfig
 from easyfirst.data.batching import collate, encode
 from easyfirst.data.conllu import read_conllu
@@ -17,6 +16,7 @@ from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.runs import load_model, save_model
+from easyfirst.training import anneal
 
 TIMING = ("seconds", "tokens_per_second", "seconds_per_epoch")
 

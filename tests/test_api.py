@@ -11,7 +11,7 @@ from easyfirst.api import default_model_path
 from easyfirst.config import Config
 from easyfirst.data.conllu import read_conllu
 from easyfirst.errors import InputError
-from easyfirst.train import train
+from easyfirst.training.loop import train
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from conftest import run_cli, sample_training
-from easyfirst import distributed
+from easyfirst.training import distributed
 
 DRIVER = Path(__file__).with_name("distributed_driver.py")
 

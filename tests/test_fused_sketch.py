@@ -1,4 +1,4 @@
-"""The fused csoftmax sketch loop (easyfirst.model.fused_sketch) against the generic autograd step loop of
+"""The fused csoftmax sketch loop (easyfirst.model.fast.fused) against the generic autograd step loop of
 SketchDecoder, which is itself checked against a literal implementation of Eqs. 1–7 in test_model.py:
 same sketches, attention history and gradients, in float64, on padded batches of mixed lengths."""
 
@@ -9,7 +9,7 @@ import torch
 from test_model import output_layer
 
 from easyfirst.model import sketch as sketch_module
-from easyfirst.model.fused_sketch import FusedSketchFunction, LoopPlan, fused_sketch_loop, run_loop
+from easyfirst.model.fast.fused import FusedSketchFunction, LoopPlan, fused_sketch_loop, run_loop
 from easyfirst.model.sketch import SketchDecoder, WordScores
 
 LENGTHS = [5, 1, 3, 7, 0, 6]  # padding, a one-word and an empty sentence
@@ -142,7 +142,7 @@ def test_without_gradients_nothing_is_stored_and_the_outputs_agree():
 
 def test_other_attentions_keep_the_generic_loop_and_model_files_do_not_change(monkeypatch):
     assert SketchDecoder(6, attention="csoftmax").fused
-    # no fast path at all for these; the others have the single-sentence one (model/lean.py)
+    # no fast path at all for these; the others have the single-sentence one (model/fast/lean.py)
     assert not any(SketchDecoder(6, attention=name).fused for name in ("csparsemax", "entmax15"))
     monkeypatch.setattr(sketch_module, "fused_sketch_loop", lambda *a: pytest.fail("fused loop taken"))
     states, mask = padded_batch([4, 3], 6, 0)

@@ -1,4 +1,4 @@
-"""Hogwild training (easyfirst.hogwild, ``easyfirst train --workers K``): how many workers, shared
+"""Hogwild training (easyfirst.training.hogwild, ``easyfirst train --workers K``): how many workers, shared
 parameters and optimizer state seen across processes, an epoch shared by two processes, resuming."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import torch
 from rich.console import Console
 
 from conftest import SAMPLE, run_cli, sample_training
-from easyfirst import distributed, hogwild
 from easyfirst.config import Config
-from easyfirst.epochs import train_epoch
 from easyfirst.errors import InputError
-from easyfirst.optim import make_optimizer
-from easyfirst.reporting import RunLog
-from easyfirst.train import prepare_run
+from easyfirst.training import distributed, hogwild
+from easyfirst.training.epochs import train_epoch
+from easyfirst.training.loop import prepare_run
+from easyfirst.training.optim import make_optimizer
+from easyfirst.training.reporting import RunLog
 
 CPU = torch.device("cpu")
 

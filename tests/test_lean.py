@@ -1,7 +1,7 @@
-"""The single-sentence NumPy path (easyfirst.model.lean) against the batched torch paths it replaces for a
+"""The single-sentence NumPy path (easyfirst.model.fast.lean) against the batched torch paths it replaces for a
 batch of one: the decoder's step loop against SketchDecoder's generic autograd loop, the BiLSTM against
 ``nn.LSTM``, csoftmax on one row against the batched function, and the whole model's clipped gradients
-both ways, all in float64. Each runs with the step loops compiled by Numba (easyfirst.model.lean_kernels)
+both ways, all in float64. Each runs with the step loops compiled by Numba (easyfirst.model.fast.kernels)
 and with the NumPy loops."""
 
 from __future__ import annotations
@@ -22,21 +22,22 @@ from test_fused_sketch import random_output_layer, run_both
 from conftest import SAMPLE
 from easyfirst.config import Config
 from easyfirst.data.batching import collate, encode
-from easyfirst.epochs import backward_step
-from easyfirst.model import lean, lean_rows
 from easyfirst.model.encoder import LSTM_WEIGHTS, BiLSTMEncoder
+from easyfirst.model.fast import lean
+from easyfirst.model.fast import rows as lean_rows
 from easyfirst.model.sketch import SketchDecoder
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_forward
-from easyfirst.optim import make_optimizer
-from easyfirst.train import build_vocabularies, train
+from easyfirst.training.epochs import backward_step
+from easyfirst.training.loop import build_vocabularies, train
+from easyfirst.training.optim import make_optimizer
 
 REFERENCE = Path(__file__).parent.parent / "configs" / "pos-reference.toml"  # the paper's regime
 
 
 @pytest.fixture(params=["compiled", "numpy"])
 def loops(request, monkeypatch):
-    """Runs a test with the Numba kernels and with the NumPy loops of easyfirst.model.lean."""
+    """Runs a test with the Numba kernels and with the NumPy loops of easyfirst.model.fast.lean."""
     if request.param == "compiled" and lean.kernels() is None:
         if os.environ.get("CI"):  # the dev extra installs Numba: under CI the compiled loops must be tested
             pytest.fail("numba is not installed under CI (pip install -e '.[dev]' brings it)")
@@ -287,10 +288,10 @@ def test_without_numba_the_numpy_loops_train(tmp_path):
     script = f"""
 import sys
 sys.modules["numba"] = None  # as if it were not installed
-from easyfirst.model import lean, lean_rows
+from easyfirst.model.fast import lean, rows as lean_rows
 assert lean.kernels() is None
 from easyfirst.config import Config
-from easyfirst.train import train
+from easyfirst.training.loop import train
 config = Config.load({str(REFERENCE)!r})
 config.data.train = config.data.dev = {str(SAMPLE)!r}
 config.train.epochs, config.model.sketch_steps = 1, 2
@@ -315,10 +316,10 @@ try:
 except SystemExit as done:
     assert not done.code, done.code
 assert "numba" not in sys.modules, "tagging loaded numba"
-from easyfirst.model import lean, lean_rows
+from easyfirst.model.fast import lean, rows as lean_rows
 if lean.kernels() is not None:  # with the extra fast: training takes the kernels
     from easyfirst.config import Config
-    from easyfirst.train import train
+    from easyfirst.training.loop import train
     config = Config.load({str(REFERENCE)!r})
     config.data.train = config.data.dev = {str(SAMPLE)!r}
     config.train.epochs, config.model.sketch_steps = 1, 2

@@ -7,7 +7,7 @@ import pytest
 
 from easyfirst.config import Config
 from easyfirst.data.sentence import Sentence
-from easyfirst.reporting import length_cap
+from easyfirst.training.reporting import length_cap
 
 
 def sentences(lengths: list[int]) -> list[Sentence]:

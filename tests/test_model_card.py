@@ -9,8 +9,8 @@ import pytest
 
 from conftest import SAMPLE, run_cli
 from easyfirst.config import Config
-from easyfirst.model_card import training_command
-from easyfirst.train import train
+from easyfirst.training.loop import train
+from easyfirst.viz.model_card import training_command
 
 
 @pytest.fixture(scope="module")

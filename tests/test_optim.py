@@ -1,4 +1,4 @@
-"""easyfirst.optim against torch's own: Adagrad with sparse embedding gradients against torch.optim.Adagrad
+"""easyfirst.training.optim against torch's own: Adagrad with sparse embedding gradients against torch.optim.Adagrad
 with dense ones, clip_gradients against clip_grad_norm_; and the training regime's options (the loss
 summed per update, the training sentences in file order)."""
 
@@ -11,7 +11,7 @@ import torch
 
 from easyfirst.config import Config
 from easyfirst.data.batching import Encoded, batches_in_order
-from easyfirst.optim import Adagrad, clip_gradients, make_optimizer
+from easyfirst.training.optim import Adagrad, clip_gradients, make_optimizer
 
 
 class Tiny(torch.nn.Module):
@@ -99,7 +99,7 @@ def test_summed_loss_is_the_mean_times_the_counted_words():
     from easyfirst.data.batching import collate, encode
     from easyfirst.data.sentence import Sentence
     from easyfirst.model.tagger import EasyFirstTagger
-    from easyfirst.train import build_vocabularies
+    from easyfirst.training.loop import build_vocabularies
 
     sentences = [Sentence(["a", "b", "c"], ["X", "Y", "X"], 1), Sentence(["b", "a"], ["Y", "Y"], 5)]
     config = Config()

@@ -14,9 +14,9 @@ from rich.console import Console
 
 from conftest import SAMPLE, run_cli, train_on_sample
 from easyfirst import Tagger
-from easyfirst.analysis import analyze
 from easyfirst.data.conllu import read_conllu
-from easyfirst.plot import Drop, figure, tag_style, terminal
+from easyfirst.viz.analysis import analyze
+from easyfirst.viz.plot import Drop, figure, tag_style, terminal
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +136,7 @@ def test_analyze_markdown_holds_the_same_numbers(run_dir):
 
 def test_terminal_matrix_reads_without_colours():
     """Piped output has no colours: the glyphs alone must order the attention values."""
-    from easyfirst.plot import SHADES
+    from easyfirst.viz.plot import SHADES
 
     attention = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.3, 0.7], [0.0, 0.7, 0.3]])
     drop = Drop(["a", "b", "c"], ["X", "Y", "Z"], attention)
@@ -230,7 +230,7 @@ UPOS = "ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM 
 def test_every_label_colour_reads_on_white():
     assert contrast_with_white("#ffff00") < 1.1 and contrast_with_white("#000000") == pytest.approx(21)
     colours = {tag_style(t, UPOS)[0] for t in [*UPOS, "B-PER", "I-PER", "O", "OK", "BAD"]}
-    from easyfirst.plot import WRONG
+    from easyfirst.viz.plot import WRONG
 
     for colour in colours | {WRONG}:
         assert contrast_with_white(colour) >= 4.5, colour
@@ -290,7 +290,7 @@ def test_the_beta_panel_says_why_it_is_flat():
 
 
 def test_terminal_has_a_key_to_its_shades():
-    from easyfirst.plot import SHADES, shade
+    from easyfirst.viz.plot import SHADES, shade
 
     attention = torch.tensor([[0.01, 0.2, 0.79], [0.99, 0.005, 0.005]])
     console = Console(no_color=True, width=200, record=True, file=io.StringIO())

@@ -92,7 +92,7 @@ def test_training_with_pretrained_vectors_keeps_them_in_the_model_folder(tmp_pat
     from easyfirst import Tagger
     from easyfirst.config import Config
     from easyfirst.data.conllu import read_conllu
-    from easyfirst.train import train
+    from easyfirst.training.loop import train
 
     training_words = {w for s in read_conllu(SAMPLE) for w in s.words}
     unseen = "zyzzyva"

@@ -251,7 +251,7 @@ def test_a_qe_model_without_source_inputs_says_what_it_needs():
 
 @pytest.mark.realdata
 def test_task_qe_without_paths_trains_on_wmt16_train_and_selects_on_dev(data_root):
-    from easyfirst.train import load_splits
+    from easyfirst.training.loop import load_splits
 
     splits = load_splits(Config.for_task("qe"))
     folder = data_root / "qe" / "wmt16-en-de"

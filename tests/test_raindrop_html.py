@@ -1,4 +1,4 @@
-"""The interactive raindrop's HTML without a browser (easyfirst.web, Tagger.raindrop, ``plot -o FILE.html``):
+"""The interactive raindrop's HTML without a browser (easyfirst.viz.web, Tagger.raindrop, ``plot -o FILE.html``):
 the data a page carries against ``Tagger.tag``'s attention, pages that fetch nothing, text that cannot end
 the script it sits in, saving by suffix, and the errors for bad input. tests/test_web.py reads the same
 pages rendered in Chromium."""
@@ -14,8 +14,8 @@ from conftest import SAMPLE, run_cli
 from easyfirst import Tagger
 from easyfirst.api import default_model_path
 from easyfirst.data.conllu import read_conllu
-from easyfirst.plot import tag_style
-from easyfirst.web import fragment, page, raindrop_data
+from easyfirst.viz.plot import tag_style
+from easyfirst.viz.web import fragment, page, raindrop_data
 
 DATA = re.compile(r'<script type="application/json" id="(efr-[0-9a-f]+)-data">(.*?)</script>', re.S)
 

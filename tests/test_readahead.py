@@ -1,4 +1,4 @@
-"""Reading ahead (easyfirst.readahead): a forked process makes a generator's items while this one goes
+"""Reading ahead (easyfirst.tagging.readahead): a forked process makes a generator's items while this one goes
 on; ``easyfirst tag`` uses it to read and index a CoNLL-U file while torch is imported."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import time
 import pytest
 
 from conftest import SAMPLE, run_cli
-from easyfirst.cores import available_cores
 from easyfirst.data import detect
 from easyfirst.errors import InputError
-from easyfirst.readahead import ReadAhead, receive
+from easyfirst.parallel.cores import available_cores
+from easyfirst.tagging.readahead import ReadAhead, receive
 
 two_cores = pytest.mark.skipif(available_cores() < 2, reason="easyfirst tag reads ahead with a second core")
 
@@ -106,7 +106,7 @@ def test_easyfirst_tag_forks_its_reader_before_importing_torch(tmp_path):
     command's path before the fork (a module of the reader, the config, the CLI) fails this."""
     script = (
         "import sys, atexit\n"
-        "import easyfirst.readahead as readahead\n"
+        "import easyfirst.tagging.readahead as readahead\n"
         "seen, start = [], readahead.ReadAhead.__init__\n"
         "def init(self, *args, **kwargs):\n"
         "    seen.append('torch' in sys.modules)\n"
@@ -157,7 +157,7 @@ def test_a_file_read_ahead_for_another_column_is_read_again_by_the_writer():
     import io
 
     from easyfirst import Tagger
-    from easyfirst.pipeline import Source
+    from easyfirst.tagging.pipeline import Source
 
     tagger = Tagger.load()
     expected = io.BytesIO()

@@ -1,4 +1,4 @@
-"""Tagging on every core (easyfirst.tagging_pool): the batches of a large call shared among forked
+"""Tagging on every core (easyfirst.tagging.pool): the batches of a large call shared among forked
 processes give what one process gives, bit for bit."""
 
 from __future__ import annotations
@@ -9,10 +9,12 @@ import pytest
 import torch
 
 from conftest import SAMPLE
-from easyfirst import Tagger, cores, tagging_pool
+from easyfirst import Tagger
 from easyfirst.data.batching import collate, encode, unpack
 from easyfirst.data.buckets import INFERENCE_MAX_TOKENS, pack_batches
 from easyfirst.data.conllu import read_conllu
+from easyfirst.parallel import cores
+from easyfirst.tagging import pool as tagging_pool
 
 
 def test_the_costliest_batches_go_first_to_the_least_loaded_process():
@@ -121,7 +123,7 @@ def test_processes_that_follow_the_windows_tag_as_one_does_and_share_them(senten
     batches from a shared counter, a window ahead of this process. Windows large and small (the small
     and the empty ones are this process's alone, on both sides), each tagged as one process does; with
     their batches packed by the reader, or words only (a model with features: each process encodes)."""
-    from easyfirst.readahead import ReadAhead
+    from easyfirst.tagging.readahead import ReadAhead
 
     tagger = Tagger.load()
     windows = [sentences, sentences[:2], [], sentences[3:], [[], []], sentences[::2]]

@@ -1,4 +1,4 @@
-"""The interactive raindrop (easyfirst.web) in a real browser: ``easyfirst plot -o FILE.html`` and the
+"""The interactive raindrop (easyfirst.viz.web) in a real browser: ``easyfirst plot -o FILE.html`` and the
 notebook fragment of ``Tagger.raindrop``, read from the DOM headless Chromium renders (tests/browser.py).
 
 The expected values come from ``Tagger.tag(..., return_attention=True)`` and sums over its tensor, never
@@ -12,8 +12,8 @@ from browser import chromium
 from conftest import SAMPLE, run_cli
 from easyfirst import Tagger
 from easyfirst.data.conllu import read_conllu
-from easyfirst.web import page as page_html
-from easyfirst.web import raindrop_data
+from easyfirst.viz.web import page as page_html
+from easyfirst.viz.web import raindrop_data
 
 pytestmark = pytest.mark.browser
 

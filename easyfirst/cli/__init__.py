@@ -3,6 +3,8 @@
 train (easyfirst.cli.train), tag (tag), evaluate (evaluate), plot and analyze (plot), export and
 data (export), serve (serve). User mistakes (bad files, bad options) are reported as ``path:line: what is wrong`` on
 stderr with exit status 2 and no traceback; see easyfirst.errors.
+
+The top layer: may import anything below it; nothing in the package imports it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What the verbs share: consoles, the model and device options, loading a tagger, checking inputs. What
-an input is and how its tagged output is written is easyfirst.pipeline, below the CLI."""
+an input is and how its tagged output is written is easyfirst.tagging.pipeline, below the CLI."""
 
 from __future__ import annotations
 

@@ -38,8 +38,8 @@ def export(
     model card written from the run's config and metrics.json: data, a command that trains the same
     configuration, dev and test scores, intended use and limits."""
     from easyfirst.atomic import atomic_write, read_json
-    from easyfirst.model_card import model_card
     from easyfirst.runs import load_model, save_model
+    from easyfirst.viz.model_card import model_card
 
     if output is not None and output_option is not None:
         raise InputError("give the output folder once: as OUT or as -o OUT, not both")

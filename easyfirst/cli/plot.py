@@ -20,7 +20,7 @@ from easyfirst.cli.common import (
     task_of,
 )
 from easyfirst.errors import InputError
-from easyfirst.pipeline import check_output, text_sentences
+from easyfirst.tagging.pipeline import check_output, text_sentences
 
 
 def read_sentence(path: Path, number: int, tagger):
@@ -36,8 +36,8 @@ def note_if_diffuse(tagger, largest: float, what: str) -> None:
     """One line on stderr when a model with learned attention scores attends diffusely (largest α of an
     early step under DIFFUSE on average) and its task has an easy-first recipe the model was not trained
     with: name the flag."""
-    from easyfirst.analysis import DIFFUSE
     from easyfirst.ops.attention import ATTENTIONS
+    from easyfirst.viz.analysis import DIFFUSE
 
     task, _ = task_of(tagger)
     learned = ATTENTIONS[tagger.config.model.attention].scores == "attention"
@@ -90,9 +90,9 @@ def plot(
     """Raindrop plot of one sentence: where each sketch step looks.
 
     .png, .svg and .pdf write a figure; .html a self-contained interactive page (no network needed)."""
-    from easyfirst.analysis import first_half_largest
-    from easyfirst.plot import terminal as render
-    from easyfirst.web.raindrop import FORMATS, Raindrop
+    from easyfirst.viz.analysis import first_half_largest
+    from easyfirst.viz.plot import terminal as render
+    from easyfirst.viz.web.raindrop import FORMATS, Raindrop
 
     if (text is None) == (input is None):
         raise InputError("give exactly one of --text or --input")
@@ -161,8 +161,8 @@ def analyze(
     the steps; evenness; for NER, where the first focus goes against the entities."""
     from rich.table import Table
 
-    from easyfirst.analysis import analyze as run_analysis
-    from easyfirst.analysis import entity_line, sharpness_line, to_markdown
+    from easyfirst.viz.analysis import analyze as run_analysis
+    from easyfirst.viz.analysis import entity_line, sharpness_line, to_markdown
 
     if as_json and markdown:
         raise InputError("give --json or --markdown, not both")

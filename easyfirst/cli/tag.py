@@ -16,7 +16,7 @@ from easyfirst.cli import app
 from easyfirst.cli.common import BatchOption, DeviceOption, ModelOption, check_device, given_path, load_tagger
 from easyfirst.cli.options import LAZY_CHOICES, tag_option_parameters
 from easyfirst.errors import InputError
-from easyfirst.pipeline import Source, check_output, write_output
+from easyfirst.tagging.pipeline import Source, check_output, write_output
 from easyfirst.tasks import TASKS
 
 

@@ -202,7 +202,7 @@ def note_summed_batches(cfg: Config, flags: list[str]) -> None:
 
 def run_folder(output: Path | None, cfg: Config, overwrite: bool) -> Path:
     if output is None:
-        from easyfirst.distributed import launched
+        from easyfirst.training.distributed import launched
 
         if launched():  # the processes would each name a folder by their own clock
             raise InputError("under torchrun, give the run folder with --output (all processes share it)")
@@ -238,7 +238,7 @@ def resume_training(folder: Path, given: dict) -> None:
 
 
 def run_training(cfg: Config, output: Path, device: str, resume: bool = False) -> None:
-    from easyfirst.train import train as train_loop
+    from easyfirst.training.loop import train as train_loop
 
     try:
         train_loop(cfg, output, device=device, console=err, resume=resume)

@@ -24,9 +24,7 @@ import torch
 from easyfirst.data.buckets import Packed, bucket_indices
 from easyfirst.data.features import encode_features
 from easyfirst.data.qe_heads import collate_heads, encode_heads
-from easyfirst.data.vocab import Vocabularies
-
-IGNORE = -100  # target id ignored by the loss
+from easyfirst.data.vocab import IGNORE, Vocabularies
 
 
 @dataclass

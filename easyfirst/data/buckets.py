@@ -3,7 +3,7 @@
 :func:`bucket_indices` sorts sentences by length into batches; every front end's tagging and evaluation
 forms its batches with it (easyfirst.data.batching, easyfirst.api). :func:`pack` pads a batch's word and
 affix ids into flat 64-bit arrays, laid out as easyfirst.data.batching.collate lays out its tensors, so
-that ``easyfirst tag``'s reading process (easyfirst.readahead), which runs before torch is imported,
+that ``easyfirst tag``'s reading process (easyfirst.tagging.readahead), which runs before torch is imported,
 can hand the tagger whole batches: :func:`easyfirst.data.batching.unpack` makes tensors of them without
 a copy.
 

@@ -177,7 +177,7 @@ def packed_windows(
 ) -> Iterator[Window]:
     """:func:`conllu_windows` with each window's batches formed as ``Tagger.tag(words, batch_size=,
     max_tokens=)`` forms them and their ids in ``vocabs`` padded (easyfirst.data.buckets.pack): what
-    ``easyfirst tag`` reads ahead (easyfirst.readahead) while torch is imported. Not for a model with
+    ``easyfirst tag`` reads ahead (easyfirst.tagging.readahead) while torch is imported. Not for a model with
     features beside its words and affixes (the batches hold neither)."""
     for window in conllu_windows(source, tag_column, name=name):
         window.batches = pack_batches(window.words, vocabs, batch_size, max_tokens)

@@ -140,7 +140,7 @@ class WrongKind(InputError):
         message = f"{symptom}: this looks like {looks}; {reader_phrase(expected, task)}"
         super().__init__(message, path, line)
 
-    def __reduce__(self):  # pickled by a process that read the file (easyfirst.readahead, workers)
+    def __reduce__(self):  # pickled by a process that read the file (easyfirst.tagging.readahead, workers)
         return WrongKind, (self.symptom, self.looks, self.expected, self.path, self.line, self.task)
 
     def for_task(self, task: str) -> WrongKind:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 import torch
 
 from easyfirst.data.qe import QE_TAGS
+from easyfirst.data.vocab import IGNORE
 
 TAG_IDS = {tag: index for index, tag in enumerate(QE_TAGS)}  # OK 0, BAD 1: the heads' fixed tag set
 TARGETS = ("gaps", "source_tags")
@@ -45,8 +46,6 @@ def collate_heads(items: Sequence, length: int) -> dict[str, torch.Tensor]:
     """Pad the items' ``heads`` (see :func:`encode_heads`) into a batch whose MT sentences are padded to
     ``length``: ``source`` ``(B, S)``, ``alignment`` ``(B, S, length)`` float 0/1, and ``gaps``
     ``(B, length + 1)`` / ``source_tags`` ``(B, S)`` where every item has them."""
-    from easyfirst.data.batching import IGNORE
-
     if not items or any("source" not in item.heads for item in items):
         return {}
     size = len(items)

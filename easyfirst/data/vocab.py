@@ -18,6 +18,7 @@ WordIds = tuple[list[int], list[int], list[int]]
 
 PAD = "<pad>"
 UNK = "<unk>"
+IGNORE = -100  # a target id no tag has: the loss ignores it (padding, tags the vocabulary lacks)
 
 
 class Vocab:

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from easyfirst.model.lean import lean_applies, lean_bilstm
+from easyfirst.model.fast.lean import lean_applies, lean_bilstm
 
 # nn.LSTM's parameters in the order lean_bilstm takes them: forward direction, then reverse
 LSTM_WEIGHTS = [
@@ -23,7 +23,7 @@ class BiLSTMEncoder(nn.Module):
         self.output_dim = 2 * hidden_dim
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        if lean_applies(x) and bool(mask.all()):  # one sentence on the CPU: NumPy (easyfirst.model.lean)
+        if lean_applies(x) and bool(mask.all()):  # one sentence on the CPU: NumPy (easyfirst.model.fast.lean)
             lstm = self.lstm
             return lean_bilstm(x[0], *(getattr(lstm, name) for name in LSTM_WEIGHTS))[None]
         lengths = mask.sum(1).cpu()

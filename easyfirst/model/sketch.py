@@ -37,9 +37,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from easyfirst.model.fused_sketch import LoopPlan, fused_sketch_loop
-from easyfirst.model.lean import lean_applies, lean_decoder
-from easyfirst.model.lean_rows import ATTENTIONS as LEAN_ATTENTIONS
+from easyfirst.model.fast.fused import LoopPlan, fused_sketch_loop
+from easyfirst.model.fast.lean import lean_applies, lean_decoder
+from easyfirst.model.fast.rows import ATTENTIONS as LEAN_ATTENTIONS
 from easyfirst.ops.attention import ATTENTIONS
 from easyfirst.ops.window import WindowConv1d
 
@@ -90,9 +90,9 @@ class SketchDecoder(nn.Module):
         self.input_half = WindowConv1d(input_dim, attention_dim + sketch_dim, width)  # nn.Conv1d, faster here
         self.sketch_half = WindowConv1d(sketch_dim, attention_dim + sketch_dim, width, bias=False)
         self.v = nn.Linear(attention_dim, 1, bias=False)
-        # the fast paths: one sentence on the CPU takes easyfirst.model.lean (every attention but
+        # the fast paths: one sentence on the CPU takes easyfirst.model.fast.lean (every attention but
         # csparsemax and entmax15: lean_rows.ATTENTIONS), a batch with csoftmax runs the whole step loop as
-        # one autograd Function (easyfirst.model.fused_sketch); False forces the generic loop below, the
+        # one autograd Function (easyfirst.model.fast.fused); False forces the generic loop below, the
         # reference both are tested against
         self.fused = attention in LEAN_ATTENTIONS
 
@@ -135,7 +135,7 @@ class SketchDecoder(nn.Module):
                 steps,
                 settings,
                 (score_words.fixed, score_words.weight) if self.attention.scores == "output" else None,
-            )  # the NumPy path, easyfirst.model.lean
+            )  # the NumPy path, easyfirst.model.fast.lean
         lengths = mask.sum(1)
         n_steps = sentence_steps(lengths, steps, beyond_length)
         total = int(n_steps.max()) if size else 0

@@ -7,6 +7,9 @@
 
 The serving libraries are the optional extra ``serve`` (``pip install "easyfirst[serve]"``); this
 module imports them only when an app is built, so that ``easyfirst --help`` works without them.
+
+A front end: may import the API (:class:`easyfirst.api.Tagger`), ``tagging``, ``tasks``, ``viz`` and below;
+nothing imports it but the CLI.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The ASGI app: ``GET /health``, ``GET /`` (the page) and ``POST /tag``, on Starlette.
 
 A thin layer: the body is checked by easyfirst.serve.requests, tagged by the batcher
-(easyfirst.serve.batching, through easyfirst.pipeline) and answered as JSON. Every error is JSON
+(easyfirst.serve.batching, through easyfirst.tagging.pipeline) and answered as JSON. Every error is JSON
 ``{"error": "what is wrong"}`` with its status: 4xx for a bad request, 500 only for a fault of ours.
 """
 
@@ -24,7 +24,7 @@ def build_app(tagger, name: str, limits: Limits, window: float) -> Starlette:
     """The app serving ``tagger`` (its model called ``name`` in answers)."""
     from easyfirst.serve.page import page
     from easyfirst.tasks import get_task
-    from easyfirst.web import tag_colors
+    from easyfirst.viz.web import tag_colors
 
     task = get_task(tagger.config.data.task)
     pairs = task.text_column(tagger.config.data) is None  # a model of sentence pairs (QE)

@@ -2,7 +2,7 @@
 
 One worker thread owns the model. Requests wait in a queue; the worker takes the first, gathers what
 else arrives within a short window (or is already waiting, up to ``max_sentences``), tags all their
-sentences in one call of :func:`easyfirst.pipeline.tag_sentences` (sorted by length and cut into
+sentences in one call of :func:`easyfirst.tagging.pipeline.tag_sentences` (sorted by length and cut into
 batches there) and hands each request its own sentences back. A model server does the same: one
 sentence per request would otherwise pay a whole forward pass each.
 """
@@ -15,8 +15,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from easyfirst.pipeline import Tagged, tag_sentences
 from easyfirst.serve.requests import Job
+from easyfirst.tagging.pipeline import Tagged, tag_sentences
 
 
 @dataclass

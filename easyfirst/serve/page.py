@@ -1,7 +1,7 @@
 """The page at ``GET /``: a text box, the tagged sentences, and the raindrop of the sentence picked.
 
 Self-contained like ``easyfirst plot -o FILE.html``: inline style and script, nothing fetched from
-another host; the raindrop is the interactive component of easyfirst.web
+another host; the raindrop is the interactive component of easyfirst.viz.web
 (``window.easyfirstRaindrop.render(element, sentence)`` on a sentence of the ``POST /tag`` answer).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from easyfirst.web.component import POLICY, _json_for_script, asset
+from easyfirst.viz.web.component import POLICY, _json_for_script, asset
 
 # the page's own script may also call POST /tag on the server that sent it, and nothing else
 PAGE_POLICY = POLICY + "; connect-src 'self'"
@@ -119,7 +119,7 @@ EXAMPLE = "The easy words are tagged first. Then the decoder looks at the hard o
 
 def page(about: dict, pairs: bool) -> str:
     """The page for a model described by ``about`` (model, task, and the tag ``colors`` of
-    easyfirst.web.tag_colors); ``pairs``: a QE model's three fields instead of a text box."""
+    easyfirst.viz.web.tag_colors); ``pairs``: a QE model's three fields instead of a text box."""
     fields = PAIR_FIELDS if pairs else TEXT_FIELDS.format(example=html.escape(EXAMPLE))
     title = html.escape(f"easyfirst: {about['model']}")
     return f"""<!DOCTYPE html>

@@ -90,7 +90,7 @@ def parse_job(body: bytes, limits: Limits, pairs: bool) -> Job:
 
 
 def _sentences(request: dict) -> tuple[list[list[str]], None]:
-    from easyfirst.pipeline import text_sentences
+    from easyfirst.tagging.pipeline import text_sentences
 
     if ("text" in request) == ("sentences" in request):
         raise InputError("give either 'text' (a string) or 'sentences' (lists of tokens)")
@@ -120,7 +120,7 @@ def _sentences(request: dict) -> tuple[list[list[str]], None]:
 def _pairs(request: dict) -> tuple[list[list[str]], list[dict]]:
     """QE: ``src``, ``mt`` and ``alignments`` as one line each (tokens separated by spaces, Pharaoh
     ``i-j`` pairs), or as lists of such lines."""
-    from easyfirst.pipeline import qe_sentence
+    from easyfirst.tagging.pipeline import qe_sentence
 
     missing = [key for key in PAIR_KEYS if key not in request]
     if missing:

@@ -13,6 +13,9 @@ task; no other module branches on a task's name. Adding a task means a module he
 :class:`Task` subclass, a reader in easyfirst/data/, an entry in ``TASKS`` and a config in configs/.
 
 This module imports no torch, so that ``easyfirst --help`` stays fast.
+
+May import: ``data``, ``metrics``, ``resources`` and the bottom layer (``atomic``, ``errors``); ``config``
+sits above the tasks and asks them for their defaults.
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ class Task:
     # attention, from the attention study (docs/results.md); empty: none measured for the task
     easy_first: ClassVar[dict[str, dict[str, Any]]] = {}
     # the tag of words outside any entity ("O"): set, `analyze` says where the first focus goes against
-    # the entities (easyfirst.analysis.EntityFocus); None: the task tags no entities
+    # the entities (easyfirst.viz.analysis.EntityFocus); None: the task tags no entities
     outside: ClassVar[str | None] = None
     input_kind: ClassVar[str]  # what its files are, for help and errors ("CoNLL-U files")
     # why `plot --text` cannot give this task a sentence (None: it can)
@@ -160,7 +163,7 @@ class Task:
     ) -> Iterator:
         """What :meth:`write` can take as ``windows=``, made from ``source`` (read for ``tag_column``)
         and the vocabularies of the model in ``folder`` without torch, in batches of ``batch_size``, by a
-        process that reads ahead while the model loads (easyfirst.readahead); for a task whose
+        process that reads ahead while the model loads (easyfirst.tagging.readahead); for a task whose
         ``reads_ahead``."""
         raise NotImplementedError
 

@@ -1,5 +1,5 @@
 """One epoch of training: the updates of :func:`train_epoch`, by this process alone or, with Hogwild
-workers (easyfirst.hogwild), by all of them (:func:`hogwild_epoch`); :func:`train_part` and
+workers (easyfirst.training.hogwild), by all of them (:func:`hogwild_epoch`); :func:`train_part` and
 :func:`backward_step` are one process's updates, the same in both.
 """
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 import torch
 from rich.progress import (
@@ -20,18 +19,16 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from easyfirst import anneal, distributed, hogwild
-from easyfirst.checkpoints import save_checkpoint
 from easyfirst.config import TrainConfig
 from easyfirst.data.batching import Batch, collate, indices_in_order
 from easyfirst.data.buckets import bucket_indices
 from easyfirst.data.features import drop_words
 from easyfirst.model.tagger import EasyFirstTagger
-from easyfirst.optim import clip_gradients
-from easyfirst.workers import Workers
-
-if TYPE_CHECKING:
-    from easyfirst.train import Run
+from easyfirst.parallel.workers import Workers
+from easyfirst.training import anneal, distributed, hogwild
+from easyfirst.training.checkpoints import save_checkpoint
+from easyfirst.training.optim import clip_gradients
+from easyfirst.training.state import Run
 
 
 def train_epoch(run: Run, epoch: int) -> float:
@@ -67,7 +64,7 @@ def train_epoch(run: Run, epoch: int) -> float:
 def hogwild_epoch(
     run: Run, epoch: int, order: list[list[int]], epoch_generator: torch.Tensor, started: float
 ) -> float:
-    """The epoch by K processes sharing the model (easyfirst.hogwild): worker k takes every K-th batch of
+    """The epoch by K processes sharing the model (easyfirst.training.hogwild): worker k takes every K-th batch of
     ``order`` from the k-th, this process (worker 0) among them; returns the epoch's seconds."""
     t, p, workers = run.config.train, run.progress, run.workers
     board, count = workers.board, workers.count
@@ -108,7 +105,7 @@ def hogwild_epoch(
 
 
 def hogwild_record(board: torch.Tensor, rank: int, step: int, words: int, loss: float) -> None:
-    """Worker ``rank``'s row of the board after its update number ``step`` (see easyfirst.hogwild)."""
+    """Worker ``rank``'s row of the board after its update number ``step`` (see easyfirst.training.hogwild)."""
     board[rank, hogwild.STEPS] = step
     board[rank, hogwild.LOSS] += loss
     board[rank, hogwild.WORDS] += words

@@ -1,6 +1,6 @@
-"""The BiLSTM of :mod:`easyfirst.model.lean` for one sentence, in NumPy: both directions of a
+"""The BiLSTM of :mod:`easyfirst.model.fast.lean` for one sentence, in NumPy: both directions of a
 bidirectional ``nn.LSTM`` layer stepped together, and backpropagation through time by hand. ``loops``:
-the compiled time loops (:mod:`easyfirst.model.lean_kernels`), or None for the NumPy ones; lean.py
+the compiled time loops (:mod:`easyfirst.model.fast.kernels`), or None for the NumPy ones; lean.py
 chooses (``lean.compiled``) and wraps these in an autograd Function.
 """
 

@@ -21,13 +21,13 @@ POLICY = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inli
 @cache
 def asset(name: str) -> str:
     """The text of ``raindrop.js`` or ``raindrop.css``."""
-    return (resources.files("easyfirst.web") / name).read_text(encoding="utf-8")
+    return (resources.files("easyfirst.viz.web") / name).read_text(encoding="utf-8")
 
 
 def tag_colors(tagset: Sequence[str]) -> dict[str, dict]:
     """``{tag: {"color": "#rrggbb", "bold": bool}}`` for every tag of ``tagset``: the colours of the PNG
-    (easyfirst.plot.tag_style), so that the page and the figure agree."""
-    from easyfirst.plot import tag_style
+    (easyfirst.viz.plot.tag_style), so that the page and the figure agree."""
+    from easyfirst.viz.plot import tag_style
 
     colors = {}
     for tag in tagset:

@@ -1,4 +1,4 @@
-"""The cores this process may run on, and how many processes tag a call on them (easyfirst.tagging_pool);
+"""The cores this process may run on, and how many processes tag a call on them (easyfirst.tagging.pool);
 free of torch, so that a command can ask before importing it."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ MAX_TAGGING_PROCESSES = 8  # beyond this, a tagging call's batches are too few t
 
 
 def tagging_processes(requested: int | None = None) -> int:
-    """How many processes tag a large call on the CPU (easyfirst.tagging_pool): ``requested``, else one
+    """How many processes tag a large call on the CPU (easyfirst.tagging.pool): ``requested``, else one
     per core, at most :data:`MAX_TAGGING_PROCESSES`."""
     return requested if requested is not None else min(available_cores(), MAX_TAGGING_PROCESSES)
 

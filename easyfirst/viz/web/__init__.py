@@ -5,6 +5,6 @@ notebook or a page, ``page(views, title)`` a whole self-contained HTML file; in 
 ``window.easyfirstRaindrop.render(element, data_or_list_of_data)`` draws the same data.
 """
 
-from easyfirst.web.component import asset, fragment, page, raindrop_data, tag_colors
+from easyfirst.viz.web.component import asset, fragment, page, raindrop_data, tag_colors
 
 __all__ = ["asset", "fragment", "page", "raindrop_data", "tag_colors"]

@@ -3,10 +3,10 @@
     easyfirst train --task pos --workers 2
 
 At one sentence per update (the paper's regime, the POS default) an update is a few milliseconds of
-tiny operations on one core (easyfirst.model.lean), so a second core helps only by running a second
+tiny operations on one core (easyfirst.model.fast.lean), so a second core helps only by running a second
 stream of updates. Following Recht et al. (2011, "Hogwild!") and PyTorch's own Hogwild example, the
 model's parameters and the optimizer's state (Adagrad's sums of squared gradients) are moved into
-shared memory (:func:`share`), K − 1 worker processes are forked (easyfirst.workers), and every epoch
+shared memory (:func:`share`), K − 1 worker processes are forked (easyfirst.parallel.workers), and every epoch
 each of the K processes (this one included, as worker 0) takes every K-th sentence of the epoch's order
 and runs its own forward, backward, clipping and optimizer step, writing into the shared tensors in
 place, without locks. Their gradients are their own; their updates interleave.
@@ -19,7 +19,7 @@ order in which updates land depends on timing, so a run with K > 1 is not repeat
 
 Only one sentence per update on the CPU takes workers: batched regimes (``batch_size`` > 1, a GPU) run
 one process, whose batched operations already use the cores through torch's threads (and torchrun,
-easyfirst.distributed, trains them data-parallel). The default (``workers`` unset) is one worker per
+easyfirst.training.distributed, trains them data-parallel). The default (``workers`` unset) is one worker per
 core this process may run on, at most :data:`MAX_WORKERS`, and at most one per
 :data:`SENTENCES_PER_WORKER` training sentences (a small set trains in one process, deterministically).
 """
@@ -29,8 +29,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from easyfirst.cores import available_cores
 from easyfirst.errors import InputError
+from easyfirst.parallel.cores import available_cores
 
 MAX_WORKERS = 8  # beyond this, updates to the shared dense weights collide more than they gain
 SENTENCES_PER_WORKER = 500  # fewer training sentences per worker: fork fewer workers

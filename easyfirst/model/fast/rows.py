@@ -1,8 +1,8 @@
-"""The single-row pieces of :mod:`easyfirst.model.lean`'s decoder, in NumPy: each attention
+"""The single-row pieces of :mod:`easyfirst.model.fast.lean`'s decoder, in NumPy: each attention
 transformation on one row of scores (csoftmax, sparsemax, softmax, the prescribed orders, vanilla
 easy-first's hard choice) with its backward, the budget of a step, and the windows of Eq. 1 over the
 rows of a sentence. Pure functions of their arrays; the loops that call them are in lean.py (and,
-compiled, in lean_kernels.py).
+compiled, in kernels.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_forward
 
 # the attention transformations this path serves (easyfirst.ops.attention names), in the order of the
-# codes the loops take (easyfirst.model.lean_kernels uses the numbers): the learned ones, then (from
+# codes the loops take (easyfirst.model.fast.kernels uses the numbers): the learned ones, then (from
 # UNIFORM on) those through which no gradient reaches Eq. 2's scores: the prescribed orders, and hard
 # attention, which picks the uncovered word with the best tag score (Alg. 1)
 ATTENTIONS = ("csoftmax", "sparsemax", "softmax", "uniform", "left-to-right", "right-to-left", "hard")
@@ -81,6 +81,24 @@ def hard_row(
     if (budget > 0).any():
         alpha[np.where(budget > 0, best, -np.inf).argmax()] = 1
     return alpha, np.zeros(budget.shape, bool)
+
+
+def attention_row(
+    transform: int, z: np.ndarray, n: int, beta: np.ndarray, sketch: np.ndarray, word_scores
+) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. 3 for one row: ``(α, free set)`` of step ``n`` from the scores ``z`` ``(L,)``; the budgeted
+    choices take u = 1 − βⁿ⁻¹ (a fresh unit every L steps), hard attention also Sⁿ⁻¹ and the output
+    layer's ``word_scores`` (:func:`hard_row`)."""
+    length = z.shape[0]
+    if transform == SPARSEMAX:  # no budget
+        return sparsemax_row(z)
+    if transform == SOFTMAX:
+        return softmax_row(z)
+    if transform == HARD:  # Alg. 1 on Sⁿ⁻¹
+        return hard_row(sketch, budget(n, length, beta), word_scores)
+    if transform >= UNIFORM:
+        return prescribed_row(n, length, transform, sketch.dtype)
+    return csoftmax_row(z, budget(n, length, beta))  # Eq. 11
 
 
 def attention_row_backward(

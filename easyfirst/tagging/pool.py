@@ -1,17 +1,17 @@
 """Tagging on every core: the batches of one :meth:`easyfirst.api.Tagger.tag` call shared among forked
-processes that hold the model (easyfirst.workers), for every front end (the CLI, the API, the server).
+processes that hold the model (easyfirst.parallel.workers), for every front end (the CLI, the API, the server).
 
 A tagging batch is a few thousand small operations (the sketch steps of N = L, each a constrained
 softmax): torch's threads gain little on them, and Python's lock keeps threads from running two batches
 at once, so each core gets a process. The batches are formed exactly as with one process
 (:func:`easyfirst.data.batching.iterate_batches`, from the same sentences), and every batch is tagged
 whole by one process on one torch thread, so the output is byte for byte that of one core (``taskset -c
-0``). The processes are forked at the first large call (easyfirst.cores.MIN_WORDS words or more, on the CPU,
+0``). The processes are forked at the first large call (easyfirst.parallel.cores.MIN_WORDS words or more, on the CPU,
 from the main thread) and kept for later calls; they hold the model as it was then.
 
 A pool that *follows* (``easyfirst tag`` on a file read ahead, :class:`Follow`) is forked before the
 first window of sentences arrives: each worker reads the windows itself, from its own copy of what the
-reading process sends (easyfirst.readahead), and the processes take the batches of each window from a
+reading process sends (easyfirst.tagging.readahead), and the processes take the batches of each window from a
 shared counter, the costliest first. The main process's calls, one per window, then only take their
 part: while it writes one window and reads the next, the workers go on with the next window's batches,
 so no process waits for another between windows.
@@ -28,12 +28,12 @@ from multiprocessing.connection import Connection
 
 import torch
 
-from easyfirst.cores import pooled, tagging_processes
 from easyfirst.data.batching import Batch, collate, encode, unpack
 from easyfirst.data.buckets import Packed, bucket_indices
 from easyfirst.model.qe_heads import decode_heads
 from easyfirst.model.sketch import sentence_steps
-from easyfirst.workers import Workers
+from easyfirst.parallel.cores import pooled, tagging_processes
+from easyfirst.parallel.workers import Workers
 
 NOTHING_ASKED = (False, False, False)  # tags only: no attention, probabilities or QE heads
 NEXT_WINDOW = "next window"  # a following worker's message: take your part of the next window
@@ -41,7 +41,7 @@ NEXT_WINDOW = "next window"  # a following worker's message: take your part of t
 
 def processes_for(requested: int | None, device: torch.device) -> int:
     """How many processes tag a large call: ``requested``, else one per core (at most
-    easyfirst.cores.MAX_TAGGING_PROCESSES); 1 off the CPU."""
+    easyfirst.parallel.cores.MAX_TAGGING_PROCESSES); 1 off the CPU."""
     return tagging_processes(requested) if device.type == "cpu" else 1
 
 
@@ -108,7 +108,7 @@ def tag_job(model, vocabs, job: Job, device: torch.device, asked: tuple[bool, bo
 @dataclass
 class Follow:
     """A pool's windows of sentences followed from a reading process: a pipe per worker (the copies of
-    an easyfirst.readahead.ReadAhead, each item a window's ``(sentences, batches)``, as the main process's
+    an easyfirst.tagging.readahead.ReadAhead, each item a window's ``(sentences, batches)``, as the main process's
     calls get them) and the options every window is tagged with. ``base`` and ``windows`` are each
     process's own: the batches of the windows before its current one, and the worker's stream."""
 
@@ -223,7 +223,7 @@ class TaggingPool:
         windows too small for it are the main process's alone), by number; None at the end."""
         follow = self.follow
         if follow.windows is None:
-            from easyfirst.readahead import receive
+            from easyfirst.tagging.readahead import receive
 
             for k, pipe in enumerate(follow.pipes):  # the other workers' copies
                 if k != rank - 1:

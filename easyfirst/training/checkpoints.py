@@ -1,23 +1,20 @@
 """Checkpoints of a training run: ``checkpoint.pt`` in the run folder, written after every epoch (and
 every ``checkpoint_every`` updates), from which ``easyfirst train --resume`` continues: the model, the
 optimizer's state, the random number generators, the data order and the position within the epoch
-(with Hogwild workers, each worker's; see easyfirst.hogwild). Tensors and plain values only, so that
+(with Hogwild workers, each worker's; see easyfirst.training.hogwild). Tensors and plain values only, so that
 ``torch.load(..., weights_only=True)`` reads them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 
-from easyfirst import distributed
 from easyfirst.atomic import atomic_write
 from easyfirst.errors import InputError
-
-if TYPE_CHECKING:
-    from easyfirst.train import Run
+from easyfirst.training import distributed
+from easyfirst.training.state import Run
 
 CHECKPOINT_FILE = "checkpoint.pt"
 

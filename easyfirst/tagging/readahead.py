@@ -10,7 +10,7 @@ not held up while the parent is still importing; it ignores Ctrl-C and ends when
 end. An exception in ``produce`` (an :class:`~easyfirst.errors.InputError` for a malformed line) is
 raised by the parent where the items stop, as if it had read the file itself. ``easyfirst tag`` also
 has the child pack each window's batches (easyfirst.data.buckets) and send a copy of every window to
-each process of the tagging pool (``copies``), which reads it for itself (easyfirst.tagging_pool).
+each process of the tagging pool (``copies``), which reads it for itself (easyfirst.tagging.pool).
 
 This module must not import torch: it is imported, and forks, before torch is.
 """
@@ -34,7 +34,7 @@ class ReadAhead:
 
     ``copies``: as many more pipes, each carrying ``copy(item)`` of every item, for processes that this
     one forks before it starts iterating (the workers of a tagging pool that follow the windows,
-    easyfirst.tagging_pool); its own ends of those pipes are closed when the iteration starts. A copy
+    easyfirst.tagging.pool); its own ends of those pipes are closed when the iteration starts. A copy
     that no process reads any more is dropped by the reader, never waited for."""
 
     def __init__(

@@ -1,6 +1,6 @@
 """Forked worker processes: K − 1 children of this process (itself worker 0) that inherit what it holds
 at the fork (the model, the data), each running one function on every message it is sent. Hogwild
-training (easyfirst.hogwild) and tagging on every core (easyfirst.tagging_pool) both use them.
+training (easyfirst.training.hogwild) and tagging on every core (easyfirst.tagging.pool) both use them.
 
 Messages and results travel pickled through pipes, tensors by value (not torch's shared-memory
 handles), so what a worker sends back is its own copy. A worker runs torch on one thread: the cores

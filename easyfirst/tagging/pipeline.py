@@ -213,7 +213,7 @@ class Source:
     path: str | None = None  # the input as given (None or - for stdin)
     plain: bool = False
     probabilities: bool = False
-    ahead: Any = None  # the stream's windows, read by a process of their own (easyfirst.readahead)
+    ahead: Any = None  # the stream's windows, read by a process of their own (easyfirst.tagging.readahead)
     ahead_for: tuple[str, str, int] | None = None  # the task, tag column and batch size they were read for
 
     @classmethod
@@ -254,7 +254,7 @@ class Source:
     def read_ahead(self, model: Path | None, batch_size: int) -> None:
         """Start reading the stream, indexing its words in the vocabularies of ``model`` (None: the
         bundled one) and forming its batches of ``batch_size`` sentences, in a process forked now
-        (easyfirst.readahead), while this one imports torch and loads the model: where the model's task
+        (easyfirst.tagging.readahead), while this one imports torch and loads the model: where the model's task
         reads ahead (CoNLL-U for POS), the file is in its format, and there is a second core. Call it
         before torch is imported. The task and tag column are read from config.json as they stand,
         unvalidated (validating imports torch); :meth:`writer` uses the windows only if the loaded model
@@ -262,7 +262,7 @@ class Source:
         it to report."""
         from easyfirst.atomic import read_json
         from easyfirst.config import DataConfig
-        from easyfirst.cores import MIN_WORDS, available_cores, tagging_processes
+        from easyfirst.parallel.cores import MIN_WORDS, available_cores, tagging_processes
         from easyfirst.resources import CONFIG_FILE, default_model_path
         from easyfirst.tasks import TASKS
 
@@ -279,7 +279,7 @@ class Source:
         if not task.reads_ahead:
             return
         from easyfirst.data.files import open_binary
-        from easyfirst.readahead import ReadAhead
+        from easyfirst.tagging.readahead import ReadAhead
 
         path, stream, name = self.path, self.stream, self.name
         own = self.own_file()  # opened again by the reader: this process's stream stays unread

@@ -11,21 +11,21 @@ a NumPy one. With no padding and one sentence, the masks, the per-sentence step 
 float64; ``enabled = False`` turns this off) takes these two autograd Functions instead:
 
 - :class:`LeanBiLSTMFunction`: both directions of ``nn.LSTM`` stepped together, and backpropagation
-  through time by hand (:mod:`easyfirst.model.lean_lstm`); the same parameters, so a model trains and
+  through time by hand (:mod:`easyfirst.model.fast.lstm`); the same parameters, so a model trains and
   tags the same either way;
 - :class:`LeanSketchFunction`: the input half of the window map (Eq. 1) once, then the step loop with
-  the mathematics of :mod:`easyfirst.model.fused_sketch` (Eqs. 1–7, 11; NEF-F and NEF-S, N fixed or
+  the mathematics of :mod:`easyfirst.model.fast.fused` (Eqs. 1–7, 11; NEF-F and NEF-S, N fixed or
   N = L, a fresh unit of budget every L steps, temperature and coverage penalty), whose backward it
   follows step by step with Prop. 1's Jacobian for csoftmax (sparsemax and softmax attention, unbudgeted, take the same loop
   with their own Jacobians, the prescribed orders and hard attention with none; each row's attention
-  and its backward are in :mod:`easyfirst.model.lean_rows`); the sums over steps (the weight, v and
+  and its backward are in :mod:`easyfirst.model.fast.rows`); the sums over steps (the weight, v and
   input-half gradients) are one matrix product each at the end. csoftmax is computed in float64 exp
   space (the CPU path of easyfirst.ops.constrained) when every score lies within 600 nats of 0, else by
   :func:`easyfirst.ops.constrained.csoftmax_forward`.
 
 With Numba installed (the extra ``fast``; the dev install has it), training runs the time loops of
 both, the BiLSTM's and the sketch loop forward and backward, as compiled kernels
-(:mod:`easyfirst.model.lean_kernels`, one call per loop instead of dozens of NumPy calls per step;
+(:mod:`easyfirst.model.fast.kernels`, one call per loop instead of dozens of NumPy calls per step;
 imported on first use, see :func:`kernels`). Tagging one sentence (no gradients) runs the NumPy loops
 below: Numba compiles the kernels on their first use after an install (about 30 s), which a first
 ``easyfirst tag --text`` or ``plot`` should not wait for. ``compiled = False`` keeps the NumPy loops for
@@ -40,9 +40,9 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
-from easyfirst.model import lean_rows as rows
-from easyfirst.model.lean_lstm import lstm_backward, lstm_forward, pair
-from easyfirst.model.lean_rows import CSOFTMAX, HARD, SOFTMAX, SPARSEMAX, UNIFORM
+from easyfirst.model.fast import rows
+from easyfirst.model.fast.lstm import lstm_backward, lstm_forward, pair
+from easyfirst.model.fast.rows import CSOFTMAX, UNIFORM
 from easyfirst.ops.constrained import _EXP_RANGE
 from easyfirst.ops.window import flat_weight
 
@@ -52,18 +52,18 @@ enabled = True
 # False runs the NumPy loops of this module even where Numba is installed (the tests compare the two)
 compiled = True
 _blas_limited = 0  # 1: NumPy's BLAS limited to one thread; 2: SciPy's too (the kernels call it)
-_kernels_module = None  # easyfirst.model.lean_kernels once imported; False where it cannot be
+_kernels_module = None  # easyfirst.model.fast.kernels once imported; False where it cannot be
 
 
 def kernels():
-    """The compiled step loops (:mod:`easyfirst.model.lean_kernels`, pip install "easyfirst[fast]"),
+    """The compiled step loops (:mod:`easyfirst.model.fast.kernels`, pip install "easyfirst[fast]"),
     imported on first use: importing Numba and SciPy takes about 0.4 s, which a command that never
     runs a single sentence on the CPU (tagging in batches, a GPU) need not pay. None where Numba (or
     SciPy, whose BLAS it calls) is not installed: the NumPy loops of this module run instead."""
     global _kernels_module
     if _kernels_module is None:
         try:
-            from easyfirst.model import lean_kernels
+            from easyfirst.model.fast import kernels as lean_kernels
 
             _kernels_module = lean_kernels
         except ImportError:
@@ -128,7 +128,7 @@ def lean_loop(
     """Sᴺ ``(L, D_s)``, the history ``(N, L)`` (αⁿ of every step) and the records for the backward.
     ``fixed`` ``(L, O)`` (the encoder half, bias included), ``weight_t`` ``(K·D_s, O)`` (the sketch
     half, windows' column order), ``v`` ``(D_z,)``; ``transform``: the attention's code
-    (:data:`easyfirst.model.lean_rows.ATTENTIONS`); ``word_scores``, for hard attention: the output layer's ``fixed`` ``(L, K)``
+    (:data:`easyfirst.model.fast.rows.ATTENTIONS`); ``word_scores``, for hard attention: the output layer's ``fixed`` ``(L, K)``
     and sketch ``weight_t`` ``(D_s, K)`` (:func:`hard_row`). Without ``store`` (tagging), the records
     keep one step and the NumPy loop runs (see module)."""
     length, out = fixed.shape
@@ -188,16 +188,7 @@ def lean_loop(
             z /= temperature
         if coverage_penalty:
             z -= coverage_penalty * beta
-        if transform == SPARSEMAX:  # Eq. 3 with sparsemax: no budget
-            alpha, records.free[k] = rows.sparsemax_row(z)
-        elif transform == SOFTMAX:
-            alpha, records.free[k] = rows.softmax_row(z)
-        elif transform == HARD:  # Alg. 1 on Sⁿ⁻¹ and u = 1 − β, a fresh unit every L steps
-            alpha, records.free[k] = rows.hard_row(sketch, rows.budget(n, length, beta), word_scores)
-        elif transform >= UNIFORM:
-            alpha, records.free[k] = rows.prescribed_row(n, length, transform, fixed.dtype)
-        else:  # Eq. 3, csoftmax with u = 1 − β, a fresh unit every L steps
-            alpha, records.free[k] = rows.csoftmax_row(z, rows.budget(n, length, beta))
+        alpha, records.free[k] = rows.attention_row(transform, z, n, beta, sketch, word_scores)  # Eq. 3
         history[n - 1] = alpha
         if full_state:  # Eq. 7
             sketch += alpha[:, None] * t[:, score_dim:]
@@ -374,7 +365,7 @@ def lean_decoder(
     word_scores: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The decoder of :class:`easyfirst.model.sketch.SketchDecoder` with an attention of
-    :data:`~easyfirst.model.lean_rows.ATTENTIONS` for one sentence: Sᴺ ``(1, L, D_s)`` and the history ``(1, N, L)`` from
+    :data:`~easyfirst.model.fast.rows.ATTENTIONS` for one sentence: Sᴺ ``(1, L, D_s)`` and the history ``(1, N, L)`` from
     ``states`` ``(1, L, D_h)``, the input and sketch halves' weights (``nn.Conv1d`` layout), v ``(1,
     D_z)``, N and (full_state, temperature, coverage penalty, the attention's code), and for hard
     attention the output layer (:class:`easyfirst.model.sketch.WordScores`: ``fixed`` ``(1, L, K)``,

@@ -1,11 +1,11 @@
-"""The step loops of :mod:`easyfirst.model.lean` compiled with Numba (the optional extra ``fast``).
+"""The step loops of :mod:`easyfirst.model.fast.lean` compiled with Numba (the optional extra ``fast``).
 
 At one sentence per update almost all of the NumPy path's time is the fixed cost of its small
 operations: about 40 NumPy calls per sketch step each way and a dozen per BiLSTM step, at 0.5–1.5 µs
 each, against about 10 µs of arithmetic in a step's matrix product. Here each loop is one compiled
 call: the element-wise work is plain loops, the matrix products go to BLAS (``np.dot``, which Numba
 takes from SciPy). The mathematics, the order of the steps and what is recorded for the backward are
-those of the NumPy functions in :mod:`easyfirst.model.lean`, which stay the readable statement of them
+those of the NumPy functions in :mod:`easyfirst.model.fast.lean`, which stay the readable statement of them
 (and the path without Numba); tests/test_lean.py holds both to the batched torch paths in float64.
 
 Every kernel writes into arrays its caller allocates (the caller's ``_Records``), so that the two paths
@@ -45,7 +45,7 @@ def _tanh(x, two):
 @_jit
 def csoftmax_row(z, u, exp_range, alpha, free):
     """csoftmax(z; u) of one row into ``alpha`` and its free set into ``free``, as
-    :func:`easyfirst.model.lean_rows.csoftmax_row`; False when a score lies beyond ``exp_range``."""
+    :func:`easyfirst.model.fast.rows.csoftmax_row`; False when a score lies beyond ``exp_range``."""
     length = z.shape[0]
     for i in range(length):
         if abs(z[i]) > exp_range:
@@ -88,7 +88,7 @@ def csoftmax_row(z, u, exp_range, alpha, free):
 @_jit
 def sparsemax_row(z, alpha, free):
     """sparsemax(z) of one row into ``alpha`` and its support into ``free``, as
-    :func:`easyfirst.model.lean_rows.sparsemax_row`."""
+    :func:`easyfirst.model.fast.rows.sparsemax_row`."""
     ordered = np.sort(z.astype(np.float64))[::-1]
     running = 0.0
     total = 0.0
@@ -120,7 +120,7 @@ def softmax_row(z, alpha, free):
 @_jit
 def prescribed_row(n, transform, alpha, free):
     """α of step n for a prescribed order (3 uniform, 4 left-to-right, 5 right-to-left), as
-    :func:`easyfirst.model.lean_rows.prescribed_row`; no word is free."""
+    :func:`easyfirst.model.fast.rows.prescribed_row`; no word is free."""
     length = alpha.shape[0]
     position = (n - 1) % length
     if transform == 5:
@@ -135,7 +135,7 @@ def prescribed_row(n, transform, alpha, free):
 
 @_jit
 def hard_row(sketch, budget, scores_fixed, scores_weight_t, alpha, free):
-    """α of vanilla easy-first into ``alpha``, as :func:`easyfirst.model.lean_rows.hard_row`: all on the
+    """α of vanilla easy-first into ``alpha``, as :func:`easyfirst.model.fast.rows.hard_row`: all on the
     word with budget left whose best tag score (``scores_fixed`` + ``sketch`` ``scores_weight_t``) is
     highest, the leftmost of ties; none when no word has budget left. No word is free."""
     tags = np.dot(sketch, scores_weight_t)
@@ -171,6 +171,27 @@ def _fill_windows(rows, pad, width, cols):
 
 
 @_jit
+def _update_sketch(full_state, alpha, t, affine, pooled, sketch, two):
+    """Sⁿ = Sⁿ⁻¹ + αⁿ ⊙ …, in place: Eq. 7 (NEF-F, the word's own tanh(aⁿ)) or Eq. 4 (NEF-S, the pooled
+    tanh(Σ_j α_j a_s,j) into ``pooled``, the record of the step)."""
+    length, sketch_dim = sketch.shape
+    score_dim = t.shape[1] - sketch_dim
+    if full_state:  # Eq. 7
+        for i in range(length):
+            for d in range(sketch_dim):
+                sketch[i, d] += alpha[i] * t[i, score_dim + d]
+        return
+    for d in range(sketch_dim):  # Eq. 4
+        total = 0.0
+        for i in range(length):
+            total += alpha[i] * affine[i, score_dim + d]
+        pooled[d] = _tanh(total, two)
+    for i in range(length):
+        for d in range(sketch_dim):
+            sketch[i, d] += alpha[i] * pooled[d]
+
+
+@_jit
 def decoder_forward(
     fixed,
     weight_t,
@@ -192,9 +213,9 @@ def decoder_forward(
     affines,
     pooled_record,
 ):
-    """:func:`easyfirst.model.lean.lean_loop` into the given arrays: Sᴺ into ``sketch`` (zeros on
+    """:func:`easyfirst.model.fast.lean.lean_loop` into the given arrays: Sᴺ into ``sketch`` (zeros on
     entry), αⁿ into ``history`` and the records of every step (tagging runs the NumPy loop); ``transform``:
-    the attention's code (easyfirst.model.lean_rows.ATTENTIONS: CSOFTMAX 0, SPARSEMAX 1, SOFTMAX 2, UNIFORM
+    the attention's code (easyfirst.model.fast.rows.ATTENTIONS: CSOFTMAX 0, SPARSEMAX 1, SOFTMAX 2, UNIFORM
     3, LEFT_TO_RIGHT 4, RIGHT_TO_LEFT 5, HARD 6); for HARD, the output layer's ``scores_fixed`` ``(L,
     K)`` and ``scores_weight_t`` ``(D_s, K)`` (:func:`hard_row`)."""
     length, out = fixed.shape
@@ -245,20 +266,9 @@ def decoder_forward(
         else:  # a prescribed order: z is not read
             prescribed_row(n, transform, alpha, free_record[k])
         history[n - 1] = alpha
-        if full_state:  # Eq. 7
-            for i in range(length):
-                for d in range(sketch_dim):
-                    sketch[i, d] += alpha[i] * t[i, score_dim + d]
-        else:  # Eq. 4
-            pooled = pooled_record[k]
-            for d in range(sketch_dim):
-                total = 0.0
-                for i in range(length):
-                    total += alpha[i] * affine[i, score_dim + d]
-                pooled[d] = _tanh(total, two)
-            for i in range(length):
-                for d in range(sketch_dim):
-                    sketch[i, d] += alpha[i] * pooled[d]
+        _update_sketch(
+            full_state, alpha, t, affine, pooled_record[k] if not full_state else alpha, sketch, two
+        )
         for i in range(length):
             betas[k + 1, i] = betas[k, i] + alpha[i]
     return True
@@ -283,7 +293,7 @@ def decoder_backward(
     d_affines,
     d_scores,
 ):
-    """The step loop of :func:`easyfirst.model.lean.lean_backward`: daⁿ into ``d_affines`` and dzⁿ
+    """The step loop of :func:`easyfirst.model.fast.lean.lean_backward`: daⁿ into ``d_affines`` and dzⁿ
     (before the temperature) into ``d_scores``; ``g_sketch`` (dSᴺ on entry) is used up."""
     steps, length = history.shape
     out = tanhs.shape[2]
@@ -323,7 +333,7 @@ def decoder_backward(
         # csoftmax, Prop. 1: dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = (dα − …) off A;
         # softmax the same with A = all; sparsemax: dz = dα − mean_S(dα) on the support S; a prescribed
         # order or hard: A empty, dz = 0
-        # (easyfirst.model.lean_rows.attention_row_backward)
+        # (easyfirst.model.fast.rows.attention_row_backward)
         mass = 0.0
         dot = 0.0
         for i in range(length):
@@ -357,12 +367,12 @@ def decoder_backward(
 @_jit
 def _sigmoid(x, two):
     half = two / (two + two)
-    return _tanh(x * half, two) * half + half  # as easyfirst.model.lean_lstm._sigmoid
+    return _tanh(x * half, two) * half + half  # as easyfirst.model.fast.lstm._sigmoid
 
 
 @_jit
 def lstm_forward(inputs, w_hh_t, gates, cells, states, tanh_cells):
-    """The time loop of :func:`easyfirst.model.lean_lstm.lstm_forward`, both directions: ``inputs`` ``(2, L,
+    """The time loop of :func:`easyfirst.model.fast.lstm.lstm_forward`, both directions: ``inputs`` ``(2, L,
     4H)`` (the input parts, bias included), ``w_hh_t`` ``(2, H, 4H)``; fills the other arrays
     (``cells`` and ``states`` ``(2, L + 1, H)`` hold zeros at 0)."""
     _, length, four = inputs.shape
@@ -383,7 +393,7 @@ def lstm_forward(inputs, w_hh_t, gates, cells, states, tanh_cells):
 
 @_jit
 def lstm_backward(grad, gates, cells, tanh_cells, w_hh, d_gates):
-    """The time loop of :func:`easyfirst.model.lean_lstm.lstm_backward`: the gates' gradients into
+    """The time loop of :func:`easyfirst.model.fast.lstm.lstm_backward`: the gates' gradients into
     ``d_gates`` ``(2, L, 4H)`` from the states' ``grad`` ``(2, L, H)``, ``w_hh`` ``(2, 4H, H)``."""
     _, length, hidden = grad.shape
     d_state = np.zeros((2, hidden), grad.dtype)

@@ -4,9 +4,9 @@ for NER, F1-MULT for QE, of MT words and gaps together for a model that predicts
 easyfirst.tasks; ``[train] best_metric`` chooses another).
 
 A run is four named steps, each readable alone: :func:`prepare_run` (data, vocabularies, model,
-optimizer, and the state of an interrupted run), :func:`easyfirst.epochs.train_epoch` (one pass over
+optimizer, and the state of an interrupted run), :func:`easyfirst.training.epochs.train_epoch` (one pass over
 the batches, by one process or by Hogwild workers), :func:`evaluate_and_select` (dev score, best model)
-with :func:`easyfirst.checkpoints.save_checkpoint` after it, and
+with :func:`easyfirst.training.checkpoints.save_checkpoint` after it, and
 :func:`finish` (the best model on dev and test, ``metrics.json``, the summary table).
 
 ``train(config, output)`` writes to the run folder ``output``:
@@ -23,39 +23,36 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from rich.console import Console
 
-from easyfirst import anneal, distributed, hogwild
 from easyfirst.atomic import read_json, write_json
-from easyfirst.checkpoints import CHECKPOINT_FILE, load_checkpoint, restore_checkpoint, save_checkpoint
 from easyfirst.config import Config
-from easyfirst.data.batching import Encoded, encode
+from easyfirst.data.batching import encode
 from easyfirst.data.features import active_features, build_feature_vocabs, word_dropout_probabilities
 from easyfirst.data.sentence import Sentence
 from easyfirst.data.vocab import Vocabularies
-from easyfirst.epochs import hogwild_work, train_epoch
 from easyfirst.errors import InputError
 from easyfirst.losses import class_weight_vector
-from easyfirst.model import lean
+from easyfirst.model.fast import lean
 from easyfirst.model.tagger import EasyFirstTagger
-from easyfirst.optim import make_optimizer
-from easyfirst.reporting import RunLog, evaluate_sentences, length_cap, summary_table
+from easyfirst.parallel.workers import Workers
 from easyfirst.resources import CONFIG_FILE, VOCAB_FILE
 from easyfirst.runs import load_model, save_model
-from easyfirst.tasks import Task, get_task
-from easyfirst.workers import Workers
-
-
-@dataclass
-class Splits:
-    train: list[Sentence]
-    dev: list[Sentence]
-    test: list[Sentence] | None
-    paths: dict[str, str]
+from easyfirst.tasks import get_task
+from easyfirst.training import anneal, distributed, hogwild
+from easyfirst.training.checkpoints import (
+    CHECKPOINT_FILE,
+    load_checkpoint,
+    restore_checkpoint,
+    save_checkpoint,
+)
+from easyfirst.training.epochs import hogwild_work, train_epoch
+from easyfirst.training.optim import make_optimizer
+from easyfirst.training.reporting import RunLog, evaluate_sentences, length_cap, summary_table
+from easyfirst.training.state import Run, RunProgress, Splits
 
 
 def load_splits(config: Config) -> Splits:
@@ -144,48 +141,6 @@ def train(
         distributed.stop(group)
 
 
-@dataclass
-class RunProgress:
-    """Where a run stands: the next epoch and the step within it already done, the partial loss of that
-    epoch, the per-epoch history and the best dev score so far (what a checkpoint restores)."""
-
-    epoch: int = 1
-    step: int = 0
-    loss_sum: float = 0.0
-    seen: int = 0  # words of the epoch so far
-    elapsed: float = 0.0  # seconds of the epoch so far (before an interruption)
-    history: list[dict] = field(default_factory=list)
-    best: dict = field(default_factory=dict)
-    worker_steps: list[int] = field(default_factory=list)  # Hogwild: each worker's updates of the epoch
-
-
-@dataclass
-class Run:
-    """Everything one training run works with, made by :func:`prepare_run`."""
-
-    config: Config
-    output: Path
-    device: torch.device
-    log: RunLog
-    group: distributed.Group
-    task: Task
-    splits: Splits
-    train_sents: list[Sentence]
-    vocabs: Vocabularies
-    model: EasyFirstTagger
-    trainer: torch.nn.Module  # the model, or DDP around it
-    optimizer: torch.optim.Optimizer
-    generator: torch.Generator  # draws each epoch's data order
-    train_items: list[Encoded]
-    dev_items: list[Encoded]
-    drop_probabilities: torch.Tensor | None  # word dropout (NER), per word id
-    progress: RunProgress
-    metric: str  # the dev score that chooses the best epoch (Task.selection)
-    metric_label: str
-    columns: tuple[tuple[str, str], ...]  # more dev scores in the per-epoch log (Task.report_columns)
-    workers: Workers | None = None  # Hogwild's other processes (easyfirst.hogwild), if any
-
-
 def log_settings(
     log: RunLog, config: Config, model: EasyFirstTagger, vocabs: Vocabularies, device: torch.device
 ) -> None:
@@ -202,7 +157,7 @@ def log_settings(
     log(f"[bold]output[/] {model.describe_output()}")
     per_update = "1 sentence" if t.batch_size == 1 else f"{t.batch_size} sentences"
     loops = ""
-    if t.batch_size == 1 and device.type == "cpu":  # easyfirst.model.lean runs each sentence
+    if t.batch_size == 1 and device.type == "cpu":  # easyfirst.model.fast.lean runs each sentence
         loops = (
             "; one sentence on the CPU: time loops compiled (Numba)"
             if lean._compiled() is not None

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from easyfirst.plot import Drop
-from easyfirst.web.component import fragment, page, raindrop_data
+from easyfirst.viz.plot import Drop
+from easyfirst.viz.web.component import fragment, page, raindrop_data
 
 FORMATS = (".html", ".png", ".svg", ".pdf")  # what Raindrop.save and `easyfirst plot -o` write
 
@@ -28,7 +28,7 @@ class Raindrop:
         return cls([drop for r in raindrops for drop in r.drops], tagset)
 
     def views(self, show_beta: bool = True) -> list[dict]:
-        """The component's data for each panel (easyfirst.web.raindrop_data); ``show_beta=False`` leaves
+        """The component's data for each panel (easyfirst.viz.web.raindrop_data); ``show_beta=False`` leaves
         out the β row."""
         return [
             raindrop_data(
@@ -57,7 +57,7 @@ class Raindrop:
     def save(self, path: str | Path, show_beta: bool = True) -> Path:
         """Write ``path``: an interactive page for .html, a matplotlib figure for .png, .svg and .pdf."""
         from easyfirst.atomic import atomic_write
-        from easyfirst.plot import save
+        from easyfirst.viz.plot import save
 
         path = Path(path)
         suffix = path.suffix.lower()
