@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from easyfirst.errors import InputError
@@ -36,6 +40,31 @@ def atomic_write(path: str | Path, write) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) and SIGTERM until the block ends, then deliver the first one caught.
+
+    For short writes that must not be cut (a model, a checkpoint): torch.save interrupted inside its
+    C++ writer raises a RuntimeError ("unexpected pos") instead of KeyboardInterrupt, which would turn
+    Ctrl-C into a crash. Only the main thread can set handlers; elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig, handler in previous.items():
+        if handler is not None:  # None: set outside Python, left alone
+            signal.signal(sig, lambda number, frame: caught.append(number))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+        if caught:
+            signal.raise_signal(caught[0])
 
 
 def write_json(path: str | Path, data) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from easyfirst.atomic import atomic_write, read_json, write_json
+from easyfirst.atomic import atomic_write, read_json, signals_deferred, write_json
 from easyfirst.config import Config
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
@@ -30,7 +30,8 @@ def save_model(
         k: (v.half() if half and v.is_floating_point() else v).detach().cpu()
         for k, v in model.state_dict().items()
     }
-    atomic_write(folder / MODEL_FILE, lambda out: torch.save(state, out))
+    with signals_deferred():  # Ctrl-C inside torch.save would surface as a RuntimeError
+        atomic_write(folder / MODEL_FILE, lambda out: torch.save(state, out))
     write_json(folder / CONFIG_FILE, config.to_dict())
     write_json(folder / VOCAB_FILE, vocabs.to_json())
 

@@ -45,3 +45,22 @@ def test_a_tagged_file_is_readable_by_others_under_umask_022(tmp_path, umask):
     result = run_cli("tag", SAMPLE, "-o", out)
     assert result.returncode == 0, result.stderr.decode()
     assert stat.S_IMODE(out.stat().st_mode) == 0o644
+
+
+def test_an_interrupt_during_a_deferred_write_comes_after_the_file_is_in_place(tmp_path):
+    import signal
+
+    from easyfirst.atomic import signals_deferred
+
+    target = tmp_path / "model.pt"
+
+    def write(out):
+        out.write(b"first half ")
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the middle of the write
+        out.write(b"second half")
+
+    with pytest.raises(KeyboardInterrupt):
+        with signals_deferred():
+            atomic_write(target, write)
+    assert target.read_bytes() == b"first half second half"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is back

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from easyfirst.atomic import atomic_write
+from easyfirst.atomic import atomic_write, signals_deferred
 from easyfirst.errors import InputError
 from easyfirst.training import distributed
 from easyfirst.training.state import Run
@@ -85,4 +85,5 @@ def save_checkpoint(run: Run, epoch: int, step: int, epoch_generator: torch.Tens
         processes=run.group.size,
         worker_steps=p.worker_steps,
     )
-    atomic_write(run.output / CHECKPOINT_FILE, lambda out: torch.save(state, out))
+    with signals_deferred():  # Ctrl-C inside torch.save would surface as a RuntimeError
+        atomic_write(run.output / CHECKPOINT_FILE, lambda out: torch.save(state, out))
