@@ -143,7 +143,7 @@ def test_the_reference_config_is_the_papers_code_regime():
         0.1,
         5.0,
     )
-    assert config.model == Config().model  # the model is configs/pos.toml's
+    assert config.model == Config().model  # the paper's model: the built-in values, temperature 1
 
 
 def test_the_easy_first_config_is_the_reference_regime_with_attention_temperature_one_quarter():

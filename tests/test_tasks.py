@@ -25,9 +25,10 @@ from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.tasks import TASKS, get_task
 
 
-def test_the_pos_task_is_the_built_in_defaults_in_the_papers_regime_at_lr_0_05():
+def test_the_pos_task_is_the_built_in_defaults_in_the_papers_regime_at_lr_0_05_and_temperature_0_35():
     """pos: the built-in values (the paper's §5.1) but the paper's code's training regime at lr 0.05
-    (issue #15's study); configs/pos.toml writes the same values out."""
+    (issue #15's study) and attention temperature 0.35 (issue #37); configs/pos.toml writes the same
+    values out."""
     pos, built_in = Config.for_task("pos").to_dict(), Config().to_dict()
     assert pos["train"] == {
         **built_in["train"],
@@ -36,13 +37,16 @@ def test_the_pos_task_is_the_built_in_defaults_in_the_papers_regime_at_lr_0_05()
         "shuffle": False,
         "lr": 0.05,
     }
-    assert {k: v for k, v in pos.items() if k != "train"} == {
-        k: v for k, v in built_in.items() if k != "train"
+    assert pos["model"] == {**built_in["model"], "attention_temperature": 0.35}
+    assert {k: v for k, v in pos.items() if k not in ("train", "model")} == {
+        k: v for k, v in built_in.items() if k not in ("train", "model")
     }
     assert Config.load(ROOT / "configs" / "pos.toml").to_dict() == pos
-    # the attention study's ref-lr0.05 rows (--config configs/pos-reference.toml --lr 0.05) are these settings
+    # the attention study's ref-lr0.05-temp0.35 rows (--config configs/pos-reference.toml --lr 0.05
+    # --attention-temperature 0.35) are these settings
     reference = Config.load(ROOT / "configs" / "pos-reference.toml")
     reference.train.lr = 0.05
+    reference.model.attention_temperature = 0.35
     assert reference.to_dict() == pos
 
 
