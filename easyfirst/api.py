@@ -20,7 +20,7 @@ import torch
 
 from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
 from easyfirst.model.qe_heads import HEADS
-from easyfirst.resources import DEFAULT_MODEL, default_model_path
+from easyfirst.resources import DEFAULT_MODEL, default_model_path, model_folder
 from easyfirst.runs import load_model
 from easyfirst.tagging.pool import Follow, TaggingPool, make_jobs, processes_for, tag_batches, tag_job
 
@@ -68,8 +68,9 @@ class Tagger:
 
     @classmethod
     def load(cls, path: str | Path | None = None, device: str | torch.device = "cpu") -> Tagger:
-        """Load a model folder written by ``easyfirst train``; None loads the bundled default model."""
-        model, config, vocabs = load_model(default_model_path() if path is None else path, device)
+        """Load a model folder written by ``easyfirst train``, or a bundled model by its name (``"en-upos"``,
+        ``"en-ner"``); None loads the bundled default model (``"en-upos"``)."""
+        model, config, vocabs = load_model(model_folder(path), device)
         return cls(model, config, vocabs, device)
 
     @property

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
-from conftest import SAMPLE
+from conftest import SAMPLE, run_cli
 from easyfirst import Tagger
 from easyfirst.api import default_model_path
 from easyfirst.config import Config
@@ -126,3 +128,15 @@ def test_export_refuses_a_folder_with_a_model_unless_overwrite(tmp_path):
     replaced = run_cli("export", bundled, out, "--overwrite")
     assert replaced.returncode == 0, replaced.stderr.decode()
     assert Tagger.load(out).tag(["She", "reads", "."]) == Tagger.load().tag(["She", "reads", "."])
+
+
+def test_a_bundled_model_is_taken_by_its_name_wherever_a_model_is():
+    from easyfirst.resources import BUNDLED, DEFAULT_MODEL, default_model_path, model_folder
+
+    assert BUNDLED["en-upos"] == DEFAULT_MODEL and model_folder("en-upos") == default_model_path()
+    assert model_folder("runs/en-upos") == Path("runs/en-upos")  # a path is a path
+    sentence = [["She", "reads", "a", "book", "."]]
+    assert Tagger.load("en-upos").tag(sentence) == Tagger.load().tag(sentence)
+    by_name = run_cli("tag", "--text", "She reads a book.", "-m", "en-upos")
+    default = run_cli("tag", "--text", "She reads a book.")
+    assert by_name.returncode == 0 and by_name.stdout == default.stdout

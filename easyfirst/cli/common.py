@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from easyfirst.errors import EMPTY_NAME, InputError
-from easyfirst.resources import MODEL_FILE
+from easyfirst.resources import BUNDLED, MODEL_FILE, model_folder
 
 WIDE = 1000  # off a terminal, nothing is wrapped: a record stays on one line (for grep and scripts)
 
@@ -38,7 +38,7 @@ ModelOption = Annotated[
         "--model",
         "-m",
         parser=given_path,
-        help="Run folder written by `easyfirst train` (default: the bundled English UPOS model).",
+        help="Run folder written by `easyfirst train`, or a bundled model by name: en-upos (the default), en-ner.",
     ),
 ]
 DeviceOption = Annotated[str, typer.Option(help="cpu, cuda, cuda:1, ...")]
@@ -65,13 +65,16 @@ def check_option(flag: str, value, rule) -> None:
 
 
 def load_tagger(model: Path | None, device: str = "cpu"):
-    from easyfirst.api import Tagger, default_model_path
+    from easyfirst.api import Tagger
 
-    if model is not None and not model.exists():
+    folder = model_folder(model)
+    if model is not None and str(model) in BUNDLED and not (folder / MODEL_FILE).is_file():
+        raise InputError(f"the bundled model {model} is missing from this installation; pass --model RUN_DIR")
+    if model is not None and not folder.exists():
         raise InputError("model folder not found", model)
-    if model is None and not (default_model_path() / MODEL_FILE).is_file():
+    if model is None and not (folder / MODEL_FILE).is_file():
         raise InputError("the bundled default model is missing from this installation; pass --model RUN_DIR")
-    return Tagger.load(model, device)
+    return Tagger.load(folder, device)
 
 
 def task_of(tagger):

@@ -94,6 +94,8 @@ def error_response(status: int, message: str) -> JSONResponse:
 
 def model_name(path: str | Path | None) -> str:
     """The name answers give a model: its run folder's name, or the bundled model's."""
-    from easyfirst.api import DEFAULT_MODEL
+    from easyfirst.resources import BUNDLED, DEFAULT_MODEL
 
-    return DEFAULT_MODEL if path is None else Path(path).resolve().name
+    if path is None or str(path) in BUNDLED:
+        return DEFAULT_MODEL if path is None else BUNDLED[str(path)]
+    return Path(path).resolve().name

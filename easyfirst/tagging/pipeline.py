@@ -263,14 +263,14 @@ class Source:
         from easyfirst.atomic import read_json
         from easyfirst.config import DataConfig
         from easyfirst.parallel.cores import MIN_WORDS, available_cores, tagging_processes
-        from easyfirst.resources import CONFIG_FILE, default_model_path
+        from easyfirst.resources import CONFIG_FILE, model_folder
         from easyfirst.tasks import TASKS
 
         if self.stream is None or self.plain or self.probabilities or available_cores() < 2:
             return
         if not hasattr(os, "fork"):  # Windows
             return
-        folder = default_model_path() if model is None else Path(model)
+        folder = model_folder(model)
         try:
             data = read_json(folder / CONFIG_FILE)["data"]
             task, column = TASKS[data["task"]], data.get("tag_column", DataConfig.tag_column)
