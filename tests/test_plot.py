@@ -16,7 +16,7 @@ from conftest import SAMPLE, run_cli, train_on_sample
 from easyfirst import Tagger
 from easyfirst.data.conllu import read_conllu
 from easyfirst.viz.analysis import analyze
-from easyfirst.viz.plot import Drop, figure, tag_style, terminal
+from easyfirst.viz.plot import MISTAKE, Drop, figure, tag_style, terminal
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def test_figure_draws_the_models_attention_with_tagged_labels(run_dir):
     for i, label in enumerate(labels):
         assert label.get_text().startswith(f"{sentence.words[i]}\n{tags[0][i]}")
         wrong = tags[0][i] != sentence.tags[i]
-        expected = "#e60000" if wrong else tag_style(sentence.tags[i], tagger.tags)[0]
+        expected = MISTAKE if wrong else tag_style(sentence.tags[i], tagger.tags)[0]
         assert label.get_color() == expected
         assert ("✗" in label.get_text()) == wrong
 
@@ -52,13 +52,13 @@ def rgb(colour: str) -> tuple[int, int, int]:
 
 
 def test_tag_colours_follow_the_papers_figures():
-    """Fig. 3: B-* (light) blue, I-* bold red, O green; Fig. 4: BAD bold red, OK green."""
-    (blue, bold_b), (red, bold_i), (green, bold_o) = (tag_style(t, []) for t in ("B-PER", "I-LOC", "O"))
-    assert (
-        max(rgb(blue)) == rgb(blue)[2] and max(rgb(red)) == rgb(red)[0] and max(rgb(green)) == rgb(green)[1]
-    )
+    """Fig. 3: B-* (light) blue, I-* bold, O green; Fig. 4: BAD bold as I-*, OK green. The paper's red for
+    I-* and BAD is a mistake's colour here: they are purple (red and blue over green)."""
+    (blue, bold_b), (inside, bold_i), (green, bold_o) = (tag_style(t, []) for t in ("B-PER", "I-LOC", "O"))
+    assert max(rgb(blue)) == rgb(blue)[2] and max(rgb(green)) == rgb(green)[1]
+    assert min(rgb(inside)[0], rgb(inside)[2]) > rgb(inside)[1]
     assert (bold_b, bold_i, bold_o) == (False, True, False)
-    assert tag_style("BAD", []) == (red, True) and tag_style("OK", []) == (green, False)
+    assert tag_style("BAD", []) == (inside, True) and tag_style("OK", []) == (green, False)
     upos = ["ADJ", "NOUN", "VERB"]
     assert len({tag_style(t, upos)[0] for t in upos}) == 3
 
@@ -230,11 +230,96 @@ UPOS = "ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM 
 def test_every_label_colour_reads_on_white():
     assert contrast_with_white("#ffff00") < 1.1 and contrast_with_white("#000000") == pytest.approx(21)
     colours = {tag_style(t, UPOS)[0] for t in [*UPOS, "B-PER", "I-PER", "O", "OK", "BAD"]}
-    from easyfirst.viz.plot import WRONG
-
-    for colour in colours | {WRONG}:
+    for colour in colours | {MISTAKE}:
         assert contrast_with_white(colour) >= 4.5, colour
     assert len({tag_style(t, UPOS)[0] for t in UPOS}) == len(UPOS)  # one colour per UPOS tag
+
+
+# issue #39, item 4: VERB's red (#d62728) was 5.8 CIEDE2000 units from the mistake red (#e60000)
+
+
+def lab(colour: str) -> tuple[float, float, float]:
+    """CIELAB (D65) of a #rrggbb sRGB colour, from the definitions (IEC 61966-2-1, CIE 15)."""
+    channels = [int(colour[k : k + 2], 16) / 255 for k in (1, 3, 5)]
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    xyz = (
+        (0.4124564 * r + 0.3575761 * g + 0.1804375 * b) / 0.95047,
+        0.2126729 * r + 0.7151522 * g + 0.0721750 * b,
+        (0.0193339 * r + 0.1191920 * g + 0.9503041 * b) / 1.08883,
+    )
+    fx, fy, fz = (t ** (1 / 3) if t > (6 / 29) ** 3 else t / (3 * (6 / 29) ** 2) + 4 / 29 for t in xyz)
+    return 116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)
+
+
+def ciede2000(lab1, lab2) -> float:
+    """The CIEDE2000 colour difference (Sharma, Wu and Dalal 2005), without weights (kL = kC = kH = 1)."""
+    (l1, a1, b1), (l2, a2, b2) = lab1, lab2
+    mean_c = (math.hypot(a1, b1) + math.hypot(a2, b2)) / 2
+    g = 0.5 * (1 - math.sqrt(mean_c**7 / (mean_c**7 + 25**7)))
+    c1, c2 = math.hypot((1 + g) * a1, b1), math.hypot((1 + g) * a2, b2)
+    h1, h2 = (math.degrees(math.atan2(b, (1 + g) * a)) % 360 for a, b in ((a1, b1), (a2, b2)))
+    dh = 0.0 if c1 * c2 == 0 else (h2 - h1 + 180) % 360 - 180
+    big_dh = 2 * math.sqrt(c1 * c2) * math.sin(math.radians(dh / 2))
+    mean_l, mean_cp = (l1 + l2) / 2, (c1 + c2) / 2
+    if c1 * c2 == 0:
+        mean_h = h1 + h2
+    elif abs(h1 - h2) <= 180:
+        mean_h = (h1 + h2) / 2
+    else:
+        mean_h = (h1 + h2 + 360) / 2 if h1 + h2 < 360 else (h1 + h2 - 360) / 2
+    t = (
+        1
+        - 0.17 * math.cos(math.radians(mean_h - 30))
+        + 0.24 * math.cos(math.radians(2 * mean_h))
+        + 0.32 * math.cos(math.radians(3 * mean_h + 6))
+        - 0.20 * math.cos(math.radians(4 * mean_h - 63))
+    )
+    rotation = 30 * math.exp(-(((mean_h - 275) / 25) ** 2))
+    rc = 2 * math.sqrt(mean_cp**7 / (mean_cp**7 + 25**7))
+    sl = 1 + 0.015 * (mean_l - 50) ** 2 / math.sqrt(20 + (mean_l - 50) ** 2)
+    sc, sh = 1 + 0.045 * mean_cp, 1 + 0.015 * mean_cp * t
+    rt = -math.sin(math.radians(2 * rotation)) * rc
+    dl, dc, dh_s = (l2 - l1) / sl, (c2 - c1) / sc, big_dh / sh
+    return math.sqrt(dl**2 + dc**2 + dh_s**2 + rt * dc * dh_s)
+
+
+@pytest.mark.parametrize(
+    "first, second, expected",  # pairs 1, 7, 17, 18, 19, 20 and 25 of Sharma et al.'s test data
+    [
+        ((50, 2.6772, -79.7751), (50, 0, -82.7485), 2.0425),
+        ((50, 0, 0), (50, -1, 2), 2.3669),
+        ((50, 2.5, 0), (73, 25, -18), 27.1492),
+        ((50, 2.5, 0), (61, -5, 29), 22.8977),
+        ((50, 2.5, 0), (56, -27, -3), 31.9030),
+        ((50, 2.5, 0), (58, 24, 15), 19.4535),
+        ((60.2574, -34.0099, 36.2677), (60.4626, -34.1751, 39.4387), 1.2644),
+    ],
+)
+def test_ciede2000_matches_the_published_test_data(first, second, expected):
+    assert ciede2000(first, second) == pytest.approx(expected, abs=1e-4)
+    assert lab("#ffffff") == pytest.approx((100, 0, 0), abs=0.01)
+
+
+def test_the_mistake_colour_is_far_from_every_tag_colour():
+    """Every colour tag_style can give (the whole palette, through a 40-tag set, and BIO's and QE's)
+    is at least 20 CIEDE2000 units from the mistake red, so that a red label reads as a mistake only."""
+    many = [f"T{k:02d}" for k in range(40)]
+    tags = {"B-PER": [], "I-PER": [], "E-LOC": [], "S-ORG": [], "O": [], "OK": [], "BAD": []}
+    colours = {tag_style(t, many)[0] for t in many} | {tag_style(t, ts)[0] for t, ts in tags.items()}
+    colours |= {tag_style(t, UPOS)[0] for t in UPOS}
+    assert MISTAKE not in colours
+    nearest = min(colours, key=lambda c: ciede2000(lab(MISTAKE), lab(c)))
+    assert ciede2000(lab(MISTAKE), lab(nearest)) >= 20, nearest
+    assert ciede2000(lab(MISTAKE), lab(tag_style("VERB", UPOS)[0])) >= 20  # the issue's case
+
+
+def test_the_words_caption_explains_the_mark_only_where_there_is_gold():
+    no_gold, same, wrong = drop_of(6), drop_of(6), drop_of(6, gold=True)
+    same.gold = list(same.predicted)
+    captions = [figure([d], UPOS).axes[1].get_xlabel() for d in (no_gold, same, wrong)]
+    assert "✗" not in captions[0] and "gold" not in captions[0]
+    assert "✗" not in captions[1] and "same as the gold tag" in captions[1]
+    assert "✗: the gold tag, where it differs" in captions[2]
 
 
 def drop_of(length: int, steps: int | None = None, gold=False) -> Drop:

@@ -1,10 +1,12 @@
 """Raindrop plots: the attention αⁿ of each sketch step over the words (paper Figs. 2–4).
 
-Rows are sketch steps (top: step 1), columns are words, labelled with the predicted tag (and the gold
-tag where it differs, marked ✗ in red). High attention is yellow, low dark blue (viridis, as in the
-paper). Words are coloured by tag: for BIO tags B-* blue, I-* bold red, O green (the paper's Fig. 3);
-for quality estimation OK green, BAD bold red (Fig. 4); other tag sets (e.g. UPOS) get one colour per
-tag. Every label colour reads on white (contrast ≥ 4.5:1) and on a dark terminal (≥ 3:1).
+Rows are sketch steps (top: step 1), columns are words, labelled with the predicted tag (and, where the
+input has gold tags, the gold tag where it differs, marked ✗, the whole label bold red). High attention
+is yellow, low dark blue (viridis, as in the paper). Words are coloured by (gold) tag: for BIO tags B-*
+blue, I-* bold purple, O green (the paper's Fig. 3, whose red for I-* is left to mistakes here); for
+quality estimation OK green, BAD bold purple (Fig. 4); other tag sets (e.g. UPOS) get one colour per tag.
+Red is for mistakes only: no tag colour is near it. Every label colour reads on white (contrast ≥ 4.5:1)
+and on a dark terminal (≥ 3:1).
 An optional panel shows the cumulative attention β = Σₙ αⁿ, with its values written in the cells and
 a title that says what a flat β means (csoftmax with N = L spends every word's budget of 1).
 
@@ -23,14 +25,15 @@ import torch
 
 # one colour per tag of a tag set without BIO/QE structure, by the tag's place in the sorted tag set:
 # distinct hues, each with a contrast of at least 4.5:1 against white and 3:1 against black (tab10's
-# hues, darkened where light), ordered so that UPOS's frequent tags differ most: NOUN blue, VERB red,
-# ADJ orange, ADP brown, ADV green, AUX teal, DET grey, PRON purple, PROPN magenta
+# hues, darkened where light), ordered so that UPOS's frequent tags differ most: NOUN blue, VERB green,
+# ADJ ochre, ADP brown, ADV olive, AUX teal, DET grey, PRON purple, PROPN magenta. No tag is red: red is
+# MISTAKE's alone (every tag colour is at least 20 CIEDE2000 units from it; tests/test_plot.py)
 PALETTE = [
-    "#bb5800",  # ADJ
-    "#8c564b",  # ADP
-    "#248424",  # ADV
+    "#a86400",  # ADJ
+    "#7a5c58",  # ADP
+    "#5a7a1e",  # ADV
     "#0f7f8a",  # AUX
-    "#a0522d",  # CCONJ
+    "#7f6a3f",  # CCONJ
     "#707070",  # DET
     "#b5007a",  # INTJ
     "#1f77b4",  # NOUN
@@ -41,12 +44,14 @@ PALETTE = [
     "#5a7080",  # PUNCT
     "#7a50b0",  # SCONJ
     "#00789a",  # SYM
-    "#d62728",  # VERB
+    "#248424",  # VERB
     "#4a5fd0",  # X
-    "#4d7a00",
+    "#6b6b9a",
 ]
-BEGIN, INSIDE, OUTSIDE = "#2079b4", "#c0392b", "#1e8449"  # the paper's light blue, red and green, darker
-WRONG = "#e60000"
+# the paper's light blue, red and green, darker; I-* and BAD purple instead of the paper's red, which
+# would read as a mistake
+BEGIN, INSIDE, OUTSIDE = "#2079b4", "#8e44ad", "#1e8449"
+MISTAKE = "#e60000"  # a predicted tag that differs from gold: red, bold, with the gold tag after ✗
 CELL = 0.3  # inches per word (column) and per sketch step (row)
 MATRIX_HEIGHT = 7.0  # inches at most for the steps: many steps get thinner rows (the paper's Fig. 2)
 LABEL_PT = 9
@@ -92,6 +97,15 @@ def _labels(drop: Drop) -> list[str]:
             label += f"\n✗ {drop.gold[i]}"
         labels.append(label)
     return labels
+
+
+def words_caption(drop: Drop) -> str:
+    """What the word labels show: the ✗ is explained only where the input has gold tags."""
+    if drop.gold is None:
+        return "words, with the predicted tag"
+    if drop.gold == list(drop.predicted):
+        return "words, with the predicted tag (the same as the gold tag for every word)"
+    return "words, with the predicted tag (in red with ✗: the gold tag, where it differs)"
 
 
 def beta_title(beta: Sequence[float]) -> str:
@@ -147,9 +161,7 @@ def figure(drops: Sequence[Drop], tagset: Sequence[str], show_beta: bool = True)
         ax.set_title(drop.title, fontsize=LABEL_PT + 1)
         target = axes[1][column] if show_beta else ax
         _label_words(target, drop, labels[column], tagset, rotate)
-        target.set_xlabel(
-            "words, with the predicted tag (✗: the gold tag, where it differs)", fontsize=LABEL_PT
-        )
+        target.set_xlabel(words_caption(drop), fontsize=LABEL_PT)
         if show_beta:
             ax.set_xticks(range(len(drop.words)), [""] * len(drop.words))
             _beta_panel(target, drop, matrix, width - 1.8)
@@ -179,7 +191,7 @@ def _label_words(ax, drop: Drop, labels: list[str], tagset, rotate: int) -> None
     for i, tick in enumerate(ax.get_xticklabels()):
         wrong = drop.gold is not None and drop.gold[i] != drop.predicted[i]
         colour, bold = tag_style(drop.gold[i] if drop.gold is not None else drop.predicted[i], tagset)
-        tick.set_color(WRONG if wrong else colour)
+        tick.set_color(MISTAKE if wrong else colour)
         tick.set_fontweight("bold" if bold or wrong else "normal")
 
 
@@ -236,10 +248,10 @@ def terminal(drop: Drop, tagset: Sequence[str]):
         colour, bold = tag_style(tag, tagset)
         wrong = drop.gold is not None and drop.gold[i - 1] != tag
         legend.append(
-            f"{i}:{word}/{tag}", style=("bold " if bold or wrong else "") + (WRONG if wrong else colour)
+            f"{i}:{word}/{tag}", style=("bold " if bold or wrong else "") + (MISTAKE if wrong else colour)
         )
         if wrong:
-            legend.append(f"(gold {drop.gold[i - 1]})", style=WRONG)
+            legend.append(f"(gold {drop.gold[i - 1]})", style=MISTAKE)
         legend.append("  ")
     lines += [legend, shade_key(), Text("rows: sketch steps n; columns: the words numbered above")]
     header = Text("step ")
