@@ -12,6 +12,7 @@ from browser import chromium
 from conftest import SAMPLE, run_cli
 from easyfirst import Tagger
 from easyfirst.data.conllu import read_conllu
+from easyfirst.viz.plot import MISTAKE
 from easyfirst.viz.web import page as page_html
 from easyfirst.viz.web import raindrop_data
 
@@ -86,7 +87,7 @@ def test_notebook_fragment_has_the_same_cells_and_two_fragments_do_not_clash(tag
     assert names == ["easyfirstRaindrop"]
 
 
-def expected_tooltip(word, tag, step, alpha, beta):
+def expected_reading(word, tag, step, alpha, beta):
     def show(value):
         return (
             "0"
@@ -103,12 +104,13 @@ def test_pointing_at_or_focusing_a_cell_shows_word_tag_gold_step_alpha_and_beta(
     page.set_content(raindrop.html())
     tags, attention = tagger.tag(sentence.words, return_attention=True)
     n, i = 3, 2
+    assert "α =" not in page.locator(".efr-readout").text_content()  # nothing pointed at yet
     page.locator(f'.efr-cell[data-step="{n}"][data-word="{i}"]').hover()
-    tooltip = page.locator(".efr-tooltip")
-    assert tooltip.is_visible()
-    text = tooltip.text_content()
+    readout = page.locator(".efr-readout")
+    assert readout.is_visible()
+    text = readout.text_content()
     beta = float(attention[: n + 1, i].sum())
-    for part in expected_tooltip(sentence.words[i], tags[i], n + 1, float(attention[n, i]), beta):
+    for part in expected_reading(sentence.words[i], tags[i], n + 1, float(attention[n, i]), beta):
         assert part in text, (part, text)
     assert ("gold too" in text) == (sentence.tags[i] == tags[i])
     # the keyboard: Tab into the grid (step 1, word 1), then two steps down and one word right
@@ -121,9 +123,9 @@ def test_pointing_at_or_focusing_a_cell_shows_word_tag_gold_step_alpha_and_beta(
     )
     for key in ("ArrowDown", "ArrowDown", "ArrowRight"):
         page.keyboard.press(key)
-    text = tooltip.text_content()
+    text = readout.text_content()
     beta = float(attention[:3, 1].sum())
-    for part in expected_tooltip(sentence.words[1], tags[1], 3, float(attention[2, 1]), beta):
+    for part in expected_reading(sentence.words[1], tags[1], 3, float(attention[2, 1]), beta):
         assert part in text, (part, text)
 
 
@@ -191,7 +193,7 @@ def test_every_text_contrasts_at_least_4_5_to_1_at_every_step(tagger, page):
             seen += 1
 
     page.set_content(tagger.raindrop(sentence.words, gold=gold).html())
-    page.locator('.efr-cell[data-step="1"][data-word="1"]').hover()  # the tooltip too
+    page.locator('.efr-cell[data-step="1"][data-word="1"]').hover()  # the read-out too
     for control in (None, ".efr-first", ".efr-next", ".efr-next"):
         if control:
             page.locator(control).click()
@@ -238,9 +240,9 @@ def test_a_hundred_words_are_not_clipped_and_fit_800_px_by_scrolling(tagger, pag
     assert scroll_width >= grid_right - grid_left  # all of the grid can be scrolled to
     if width == 1600:
         assert scroll_width <= visible  # a wide window shows all 100 words at once
-    # the last word's cell scrolled into view: its tooltip is inside the window
+    # the last word's cell scrolled into view: its read-out is inside the window
     page.locator('.efr-cell[data-step="99"][data-word="99"]').hover()
-    left, right = page.locator(".efr-tooltip").evaluate(
+    left, right = page.locator(".efr-readout").evaluate(
         "t => [t.getBoundingClientRect().left, t.getBoundingClientRect().right]"
     )
     assert 0 <= left and right <= width
@@ -256,3 +258,95 @@ def test_no_beta_leaves_out_the_beta_row_only(tagger, page, tmp_path):
     assert "β row" not in page.locator(".efr-hint").text_content()
     page.locator(".efr-first").click()  # the step control works without it
     assert page.locator(".efr-cell.efr-future").count() == (len(words) - 1) * len(words)
+
+
+# issue #39, item 5: cells sized to the window, text of 11 px at least, the read-out never over the grid
+
+LAYOUT = """root => {
+  const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.right, r.top, r.bottom]; };
+  const own = e => Array.from(e.childNodes).some(n => n.nodeType === 3 && n.textContent.trim());
+  const texts = Array.from(root.querySelectorAll('*')).filter(e => own(e) && e.getClientRects().length);
+  const beta = Array.from(root.querySelectorAll('.efr-beta')).filter(c => c.textContent).map(c => {
+    const range = document.createRange(); range.selectNodeContents(c);
+    return {text: box(range), cell: box(c), fits: c.scrollWidth <= c.clientWidth};
+  });
+  return {fonts: texts.map(e => [e.textContent.trim().slice(0, 20), parseFloat(getComputedStyle(e).fontSize)]),
+          cell: box(root.querySelector('.efr-cell')), grid: box(root.querySelector('.efr-grid')),
+          scroll: box(root.querySelector('.efr-scroll')), readout: box(root.querySelector('.efr-readout')),
+          beta: beta, window: window.innerWidth};
+}"""
+
+
+def overlap(a, b) -> bool:
+    """Whether two [left, right, top, bottom] boxes share any area."""
+    return min(a[1], b[1]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[2], b[2])
+
+
+def sample_words(length: int) -> tuple[list[str], list[str]]:
+    sentences = read_conllu(SAMPLE)
+    words = [w for s in sentences for w in s.words][:length]
+    gold = [t for s in sentences for t in s.tags][:length]
+    assert len(words) == length
+    return words, gold
+
+
+@pytest.mark.parametrize("width", [800, 1200])
+@pytest.mark.parametrize("length", [8, 30, 100])
+def test_cells_fill_the_window_text_is_11_px_and_the_read_out_is_beside_or_below(tagger, page, length, width):
+    words, gold = sample_words(length)
+    page.set_viewport_size({"width": width, "height": 800})
+    page.set_content(tagger.raindrop(words, gold=gold).html())
+    corners = [(0, 0), (length // 2, length // 2), (length - 1, length - 1), (0, length - 1)]
+    for n, i in corners:  # steps and words from 0; N = L
+        page.locator(f'.efr-cell[data-step="{n}"][data-word="{i}"]').hover()
+        layout = page.locator(".efr").evaluate(LAYOUT)
+        shown = layout["scroll"][:2] + layout["grid"][2:]  # the part of the grid the page shows
+        assert not overlap(layout["readout"], shown), (n, i, layout["readout"], shown)
+        assert 0 <= layout["readout"][0] and layout["readout"][1] <= width
+    for text, size in layout["fonts"]:
+        assert size >= 11, (text, size)
+    column = layout["cell"][1] - layout["cell"][0]
+    grid = layout["grid"][1] - layout["grid"][0]
+    assert 14 <= column <= 56
+    if length * 14 + 40 <= width - 32:  # the words fit the window at the smallest column: no scrolling
+        assert layout["grid"][1] <= width
+        assert grid >= min(width - 32, length * 56) / 2  # and take the space there is (8 words: a third)
+    for k, beta in enumerate(layout["beta"]):  # β's values inside their cells, apart from each other
+        assert beta["fits"] and beta["cell"][0] <= beta["text"][0] and beta["text"][1] <= beta["cell"][1], k
+        if k:
+            assert beta["text"][0] - layout["beta"][k - 1]["text"][1] >= 4, k
+    if length == 8:
+        assert len(layout["beta"]) == 8  # written in every cell of a short sentence
+        assert grid >= width / 3  # the issue's 176 px grid in a 1200 px window
+
+
+def test_mistakes_alone_are_red_and_the_legend_explains_the_mark_only_with_gold(tagger, page, tmp_path):
+    words, _ = sample_words(30)
+    tags = tagger.tag(words)
+    wrong = [2, 5]  # gold differs there: the two labels in red
+    gold = [("X" if tag != "X" else "NOUN") if i in wrong else tag for i, tag in enumerate(tags)]
+    assert any(tags[i] == gold[i] == "VERB" for i in range(30))  # a right VERB: not red
+
+    def labels():
+        return page.locator(".efr-word").evaluate_all(
+            "ws => ws.map(w => [w.textContent, getComputedStyle(w).color])"
+        )
+
+    red = "rgb({}, {}, {})".format(*(int(MISTAKE[k : k + 2], 16) for k in (1, 3, 5)))
+    page.set_content(tagger.raindrop(words, gold=gold).html())
+    for i, (text, color) in enumerate(labels()):
+        assert (color == red) == (i in wrong) == ("✗" in text), (i, text, color)
+    legend = page.locator(".efr-legend").text_content()
+    assert "✗: the gold tag, where the prediction differs" in legend
+    assert page.locator(".efr-legend-tag", has_text="VERB").first.evaluate("e => e.style.color") != red
+    out = tmp_path / "text.html"  # --text: no gold, so nothing to mark and no ✗ in the legend
+    result = run_cli("plot", "--text", " ".join(words), "--pretokenized", "-o", out)
+    assert result.returncode == 0, result.stderr.decode()
+    page.goto(out.as_uri())
+    assert all(color != red and "✗" not in text for text, color in labels())
+    assert (
+        "✗" not in page.locator(".efr").text_content()
+        and "gold" not in page.locator(".efr-legend").text_content()
+    )
+    page.set_content(tagger.raindrop(words, gold=tags).html())  # gold that agrees everywhere
+    assert "✗" not in page.locator(".efr-legend").text_content()

@@ -50,7 +50,11 @@ def raindrop_data(
     """What one view of the component shows, as JSON-able data: ``tokens``, ``tags``, ``attention`` (one
     row of floats per sketch step, one column per word; a tensor or nested lists), and where given
     ``gold``, ``model``, ``task``, ``title`` and the tag ``colors`` (for ``tagset``, default the tags and
-    gold tags present; the model's full tag set keeps the colours of its other figures)."""
+    gold tags present; the model's full tag set keeps the colours of its other figures), and the
+    ``mistake`` colour of a label whose tag differs from gold (easyfirst.viz.plot.MISTAKE: red, which no
+    tag has)."""
+    from easyfirst.viz.plot import MISTAKE
+
     rows = attention.tolist() if hasattr(attention, "tolist") else [list(row) for row in attention]
     length = len(tokens)
     if len(tags) != length or (gold is not None and len(gold) != length):
@@ -72,6 +76,7 @@ def raindrop_data(
         if value is not None:
             data[key] = value
     data["colors"] = tag_colors(sorted(tagset if tagset is not None else {*tags, *(gold or [])}))
+    data["mistake"] = MISTAKE
     return data
 
 

@@ -4,8 +4,11 @@
  *
  * window.easyfirstRaindrop.render(element, data_or_list_of_data) draws one view per data object, side by
  * side. A data object has tokens, tags and attention (one row per step, one column per word); optional:
- * gold (gold tags), model, task, title, colors ({tag: {color, bold}}; easyfirst.web.tag_colors), and
- * beta: false to leave out the β row.
+ * gold (gold tags), model, task, title, colors ({tag: {color, bold}}; easyfirst.web.tag_colors), mistake
+ * (the colour of a label whose tag differs from gold; easyfirst.viz.plot.MISTAKE), and beta: false to
+ * leave out the β row.
+ * The cells take the width the view has (between CELL_MIN and CELL_MAX px a column), and the read-out of
+ * the cell pointed at sits beside the grid, or below it when the grid needs the width: never over it.
  * No network, no globals beyond window.easyfirstRaindrop; loading this file twice changes nothing.
  */
 (function () {
@@ -17,9 +20,11 @@
     "#3b528b", "#375b8d", "#33638d", "#2f6b8e", "#2c728e", "#297a8e", "#26828e", "#23898e", "#21918c",
     "#1f988b", "#1fa088", "#22a785", "#28ae80", "#32b67a", "#3fbc73", "#4ec36b", "#5ec962", "#70cf57",
     "#84d44b", "#98d83e", "#addc30", "#c2df23", "#d8e219", "#ece51b", "#fde725"];
-  var WRONG = "#e60000";
   var NEUTRAL = "#333333";
-  var ANNOTATE_BETA_UP_TO = 30; // words: β's values are written in its cells up to this length
+  var CELL_MIN = 14, CELL_MAX = 56; // px a column: 100 words fit 1600 px; 8 words are not a stamp
+  var ROW_MIN = 8, GRID_HEIGHT = 480; // px a step, and the height the steps share (square cells if they fit)
+  var READOUT_MIN = 220, GAP = 16; // px: the read-out beside the grid when this much is left over
+  var FONT_MIN = 11, FONT_MAX = 15; // px, the word labels and the β values
 
   function rgb(hex) {
     return [1, 3, 5].map(function (i) { return parseInt(hex.slice(i, i + 2), 16); });
@@ -54,11 +59,15 @@
     return node;
   }
 
-  // α and β as read in a tooltip: three decimals, and small non-zero values in exponent form (the exact
+  // α and β as the read-out gives them: three decimals, and small non-zero values in exponent form (the exact
   // value is the cell's data-alpha)
   function format(value) {
     if (value === 0) return "0";
     return Math.abs(value) < 0.001 ? value.toExponential(2) : value.toFixed(3);
+  }
+
+  function mistakeColor(data) {
+    return data.mistake || NEUTRAL;
   }
 
   function style(data, tag) {
@@ -82,11 +91,12 @@
     return parts;
   }
 
-  function tooltipText(data, beta, n, i) {
-    var text = "word " + (i + 1) + " “" + data.tokens[i] + "”, tag " + data.tags[i];
-    if (data.gold) text += data.gold[i] === data.tags[i] ? " (gold too)" : " (gold " + data.gold[i] + ")";
-    return text + " · step " + (n + 1) + " · α = " + format(data.attention[n][i]) +
-      " · β up to step " + (n + 1) + " = " + format(beta[n][i]);
+  // what a cell says: the word, its tag, the step, α and β up to the step (one line each in the read-out)
+  function reading(data, beta, n, i) {
+    var word = "word " + (i + 1) + " “" + data.tokens[i] + "”, tag " + data.tags[i];
+    if (data.gold) word += data.gold[i] === data.tags[i] ? " (gold too)" : " (gold " + data.gold[i] + ")";
+    return [word, "step " + (n + 1) + " · α = " + format(data.attention[n][i]),
+      "β up to step " + (n + 1) + " = " + format(beta[n][i])];
   }
 
   // the step control: first, back, the slider, on, last, play, and what is shown
@@ -114,10 +124,6 @@
     grid.setAttribute("role", "grid");
     grid.setAttribute("aria-label", "attention: rows are sketch steps, columns are words");
     grid.style.gridTemplateColumns = "auto repeat(" + length + ", var(--efr-cell))";
-    grid.style.setProperty("--efr-row", steps > 40 ? "9px" : "16px");
-    // narrower columns for long sentences: 100 words fit a wide window, and scroll sideways at 800 px
-    grid.style.setProperty("--efr-cell", length > 60 ? "15px" : length > 30 ? "18px" : "22px");
-    if (length > 60) grid.classList.add("efr-long");
     var cells = data.attention.map(function (row, n) {
       var line = el("div", "efr-row");
       line.setAttribute("role", "row");
@@ -131,7 +137,7 @@
         cell.dataset.step = n; cell.dataset.word = i; cell.dataset.alpha = String(alpha);
         cell.tabIndex = n === 0 && i === 0 ? 0 : -1;
         cell.style.background = viridis(alpha);
-        cell.setAttribute("aria-label", tooltipText(data, beta, n, i));
+        cell.setAttribute("aria-label", reading(data, beta, n, i).join(" · "));
         line.appendChild(cell);
         return cell;
       });
@@ -158,7 +164,8 @@
       label(data, i).forEach(function (part, k) {
         word.appendChild(el("span", k === 0 ? "efr-token" : "efr-tag", part));
       });
-      word.style.color = wrong ? WRONG : look.color;
+      if (wrong) word.classList.add("efr-mistake");
+      word.style.color = wrong ? mistakeColor(data) : look.color;
       if (look.bold || wrong) word.style.fontWeight = "bold";
       row.appendChild(word);
     });
@@ -169,8 +176,8 @@
   function stepper(root, data, beta, c, g) {
     var length = data.tokens.length, steps = data.attention.length;
     var state = { step: steps, timer: null };
-    function show(step) {
-      state.step = Math.max(1, Math.min(steps, step));
+    function show(step) { // no step: the one shown, drawn again (after a new layout)
+      state.step = Math.max(1, Math.min(steps, step === undefined ? state.step : step));
       c.slider.value = state.step;
       c.shown.textContent = steps ? "showing steps 1–" + state.step + " of " + steps : "no sketch steps";
       g.cells.forEach(function (row, n) {
@@ -183,7 +190,7 @@
         cell.style.background = viridis(b[i] / top);
         cell.style.color = textOn(b[i] / top);
         cell.dataset.beta = String(b[i]);
-        cell.textContent = length <= ANNOTATE_BETA_UP_TO ? b[i].toFixed(2) : "";
+        cell.textContent = g.writeBeta ? b[i].toFixed(2) : "";
         cell.title = data.tokens[i] + ": β up to step " + state.step + " = " + format(b[i]);
       });
     }
@@ -209,31 +216,28 @@
     return show;
   }
 
-  // reading a cell by pointing or by keyboard focus: the tooltip sits just below the cell (above it near
-  // the bottom of the grid), inside the view; the arrow keys, Home and End move the focus
-  function pointer(root, scroller, tip, data, beta, g) {
+  // reading a cell by pointing or by keyboard focus: the read-out (beside or below the grid, never over
+  // it) says what the cell holds; the arrow keys, Home and End move the focus
+  function pointer(readout, data, beta, g) {
     var length = data.tokens.length, steps = data.attention.length, grid = g.grid;
-    function point(cell) {
-      var n = Number(cell.dataset.step), i = Number(cell.dataset.word);
-      tip.textContent = tooltipText(data, beta, n, i);
-      tip.hidden = false;
-      var box = cell.getBoundingClientRect(), frame = root.getBoundingClientRect();
-      var left = Math.max(0, Math.min(box.left - frame.left - 8, frame.width - tip.offsetWidth));
-      var below = box.bottom - frame.top + 6;
-      var above = box.top - frame.top - tip.offsetHeight - 6;
-      tip.style.left = left + "px";
-      tip.style.top = (n > steps / 2 && above > 0 ? above : below) + "px";
+    var idle = "Point at a cell, or Tab into the grid and use the arrow keys, to read its word, tag, step, α and β.";
+    function say(lines, className) {
+      readout.textContent = "";
+      readout.className = "efr-readout " + className;
+      lines.forEach(function (line) { readout.appendChild(el("div", "efr-readout-line", line)); });
     }
-    function hide() { tip.hidden = true; }
+    function point(cell) {
+      say(reading(data, beta, Number(cell.dataset.step), Number(cell.dataset.word)), "efr-reading");
+    }
+    function rest() { say([idle], "efr-idle"); }
     grid.addEventListener("mouseover", function (e) {
       if (e.target.classList && e.target.classList.contains("efr-cell")) point(e.target);
     });
-    grid.addEventListener("mouseleave", hide);
+    grid.addEventListener("mouseleave", rest);
     grid.addEventListener("focusin", function (e) {
       if (e.target.classList.contains("efr-cell")) point(e.target);
     });
-    grid.addEventListener("focusout", hide);
-    scroller.addEventListener("scroll", hide);
+    grid.addEventListener("focusout", rest);
     grid.addEventListener("keydown", function (e) {
       var cell = e.target, moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1],
         Home: [0, -length], End: [0, length] };
@@ -245,9 +249,48 @@
       g.cells[n][i].focus();
       e.preventDefault();
     });
+    rest();
   }
 
-  // one view: title, step control, the grid (scrolling sideways when wide), tooltip, legend and hint
+  function clamp(value, low, high) {
+    return Math.max(low, Math.min(high, value));
+  }
+
+  // the width of "0.00" in the β row's font, to write β only where it fits its cell with room around it
+  function textWidth(text, font) {
+    var canvas = textWidth.canvas || (textWidth.canvas = document.createElement("canvas"));
+    var context = canvas.getContext("2d");
+    if (!context) return text.length * 0.6 * parseFloat(font);
+    context.font = font;
+    return context.measureText(text).width;
+  }
+
+  // sizes the cells to the view's width: the read-out beside the grid when the columns keep at least
+  // CELL_MIN + 10 px that way, else the grid takes the whole width (scrolling below CELL_MIN) and the
+  // read-out is one line above it ("stacked", where it stays in view of a tall grid's first rows); rows
+  // square up to GRID_HEIGHT for all steps, and ROW_MIN at least; β written where "0.00" fits its cell
+  function layout(body, data, g) {
+    var width = body.clientWidth, length = Math.max(1, data.tokens.length);
+    var steps = Math.max(1, data.attention.length);
+    if (!width) return false;
+    var head = g.grid.querySelector(".efr-stepnum").getBoundingClientRect().width + 2;
+    var beside = Math.floor((width - head - GAP - READOUT_MIN) / length);
+    var stacked = beside < CELL_MIN + 10;
+    var cell = stacked ? clamp(Math.floor((width - head) / length), CELL_MIN, CELL_MAX) : Math.min(CELL_MAX, beside);
+    body.classList.toggle("efr-stacked", stacked);
+    var row = clamp(Math.min(cell, Math.floor(GRID_HEIGHT / steps)), ROW_MIN, CELL_MAX);
+    var font = clamp(Math.round(cell * 0.4), FONT_MIN, FONT_MAX);
+    g.grid.style.setProperty("--efr-cell", cell + "px");
+    g.grid.style.setProperty("--efr-row", row + "px");
+    g.grid.style.setProperty("--efr-font", font + "px");
+    var family = getComputedStyle(g.grid).fontFamily;
+    var fits = [font, FONT_MIN].filter(function (px) { return textWidth("0.00", px + "px " + family) + 8 <= cell; });
+    g.writeBeta = fits.length > 0;
+    g.grid.style.setProperty("--efr-beta-font", (fits[0] || FONT_MIN) + "px");
+    return true;
+  }
+
+  // one view: title, step control, the grid (scrolling sideways when wide) with its read-out, legend, hint
   function view(data) {
     var length = data.tokens.length, steps = data.attention.length;
     var beta = cumulative(data.attention, length);
@@ -257,21 +300,32 @@
     if (title) root.appendChild(el("h3", "efr-title", title));
     var c = controls(steps);
     root.appendChild(c.box);
-    var scroller = el("div", "efr-scroll"), g = attentionGrid(data, beta);
+    var body = el("div", "efr-body"), scroller = el("div", "efr-scroll"), g = attentionGrid(data, beta);
     scroller.appendChild(g.grid);
-    root.appendChild(scroller);
-    var tip = el("div", "efr-tooltip");
-    tip.setAttribute("role", "tooltip");
-    tip.hidden = true;
-    root.appendChild(tip);
+    body.appendChild(scroller);
+    var readout = el("div", "efr-readout");
+    readout.setAttribute("aria-hidden", "true"); // the cells carry the same words as their aria-label
+    body.appendChild(readout);
+    root.appendChild(body);
     root.appendChild(legend(data));
     root.appendChild(el("p", "efr-hint", "Rows are sketch steps n (step 1 at the top), columns the words " +
       "with their predicted tags; a cell's colour is the attention αⁿ on the word at step n" +
       (g.betaCells.length ? ", the β row the attention each word got up to the step shown. " : ". ") +
       "Point at a cell, or focus the grid (Tab) and move with the arrow keys, to read it." +
-      (length > 30 ? " A long sentence scrolls sideways." : "")));
-    pointer(root, scroller, tip, data, beta, g);
-    stepper(root, data, beta, c, g)(steps);
+      (length > 30 ? " A long sentence scrolls sideways in a narrow window." : "")));
+    pointer(readout, data, beta, g);
+    var show = stepper(root, data, beta, c, g);
+    show(steps);
+    // sized once the view is on the page, and again whenever its width changes
+    root.fit = function () { if (layout(body, data, g)) show(); };
+    if (window.ResizeObserver) {
+      var last = -1;
+      new ResizeObserver(function () {
+        if (body.clientWidth !== last) { last = body.clientWidth; root.fit(); }
+      }).observe(body);
+    } else {
+      window.addEventListener("resize", root.fit);
+    }
     return root;
   }
 
@@ -293,11 +347,14 @@
       if (look.bold) item.style.fontWeight = "bold";
       box.appendChild(item);
     });
+    // what ✗ means, only where there is gold to differ from
     if (data.gold && data.gold.some(function (g, i) { return g !== data.tags[i]; })) {
-      var wrong = el("span", "efr-legend-tag", "✗ gold tag where the prediction differs");
-      wrong.style.color = WRONG;
+      var wrong = el("span", "efr-legend-tag efr-legend-mistake", "✗: the gold tag, where the prediction differs");
+      wrong.style.color = mistakeColor(data);
       wrong.style.fontWeight = "bold";
       box.appendChild(wrong);
+    } else if (data.gold) {
+      box.appendChild(el("span", "efr-legend-gold", "every predicted tag is the gold tag"));
     }
     return box;
   }
@@ -306,9 +363,10 @@
     var list = Array.isArray(data) ? data : [data];
     element.textContent = "";
     element.classList.add("efr");
-    var row = el("div", "efr-views");
-    list.forEach(function (d) { row.appendChild(view(d)); });
+    var row = el("div", "efr-views"), views = list.map(view);
+    views.forEach(function (v) { row.appendChild(v); });
     element.appendChild(row);
+    views.forEach(function (v) { v.fit(); });
     return element;
   }
 
