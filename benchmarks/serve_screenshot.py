@@ -20,7 +20,7 @@ from serve_load import free_port, serve  # noqa: E402
 from browser import chromium  # noqa: E402
 
 TEXT = "The ferry crossed the river at dawn. Nobody on board said a word about the storm."
-POINT = (3, 4)  # the cell whose tooltip is shown: step, word (from 0)
+POINT = (3, 4)  # the cell whose read-out is shown: step, word (from 0)
 
 
 def main() -> None:

@@ -6,7 +6,11 @@ pages rendered in Chromium."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -131,3 +135,19 @@ def test_compare_puts_one_view_per_model_side_by_side_on_the_page(tagger, tmp_pa
         assert view["tokens"] == words
         for row, expected in zip(view["attention"], attention[0].tolist(), strict=True):
             assert row == pytest.approx(expected, abs=1e-6)
+
+
+def test_the_screenshot_script_says_what_is_missing_without_ewt(tmp_path):
+    """benchmarks/raindrop_screenshots.py with EASYFIRST_DATA unset: one line naming it, exit 2, no
+    traceback (it was a KeyError), and no screenshot written."""
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "raindrop_screenshots.py"
+    env = {k: v for k, v in os.environ.items() if k != "EASYFIRST_DATA"}
+    env["EASYFIRST_CACHE"] = str(tmp_path / "cache")
+    result = subprocess.run(
+        [sys.executable, str(script), "--out", str(tmp_path)], capture_output=True, env=env, timeout=300
+    )
+    stderr = result.stderr.decode()
+    assert result.returncode == 2, stderr
+    assert stderr.count("\n") == 1 and "Traceback" not in stderr
+    assert "EASYFIRST_DATA (not set)" in stderr and "UD English EWT" in stderr
+    assert not list(tmp_path.glob("*.png"))
