@@ -350,3 +350,16 @@ def test_mistakes_alone_are_red_and_the_legend_explains_the_mark_only_with_gold(
     )
     page.set_content(tagger.raindrop(words, gold=tags).html())  # gold that agrees everywhere
     assert "✗" not in page.locator(".efr-legend").text_content()
+
+
+def test_the_cells_follow_the_window_when_it_is_resized(tagger, page):
+    words, _ = sample_words(30)
+    page.set_viewport_size({"width": 800, "height": 800})
+    page.set_content(tagger.raindrop(words).html())
+    column = "() => document.querySelector('.efr-cell').getBoundingClientRect().width"
+    narrow = page.evaluate(column)
+    page.set_viewport_size({"width": 1400, "height": 800})
+    page.wait_for_function(f"({column})() > {narrow}")  # the grid is laid out again, wider
+    page.locator('.efr-cell[data-step="0"][data-word="29"]').hover()
+    layout = page.locator(".efr").evaluate(LAYOUT)
+    assert not overlap(layout["readout"], layout["grid"]) and layout["grid"][1] <= 1400

@@ -220,7 +220,7 @@
   // it) says what the cell holds; the arrow keys, Home and End move the focus
   function pointer(readout, data, beta, g) {
     var length = data.tokens.length, steps = data.attention.length, grid = g.grid;
-    var idle = "Point at a cell, or Tab into the grid and use the arrow keys, to read its word, tag, step, α and β.";
+    var idle = "Point at a cell (or Tab to the grid, then the arrow keys) to read it here.";
     function say(lines, className) {
       readout.textContent = "";
       readout.className = "efr-readout " + className;
