@@ -216,12 +216,15 @@ def test_first_focus_against_the_entities_by_hand():
 # readability (issue #17, item 6): contrast, labels inside the figure, axis labels, β explained, the key
 
 
-def contrast_with_white(colour: str) -> float:
-    """WCAG 2 contrast ratio of a #rrggbb colour against white, computed here from the definition."""
+def luminance(colour: str) -> float:
+    """WCAG 2 relative luminance of a #rrggbb colour, computed here from the definition."""
     channels = [int(colour[k : k + 2], 16) / 255 for k in (1, 3, 5)]
     linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
-    luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
-    return 1.05 / (luminance + 0.05)
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast_with_white(colour: str) -> float:
+    return 1.05 / (luminance(colour) + 0.05)
 
 
 UPOS = "ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB X".split()
@@ -232,6 +235,7 @@ def test_every_label_colour_reads_on_white():
     colours = {tag_style(t, UPOS)[0] for t in [*UPOS, "B-PER", "I-PER", "O", "OK", "BAD"]}
     for colour in colours | {MISTAKE}:
         assert contrast_with_white(colour) >= 4.5, colour
+        assert (luminance(colour) + 0.05) / 0.05 >= 3, colour  # on a black terminal
     assert len({tag_style(t, UPOS)[0] for t in UPOS}) == len(UPOS)  # one colour per UPOS tag
 
 

@@ -4,7 +4,7 @@
  *
  * window.easyfirstRaindrop.render(element, data_or_list_of_data) draws one view per data object, side by
  * side. A data object has tokens, tags and attention (one row per step, one column per word); optional:
- * gold (gold tags), model, task, title, colors ({tag: {color, bold}}; easyfirst.web.tag_colors), mistake
+ * gold (gold tags), model, task, title, colors ({tag: {color, bold}}; easyfirst.viz.web.tag_colors), mistake
  * (the colour of a label whose tag differs from gold; easyfirst.viz.plot.MISTAKE), and beta: false to
  * leave out the β row.
  * The cells take the width the view has (between CELL_MIN and CELL_MAX px a column), and the read-out of
