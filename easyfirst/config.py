@@ -35,6 +35,9 @@ from easyfirst.fields import (
 )
 from easyfirst.model.settings import LossConfig, ModelConfig
 
+if typing.TYPE_CHECKING:
+    from easyfirst.data.vectors import Vectors
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10: the same parser, as a package
@@ -316,8 +319,7 @@ class Config:
         from easyfirst.tasks import TASKS
 
         def where(*keys: str) -> Origin:
-            given = [self.origins.get(k) for k in keys]
-            return next((o for o in given if o and not o[0].startswith("task ")), (source, None))
+            return next(filter(None, map(self.given, keys)), (source, None))
 
         TASKS[self.data.task].validate(self.data, source)
         self.model.validate(where)
@@ -328,6 +330,38 @@ class Config:
                 "train.anneal_epochs anneals learned attention scores; this model has none",
                 *where("train.anneal_epochs"),
             )
+
+    def given(self, key: str) -> Origin | None:
+        """Where ``section.key`` was given (a config file, --set, a flag), or None where it is a default
+        (the task's own or the field's)."""
+        origin = self.origins.get(key)
+        return origin if origin and not origin[0].startswith("task ") else None
+
+    def follow_vectors(self, vectors: Vectors) -> list[str]:
+        """Set the keys that the pretrained ``vectors`` decide: the word size is theirs, and the words
+        of an uncased set are looked up lower-cased (the affixes and the case feature keep the case). A
+        value given for either that disagrees is an error; returns what to tell the log."""
+        m, notes = self.model, []
+        if m.word_dim != vectors.dim and self.given("model.word_dim"):
+            raise InputError(
+                f"model.word_dim = {m.word_dim}, but the vectors {vectors.name} have {vectors.dim} "
+                "dimensions: leave word_dim out, the vectors set it",
+                *self.given("model.word_dim"),
+            )
+        m.word_dim = vectors.dim
+        if vectors.uncased:
+            if not m.lowercase and self.given("model.lowercase"):
+                raise InputError(
+                    f"model.lowercase = false, but the vectors {vectors.name} are uncased: a capitalized word "
+                    "would miss its vector; leave lowercase out",
+                    *self.given("model.lowercase"),
+                )
+            m.lowercase = True
+            notes.append(
+                f"the vectors {vectors.name} are uncased: words are looked up lower-cased (their prefixes, "
+                "suffixes and case feature keep the case)"
+            )
+        return notes
 
 
 def suggest(name: str, known: typing.Iterable[str]) -> str:

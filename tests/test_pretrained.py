@@ -1,12 +1,14 @@
-"""Pretrained vectors (issue #17, item 8): the file's most frequent words join the vocabulary, so that
-a word never seen in training gets its pretrained vector rather than UNK's."""
+"""Pretrained vectors (issue #17, item 8; issue #36): the set's most frequent words join the vocabulary,
+so that a word never seen in training gets its pretrained vector rather than UNK's; named sets, files in
+every format, and the settings the vectors decide."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from easyfirst.data.vocab import Vocabularies, pretrained_words
+from easyfirst.data.vectors import open_vectors
+from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
 from easyfirst.model.embedder import Embedder
 
@@ -34,10 +36,11 @@ def train_vocabs(lowercase=False):
 
 
 def test_the_first_words_of_the_file_join_the_vocabulary_up_to_the_cap(vectors):
-    assert pretrained_words(vectors, 3) == ["the", "zebra", "dog"]  # the header line is skipped
+    first = open_vectors(vectors).first_words(3)
+    assert first == ["the", "zebra", "dog"]  # the header line is skipped
     vocabs = train_vocabs()
     before = list(vocabs.words.itos)
-    assert vocabs.add_pretrained_words(vectors, max_words=3) == 1  # zebra; aardvark is past the cap
+    assert vocabs.add_pretrained_words(first) == 1  # zebra; aardvark is past the cap
     assert vocabs.words.itos == before + ["zebra"]  # training ids unchanged
     assert "aardvark" not in vocabs.words
     assert Vocabularies.from_json(vocabs.to_json()).words.itos == vocabs.words.itos  # saved in vocab.json
@@ -45,11 +48,13 @@ def test_the_first_words_of_the_file_join_the_vocabulary_up_to_the_cap(vectors):
 
 def test_a_word_never_seen_in_training_gets_its_pretrained_vector(vectors):
     vocabs = train_vocabs()
-    vocabs.add_pretrained_words(vectors, max_words=3)
+    vocabs.add_pretrained_words(open_vectors(vectors).first_words(3))
     torch.manual_seed(0)
     embedder = Embedder(vocabs, word_dim=4, affix_dim=0)
     unk_before = embedder.words.weight[1].clone()
-    assert embedder.load_pretrained(vectors, vocabs) == 4  # the, zebra, dog, barks (barks: a training word)
+    assert (
+        embedder.load_pretrained(open_vectors(vectors), vocabs) == 4
+    )  # the, zebra, dog, barks (barks: a training word)
     ids = torch.tensor([[vocabs.word_index(w) for w in ["zebra", "barks", "aardvark"]]])
     none = torch.zeros(1, 3, 0, dtype=torch.long)
     out = embedder(ids, none, none)[0]
@@ -62,25 +67,26 @@ def test_lowercased_lookups_take_the_first_spelling(tmp_path):
     path = tmp_path / "cased.txt"
     path.write_text("The 1 1\nthe 2 2\nZebra 3 3\n", encoding="utf-8")
     vocabs = train_vocabs(lowercase=True)
-    assert vocabs.add_pretrained_words(path) == 1 and "zebra" in vocabs.words
+    assert vocabs.add_pretrained_words(open_vectors(path).first_words(10)) == 1 and "zebra" in vocabs.words
     embedder = Embedder(vocabs, word_dim=2, affix_dim=0)
-    assert embedder.load_pretrained(path, vocabs) == 2
+    assert embedder.load_pretrained(open_vectors(path), vocabs) == 2
     assert embedder.words.weight[vocabs.word_index("THE")].tolist() == [1.0, 1.0]
     assert embedder.words.weight[vocabs.word_index("Zebra")].tolist() == [3.0, 3.0]
 
 
 def test_no_words_are_added_with_a_cap_of_zero(vectors):
     vocabs = train_vocabs()
-    assert vocabs.add_pretrained_words(vectors, max_words=0) == 0
+    assert open_vectors(vectors).first_words(0) == []
+    assert vocabs.add_pretrained_words([]) == 0
 
 
 def test_unreadable_vectors_are_input_errors(tmp_path):
     path = tmp_path / "bad.txt"
     path.write_bytes(b"caf\xe9 1 2\n")
     with pytest.raises(InputError, match="bad.txt:1: not valid UTF-8"):
-        train_vocabs().add_pretrained_words(path)
+        open_vectors(path)
     with pytest.raises(InputError, match="missing.txt: no such file"):
-        train_vocabs().add_pretrained_words(tmp_path / "missing.txt")
+        open_vectors(tmp_path / "missing.txt")
 
 
 @pytest.mark.slow
@@ -102,8 +108,7 @@ def test_training_with_pretrained_vectors_keeps_them_in_the_model_folder(tmp_pat
     config = Config()
     config.data.train = config.data.dev = str(SAMPLE)
     config.train.epochs = 1
-    config.model.word_dim = 4
-    config.model.pretrained = str(vectors)
+    config.model.pretrained = str(vectors)  # the word size is the vectors' 4
     config.model.pretrained_words = 2
     train(config, tmp_path / "run")
     vectors.unlink()  # the model folder must not need the vectors file any more
@@ -113,3 +118,4 @@ def test_training_with_pretrained_vectors_keeps_them_in_the_model_folder(tmp_pat
     weight = tagger.model.embedder.words.weight
     assert weight[words.index(unseen)].tolist() == [0.5, -0.5, 0.25, 8.0]
     assert len(tagger.tag([unseen, "."])) == 2
+    assert tagger.config.model.word_dim == 4 and tagger.config.model.pretrained_covered == 2  # the, zyzzyva

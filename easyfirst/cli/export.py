@@ -67,13 +67,21 @@ def export(
 
 
 @app.command()
-def data() -> None:
+def data(
+    vectors: Annotated[
+        bool,
+        typer.Option("--vectors", help="List the named sets of word vectors (for --pretrained) instead."),
+    ] = False,
+) -> None:
     """List the known data sets and where each split is found.
 
     Each split is found under EASYFIRST_DATA, in the cache, or missing (then: where it looked and how to
-    get it)."""
+    get it). With --vectors: the named sets of pretrained word vectors that train --pretrained NAME takes,
+    and whether each is installed (else how to install it)."""
     from rich.table import Table
 
+    if vectors:
+        return list_vectors()
     from easyfirst.data.datasets import describe
 
     table = Table(show_edge=False)
@@ -90,3 +98,17 @@ def data() -> None:
             out.print(f"\n[bold]{entry['name']}[/]: {entry['get']}.", highlight=False)
             for split, places in entry["looked"].items():
                 out.print(f"  {split}: looked at {'; '.join(places)}", highlight=False, markup=False)
+
+
+def list_vectors() -> None:
+    """``easyfirst data --vectors``: the named sets of easyfirst.data.vectors."""
+    from rich.table import Table
+
+    from easyfirst.data.vectors import describe_named
+
+    table = Table(show_edge=False)
+    for name in ("name", "dim", "case", "installed", "what it is"):
+        table.add_column(name, overflow="fold")
+    for entry in describe_named():
+        table.add_row(entry["name"], entry["dim"], entry["case"], entry["installed"], entry["about"])
+    console().print(table, highlight=False)

@@ -174,7 +174,9 @@ def train(**given) -> None:
 
 
 def check_paths(cfg: Config) -> None:
-    """Fail before the run folder is made if a data file or the pretrained vectors given are missing."""
+    """Fail before the run folder is made if a data file or the pretrained vectors given are missing, or
+    the vectors disagree with the settings given."""
+    from easyfirst.data.vectors import NAMED, open_vectors
     from easyfirst.tasks import get_task
 
     task = get_task(cfg.data.task)
@@ -182,9 +184,15 @@ def check_paths(cfg: Config) -> None:
         if getattr(cfg.data, split) is not None:
             task.check_exists(getattr(cfg.data, split), split)  # the task's own words (QE: which file)
     path = cfg.model.pretrained
-    if path is not None and not Path(path).is_file():
+    if path is not None and path not in NAMED and not Path(path).is_file():
         origin = cfg.origins.get("model.pretrained", ("command line", None))
-        raise InputError(f"model.pretrained {path!r} not found", *origin)
+        raise InputError(
+            f"model.pretrained {path!r} not found (easyfirst data --vectors lists the named sets)", *origin
+        )
+    if (
+        path is not None
+    ):  # a named set not installed, a file of the wrong kind, a word size given that differs
+        cfg.follow_vectors(open_vectors(path))
 
 
 def note_summed_batches(cfg: Config, flags: list[str]) -> None:

@@ -7,11 +7,8 @@ neither. Vocabularies serialise to plain JSON (model files are data, not code).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-
-from easyfirst.data.files import decode_line, open_binary
 
 # a sentence's word ids, and its prefix and suffix ids (max_affix per word, in a row): Vocabularies.index
 WordIds = tuple[list[int], list[int], list[int]]
@@ -67,31 +64,7 @@ class Vocab:
         return cls(raw["symbols"], raw["specials"])
 
 
-DEFAULT_PRETRAINED_WORDS = 50_000  # how many of a vectors file's words join the vocabulary by default
-
-
-def vector_lines(path: str | Path) -> Iterator[tuple[int, list[str]]]:
-    """``(line number, [word, v1, …, vd])`` for each line of a word2vec/GloVe text file; an optional
-    word2vec header line ``count dim`` and blank lines are skipped. Unreadable files are InputErrors."""
-    with open_binary(path) as stream:
-        for number, raw in enumerate(stream, 1):
-            fields = decode_line(raw, path, number, "vectors").rstrip().split(" ")
-            if fields == [""] or (number == 1 and len(fields) == 2 and all(f.isdigit() for f in fields)):
-                continue  # a blank line, or the word2vec header
-            yield number, fields
-
-
-def pretrained_words(path: str | Path, max_words: int = DEFAULT_PRETRAINED_WORDS) -> list[str]:
-    """The first ``max_words`` words of a word2vec/GloVe text file, in file order. These files list
-    words most frequent first, so these are the ``max_words`` most frequent words of the vectors'
-    corpus."""
-    words: list[str] = []
-    if max_words > 0:
-        for _, fields in vector_lines(path):
-            words.append(fields[0])
-            if len(words) == max_words:
-                break
-    return words
+DEFAULT_PRETRAINED_WORDS = 50_000  # how many of a set of vectors' words join the vocabulary by default
 
 
 def prefixes(word: str, max_n: int) -> list[str]:
@@ -159,13 +132,12 @@ class Vocabularies:
             lowercase=lowercase,
         )
 
-    def add_pretrained_words(self, path: str | Path, max_words: int = DEFAULT_PRETRAINED_WORDS) -> int:
-        """Add the first ``max_words`` words of a vectors file (the most frequent ones) to the word
+    def add_pretrained_words(self, words: Iterable[str]) -> int:
+        """Add a set of vectors' first words (its most frequent ones: easyfirst.data.vectors) to the word
         vocabulary, lower-cased if lookups are, as Lample et al. (2016) and Flair do, so that words
         never seen in training but known to the vectors get their pretrained embedding instead of UNK.
         Returns how many words were new. Call it before the model is built (the embedding table has one
         row per word; the words are saved in vocab.json and their vectors in model.pt)."""
-        words = pretrained_words(path, max_words)
         before = len(self.words)
         self.words = (
             self.words.extended(w.lower() for w in words) if self.lowercase else self.words.extended(words)

@@ -5,12 +5,11 @@ embedding of each active extra feature (easyfirst.data.features; averaged over a
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 from torch import nn
 
-from easyfirst.data.vocab import Vocabularies, vector_lines
+from easyfirst.data.vectors import Vectors
+from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
 
 
@@ -62,31 +61,17 @@ class Embedder(nn.Module):
         return summed.view(size, length, -1)
 
     @torch.no_grad()
-    def load_pretrained(self, path: str | Path, vocabs: Vocabularies) -> int:
-        """Initialise word embeddings from a word2vec/GloVe text file; returns how many words it covered.
-
-        Lines are ``word v1 … vd``; an optional word2vec header line ``count dim`` is skipped. Words of
-        the vocabulary missing from the file keep their random initialisation. With lower-cased lookups
-        a word takes the vector of its first (most frequent) spelling in the file ("The" before "THE").
-        Words of the file outside the vocabulary are skipped: add them first with
-        :meth:`Vocabularies.add_pretrained_words`.
-        """
-        dim, found = self.words.embedding_dim, 0
-        done: set[int] = set()
-        for number, fields in vector_lines(path):
-            if len(fields) != dim + 1:
-                raise InputError(
-                    f"expected a word and {dim} numbers (the word embedding size), found {len(fields) - 1}",
-                    path,
-                    number,
-                )
-            index = vocabs.words.stoi.get(fields[0].lower() if vocabs.lowercase else fields[0])
-            if index is None or index == 0 or index in done:
-                continue
-            done.add(index)
-            try:
-                self.words.weight[index] = torch.tensor([float(x) for x in fields[1:]])
-            except ValueError:
-                raise InputError("not a number in the vector", path, number) from None
-            found += 1
-        return found
+    def load_pretrained(self, vectors: Vectors, vocabs: Vocabularies) -> int:
+        """Initialise the word embeddings of the words ``vectors`` has (easyfirst.data.vectors); returns
+        how many words it covered. Words missing from it keep their random initialisation; with
+        lower-cased lookups a word takes the vector of its first (most frequent) spelling there. Words of
+        the set outside the vocabulary are skipped: add them first with
+        :meth:`Vocabularies.add_pretrained_words`."""
+        if vectors.dim != self.words.embedding_dim:
+            raise InputError(
+                f"the vectors have {vectors.dim} dimensions, the word embeddings {self.words.embedding_dim}",
+                vectors.name,
+            )
+        ids, rows = vectors.lookup(vocabs.words.stoi, vocabs.lowercase)
+        self.words.weight[torch.tensor(ids, dtype=torch.long)] = torch.from_numpy(rows).to(self.words.weight)
+        return len(ids)

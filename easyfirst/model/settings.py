@@ -79,6 +79,7 @@ class ModelConfig:
             choices=lambda: list(MODELS),
         ),
     )
+    # the word embedding size; with pretrained vectors, theirs (easyfirst.config.Config.follow_vectors)
     word_dim: int = field(default=64, metadata=checked(at_least(1)))
     # prefix and suffix n-gram embeddings, summed per word (0: none)
     affix_dim: int = field(default=50, metadata=checked(at_least(0)))
@@ -86,7 +87,12 @@ class ModelConfig:
     # training words seen fewer times map to UNK (so UNK gets trained)
     word_min_freq: int = field(default=2, metadata=checked(at_least(0)))
     pretrained: str | None = field(
-        default=None, metadata=option("word2vec/GloVe text file for the word embeddings.", metavar="PATH")
+        default=None,
+        metadata=option(
+            "Pretrained word vectors: a named set (easyfirst data --vectors lists them) or a word2vec, "
+            "GloVe or fastText file (text or word2vec binary, gzipped or not). The word size is theirs.",
+            metavar="NAME|PATH",
+        ),
     )
     pretrained_words: int = field(  # Lample et al. (2016), Flair: the vectors' words join the vocabulary
         default=DEFAULT_PRETRAINED_WORDS,
@@ -97,6 +103,8 @@ class ModelConfig:
             metavar="K",
         ),
     )
+    # written by training: how many of the vocabulary's words (not padding or UNK) the vectors covered
+    pretrained_covered: int | None = field(default=None, metadata=checked(at_least(0)))
     hidden_dim: int = field(default=50, metadata=checked(at_least(1)))  # BiLSTM units per direction
     window: int = field(default=2, metadata=checked(at_least(0)))  # w in Eq. 1
     attention_dim: int = field(default=50, metadata=checked(at_least(1)))  # D_z in Eq. 2

@@ -33,6 +33,7 @@ from easyfirst.config import Config
 from easyfirst.data.batching import encode
 from easyfirst.data.features import active_features, build_feature_vocabs, word_dropout_probabilities
 from easyfirst.data.sentence import Sentence
+from easyfirst.data.vectors import open_vectors
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
 from easyfirst.losses import class_weight_vector
@@ -141,6 +142,36 @@ def train(
         distributed.stop(group)
 
 
+def build_model(
+    config: Config, train_sents: list[Sentence], log: RunLog
+) -> tuple[Vocabularies, EasyFirstTagger]:
+    """A new run's vocabularies and model; with pretrained vectors (easyfirst.data.vectors), the settings
+    they decide, their first words in the vocabulary and their rows in the word embeddings."""
+    m = config.model
+    vectors = open_vectors(m.pretrained) if m.pretrained else None
+    for note in config.follow_vectors(vectors) if vectors else ():
+        log(note)
+    vocabs = build_vocabularies(config, train_sents)
+    added = 0  # the vectors' words added to the vocabulary
+    if vectors and m.pretrained_words > 0:
+        added = vocabs.add_pretrained_words(vectors.first_words(m.pretrained_words))
+        log(
+            f"pretrained vectors: {added:,} of their first {m.pretrained_words:,} words added to the "
+            "vocabulary (words not in the training set)"
+        )
+    model = EasyFirstTagger(m, config.loss, vocabs)
+    if vectors:
+        m.pretrained_covered = model.embedder.load_pretrained(vectors, vocabs)
+        training = len(vocabs.words) - 2 - added  # the words added from the vectors all have one
+        log(
+            f"[bold]vectors[/] {vectors.name}, {m.word_dim} dimensions"
+            f"{', uncased' if vectors.uncased else ''}: they cover {m.pretrained_covered:,} of the "
+            f"{len(vocabs.words) - 2:,} words ({m.pretrained_covered - added:,} of the {training:,} from "
+            "the training set)"
+        )
+    return vocabs, model
+
+
 def log_settings(
     log: RunLog, config: Config, model: EasyFirstTagger, vocabs: Vocabularies, device: torch.device
 ) -> None:
@@ -202,21 +233,12 @@ def prepare_run(
         log(warning)
     if resume:
         vocabs = Vocabularies.from_json(read_json(output / VOCAB_FILE))
+        model = EasyFirstTagger(config.model, config.loss, vocabs)
     else:
-        vocabs = build_vocabularies(config, train_sents)
-        if config.model.pretrained and config.model.pretrained_words > 0:
-            added = vocabs.add_pretrained_words(config.model.pretrained, config.model.pretrained_words)
-            log(
-                f"pretrained vectors: {added:,} of their first {config.model.pretrained_words:,} words added "
-                "to the vocabulary (words not in the training set)"
-            )
-        if group.main:
-            write_json(output / CONFIG_FILE, config.to_dict())  # so that an interrupted run can be resumed
-            write_json(output / VOCAB_FILE, vocabs.to_json())
-    model = EasyFirstTagger(config.model, config.loss, vocabs)
-    if config.model.pretrained and not resume:
-        covered = model.embedder.load_pretrained(config.model.pretrained, vocabs)
-        log(f"pretrained vectors cover {covered} of {len(vocabs.words) - 2} words")
+        vocabs, model = build_model(config, train_sents, log)
+    if group.main and not resume:
+        write_json(output / CONFIG_FILE, config.to_dict())  # so that an interrupted run can be resumed
+        write_json(output / VOCAB_FILE, vocabs.to_json())
     model.to(device)
     trainer = distributed.wrap(model, group, device)  # the model, or DDP around it (averages gradients)
     if group.parallel:

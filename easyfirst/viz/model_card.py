@@ -16,6 +16,7 @@ from typing import Any
 from easyfirst import __version__
 from easyfirst.config import Config
 from easyfirst.data.datasets import DATASETS
+from easyfirst.data.vectors import NAMED
 
 MODEL_NAMES = {
     "nef-f": "NEF-F (full-state sketch)",
@@ -61,11 +62,16 @@ def _summary(config: Config, sizes: dict[str, int], parameters: int, half: bool)
     if model.model != "bilstm":
         rows.append(("attention", f"{model.attention}, temperature {model.attention_temperature:g}"))
     output = "CRF" if model.crf else f"{config.loss.loss} loss"
+    added = (
+        f", and the vectors' first {model.pretrained_words:,}"
+        if model.pretrained and model.pretrained_words
+        else ""
+    )
     rows += [
         ("output layer", output),
         ("tags", f"{sizes['tags']}" + (f" ({config.data.tag_column.upper()})" if task == "pos" else "")),
-        ("vocabulary", f"{sizes['words']:,} words (those seen at least {model.word_min_freq} times)"),
-        ("pretrained vectors", model.pretrained or "none"),
+        ("vocabulary", f"{sizes['words']:,} words (those seen at least {model.word_min_freq} times{added})"),
+        ("pretrained vectors", _vectors(config, sizes)),
         ("parameters", f"{parameters:,}"),
         ("weights", "float16 (loaded as float32)" if half else "float32"),
     ]
@@ -76,6 +82,17 @@ def _summary(config: Config, sizes: dict[str, int], parameters: int, half: bool)
         f'`easyfirst tag -m THIS_FOLDER` or `Tagger.load("THIS_FOLDER")`.\n\n'
         f"| | |\n|---|---|\n{table}\n"
     )
+
+
+def _vectors(config: Config, sizes: dict[str, int]) -> str:
+    """The pretrained vectors' row: the set, its size, what it is and how many of the words it covered."""
+    model = config.model
+    if not model.pretrained:
+        return "none"
+    named = NAMED.get(model.pretrained)
+    covered = model.pretrained_covered
+    share = "" if covered is None else f", covering {covered:,} of its {sizes['words'] - 2:,} words"
+    return f"`{model.pretrained}`, {model.word_dim} dimensions{share}" + (f"; {named.about}" if named else "")
 
 
 def known_dataset(path: str | None):
@@ -132,9 +149,13 @@ def training_command(config: Config) -> str:
         if saved["data"].get(split):
             args += [flag, saved["data"][split]]
     unset = []
+    # what training wrote from the pretrained vectors: their coverage, and their size
+    derived = {("model", "pretrained_covered")} | (
+        {("model", "word_dim")} if config.model.pretrained else set()
+    )
     for section, values in saved.items():
         for key, value in values.items():
-            if section == "data" and key in SPLIT_FLAGS or (section, key) in RUN_KEYS:
+            if section == "data" and key in SPLIT_FLAGS or (section, key) in RUN_KEYS | derived:
                 continue
             if value == defaults.get(section, {}).get(key):
                 continue
@@ -203,6 +224,12 @@ def _use_and_limits(config: Config, half: bool) -> str:
         limits.append(
             "It was trained without pretrained word vectors: a word unseen in training (or seen once) "
             "is an unknown word, tagged from its prefixes, suffixes and context."
+        )
+    else:
+        limits.append(
+            "Its word embeddings started from the pretrained vectors above; the rows of the words it "
+            "knows are part of its weights, so tagging needs neither the vectors nor their package. A "
+            "word outside its vocabulary is an unknown word, tagged from its prefixes, suffixes and context."
         )
     if config.data.max_train_length:
         limits.append(
