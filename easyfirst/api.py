@@ -77,6 +77,15 @@ class Tagger:
     def tags(self) -> list[str]:
         return list(self.vocabs.tags.itos)
 
+    @property
+    def title(self) -> str:
+        """The model in a raindrop's title: its decoder, attention and sketch steps (``nef-f, csoftmax,
+        N = L``)."""
+        m = self.config.model
+        return f"{m.model}, {m.attention}, " + (
+            "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"
+        )
+
     def tag(
         self,
         sentences: str | Sequence[str] | Sequence[Sequence[str]],
@@ -182,10 +191,7 @@ class Tagger:
         if gold is not None and len(gold) != len(words):
             raise ValueError(f"gold has {len(gold)} tags for {len(words)} tokens")
         tags, attention = self.tag([words], return_attention=True, extras=[extra] if extra else None)
-        m = self.config.model
-        title = f"{m.model}, {m.attention}, " + (
-            "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"
-        )
+        title = self.title
         drop = Drop(
             words,
             tags[0],
