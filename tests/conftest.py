@@ -6,6 +6,7 @@ variable is unset on a developer's machine; under CI (``CI`` set) a missing data
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -39,6 +40,19 @@ IOB1_LATIN1 = (
     "Größe NN I-NP O\n"
     "zählt VBZ I-VP O\n"
 ).encode("latin-1")
+
+
+def extra(module: str, name: str):
+    """The module of the optional extra ``name``: skipped where it is not installed, a failure under CI
+    (``CI`` set), where the dev extra brings every extra."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail(
+                f"{module} is not installed under CI (pip install -e '.[dev]' brings the extra {name})"
+            )
+        pytest.skip(f"{module} is not installed (pip install 'easyfirst[{name}]')", allow_module_level=True)
 
 
 def real_data_root() -> Path:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-distributed = pytest.importorskip("distributed")  # the extra `dask`, in `dev`: CI has it
+from conftest import SAMPLE, extra, run_cli
 
-from conftest import SAMPLE, run_cli  # noqa: E402
+distributed = extra("distributed", "dask")  # in the dev extra: CI has it
+
 from easyfirst.errors import InputError  # noqa: E402
 from easyfirst.integrations.dask import (  # noqa: E402
     ClusterTagger,

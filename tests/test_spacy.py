@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy
 import pytest
 
-spacy = pytest.importorskip("spacy")  # the extra `spacy`, in `dev`: CI has it
+from conftest import NER_SAMPLE, QE_GAPS, SAMPLE, extra, run_cli, train_on_sample
+
+spacy = extra("spacy", "spacy")  # in the dev extra: CI has it
 
 from spacy.tokens import Doc  # noqa: E402
 
-from conftest import NER_SAMPLE, QE_GAPS, SAMPLE, run_cli, train_on_sample  # noqa: E402
 from easyfirst import Tagger  # noqa: E402
 from easyfirst.data.conll import read_conll  # noqa: E402
 from easyfirst.data.conllu import read_conllu  # noqa: E402
