@@ -81,6 +81,10 @@ def test_sentences_are_tagged_one_by_one_and_whitespace_is_no_word(tagger):
     assert [t.pos_ for t in doc if not t.is_space] == [tag for tags in tagger.tag(sentences) for tag in tags]
     assert all(t.pos_ == "" for t in doc if t.is_space)
     assert [a.shape for a in doc._.easyfirst_attention] == [(5, 5), (4, 4)]
+    for empty in ("", "  \n"):  # no words: nothing tagged, nothing to draw
+        assert nlp(empty)._.easyfirst_attention == []
+        with pytest.raises(ValueError, match="no words to draw"):
+            nlp(empty)._.raindrop  # noqa: B018
 
 
 def test_the_raindrop_is_the_taggers_and_the_attention_survives_serialisation(tagger):
