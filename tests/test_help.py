@@ -52,3 +52,33 @@ def test_a_commands_help_breaks_lines_only_where_the_terminal_ends(verb):
         for line, following in zip(lines[:-1], lines[1:], strict=True):
             # rich wraps at the last space that fits: the next line's first word did not fit on this one
             assert len(line) + 1 + len(following.split()[0]) > 78, f"{verb}: {line!r} broken early"
+
+
+def option_names(verb: str) -> list[str]:
+    """Every name of every option declared on the verb's click command (``--crf`` and ``--no-crf``)."""
+    import typer
+
+    from easyfirst.cli import app
+
+    command = typer.main.get_command(app).commands[verb]
+    return [
+        name
+        for param in command.params
+        if param.param_type_name == "option"
+        for name in (*param.opts, *param.secondary_opts)
+    ]
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_every_option_name_is_whole_at_80_columns(verb):
+    """A name is what a user copies: Typer's table cut long ones (`--max-train-leng…`, 17 cuts in
+    `train --help` before the fix); each must appear as a word of its own, and nothing is cut."""
+    result = run_cli(verb, "--help", env={"COLUMNS": "80"})
+    assert result.returncode == 0
+    text = result.stdout.decode()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    names = option_names(verb)
+    assert "--help" in text
+    missing = [n for n in names if not re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text)]
+    assert missing == [], f"{verb} --help at 80 columns lacks {missing}"
+    assert "…" not in text

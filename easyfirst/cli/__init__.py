@@ -93,6 +93,76 @@ def _display_type_of_values(self, ctx):
 typer.core.TyperOption.display_type = _display_type_of_values
 
 
+def _options_panel(*, name, params, ctx, markup_mode, console) -> None:
+    """Typer's panel of options, with every option name whole at any terminal width: a name is what a
+    user copies, and Typer's table cut long ones to ``--max-train-leng…`` at 80 columns. The names
+    take one column that never wraps, a negative flag (``--no-crf``) on the line below its option; the
+    value and the help share what is left and fold there."""
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+    from typer import rich_utils
+
+    table = Table(show_header=False, expand=True, box=None, padding=(0, 1))
+    required = any(param.required for param in params)
+    if required:
+        table.add_column(no_wrap=True)  # the required mark
+    table.add_column(no_wrap=True)  # the names
+    table.add_column(no_wrap=True)  # short names
+    table.add_column(overflow="fold", max_width=17)  # the value
+    table.add_column(overflow="fold", ratio=1)  # the help
+    for param in params:
+        if isinstance(param, typer.core.TyperArgument):
+            many = param.metavar is None and param.nargs != 1
+            long, short = [], [param.display_name_raw + ("..." if many else "")]
+        else:
+            long = [o for o in param.opts if o.startswith("--")]
+            short = [o for o in param.opts if not o.startswith("--")]
+        names = rich_utils.highlighter(Text(",".join(long)))
+        negative = [o for o in param.secondary_opts if o.startswith("--")]
+        if negative:
+            names.append("\n")
+            names.append_text(rich_utils.negative_highlighter(Text(",".join(negative))))
+        short += [o for o in param.secondary_opts if not o.startswith("--")]
+        value = Text(param.display_type_rich(ctx=ctx) or "", style=rich_utils.STYLE_TYPES)
+        if param._get_number_range_help_str():
+            value.append(rich_utils.RANGE_STRING.format(param._get_number_range_help_str()))
+        shown = rich_utils._get_parameter_help(param=param, ctx=ctx, markup_mode=markup_mode)
+        for text in shown.renderables:  # a long word (a flag named in the help) folds, not cut
+            if isinstance(text, Text):
+                text.overflow = "fold"
+        mark = Text(rich_utils.REQUIRED_SHORT_STRING, style=rich_utils.STYLE_REQUIRED_SHORT)
+        table.add_row(
+            *([mark if param.required else ""] if required else []),
+            names,
+            rich_utils.highlighter(Text(",".join(short))),
+            rich_utils.types_highlighter(value),
+            shown,
+        )
+    if params:
+        style = rich_utils.STYLE_OPTIONS_PANEL_BORDER
+        console.print(
+            Panel(table, border_style=style, title=name, title_align=rich_utils.ALIGN_OPTIONS_PANEL)
+        )
+
+
+def _with_whole_names(format_help):
+    """``format_help`` of Typer's commands with :func:`_options_panel` in place (typer.rich_utils is
+    imported on the first --help only: 30 ms that no other command pays)."""
+
+    def format_help_with_whole_names(self, ctx, formatter):
+        from typer import rich_utils
+
+        rich_utils._print_options_panel = _options_panel
+        return format_help(self, ctx, formatter)
+
+    return format_help_with_whole_names
+
+
+for _command_class in (typer.core.TyperCommand, typer.core.TyperGroup):
+    _command_class.format_help = _with_whole_names(_command_class.format_help)
+
+
 try:  # Typer >= 0.20 carries its own Click
     from typer._click.exceptions import ClickException
 except ImportError:  # pragma: no cover - older Typer, Click beside it
