@@ -18,7 +18,7 @@ from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.runs import load_model, save_model
 from easyfirst.training import anneal
 
-TIMING = ("seconds", "tokens_per_second", "seconds_per_epoch")
+TIMING = ("seconds", "eval_seconds", "tokens_per_second", "seconds_per_epoch", "eval_seconds_per_epoch")
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ import torch
 
 from conftest import SAMPLE, run_cli, train_on_sample
 
-TIMING = ("seconds", "tokens_per_second", "seconds_per_epoch")
+TIMING = ("seconds", "eval_seconds", "tokens_per_second", "seconds_per_epoch", "eval_seconds_per_epoch")
 
 
 def command(*args: str) -> list[str]:

@@ -28,6 +28,7 @@ from easyfirst.parallel.workers import Workers
 from easyfirst.training import anneal, distributed, hogwild
 from easyfirst.training.checkpoints import save_checkpoint
 from easyfirst.training.optim import clip_gradients
+from easyfirst.training.reporting import ProgressLines
 from easyfirst.training.state import Run
 
 
@@ -137,7 +138,13 @@ def run_batches(run: Run, order: list[list[int]]) -> list[Batch]:
 
 @contextmanager
 def progress_bar(run: Run, epoch: int, total: int, done: int):
-    """The epoch's progress bar (on a terminal); yields ``update(completed, loss, speed)``."""
+    """The epoch's progress: a bar on a terminal, else plain lines on the run log
+    (easyfirst.training.reporting.ProgressLines); yields ``update(completed, loss, speed)``. Only the
+    main process calls it (Hogwild's other workers run :func:`train_part` alone)."""
+    console = run.log.console
+    if not console.is_terminal:
+        yield ProgressLines(run.log, epoch, run.config.train.epochs, total, done)
+        return
     columns = (
         TextColumn(f"epoch {epoch}/{run.config.train.epochs}"),
         BarColumn(),
@@ -146,8 +153,7 @@ def progress_bar(run: Run, epoch: int, total: int, done: int):
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
-    console = run.log.console
-    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
+    with Progress(*columns, console=console, transient=True) as bar:
         shown = bar.add_task("train", total=total, completed=done, loss=0.0, speed=0.0)
         yield lambda completed, loss, speed: bar.update(shown, completed=completed, loss=loss, speed=speed)
 

@@ -22,6 +22,7 @@ with :func:`easyfirst.training.checkpoints.save_checkpoint` after it, and
 from __future__ import annotations
 
 import random
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -52,7 +53,7 @@ from easyfirst.training.checkpoints import (
 )
 from easyfirst.training.epochs import hogwild_work, train_epoch
 from easyfirst.training.optim import make_optimizer
-from easyfirst.training.reporting import RunLog, evaluate_sentences, length_cap, summary_table
+from easyfirst.training.reporting import RunLog, duration, evaluate_sentences, length_cap, summary_table
 from easyfirst.training.state import Run, RunProgress, Splits
 
 
@@ -111,6 +112,7 @@ def train(
     number generators, data order and position within the epoch), reaching the same result as a run
     that was never interrupted.
     """
+    started = time.perf_counter()
     console = console or Console(stderr=True)
     output = Path(output)
     group, device = distributed.start(device)  # one process, or one of torchrun's (see distributed.py)
@@ -129,12 +131,12 @@ def train(
         run = prepare_run(config, output, torch.device(device), log, resume, group)
         if config.train.anneal_epochs:
             log(anneal.describe(config.train))
+        log(f"[bold]ready[/] in {duration(time.perf_counter() - started)} (data read, model built)")
         for epoch in range(run.progress.epoch, config.train.epochs + 1):
             anneal.start_epoch(config, run.model, epoch)  # the epoch's attention temperature, when annealed
             seconds = train_epoch(run, epoch)
             evaluate_and_select(run, epoch, seconds)
-            save_checkpoint(run, epoch + 1, 0, run.generator.get_state(), 0.0)
-        return finish(run) if group.main else {}
+        return finish(run, started) if group.main else {}
     finally:
         if run is not None and run.workers is not None:
             run.workers.close()
@@ -309,7 +311,9 @@ def build_vocabularies(config: Config, train_sents: list[Sentence]) -> Vocabular
 
 def evaluate_and_select(run: Run, epoch: int, seconds: float) -> None:
     """Score the epoch's model on dev (process 0, shared with the others), save it if it is the best so
-    far, add the epoch's row to the history and log it."""
+    far, add the epoch's row to the history, save the checkpoint and log the row: ``seconds`` of
+    training, then those of all this (``eval``), so that the epoch lines add up to the wall clock."""
+    evaluated = time.perf_counter()
     p, task, group = run.progress, run.task, run.group
     metric = run.metric
     p.loss_sum, p.seen = distributed.sum_over([p.loss_sum, p.seen], group, run.device)
@@ -345,17 +349,22 @@ def evaluate_and_select(run: Run, epoch: int, seconds: float) -> None:
         row["attention_temperature"] = run.config.model.attention_temperature
     p.history.append(row)
     p.step, p.loss_sum, p.seen, p.elapsed, p.worker_steps = 0, 0.0, 0, 0.0, []
+    row["eval_seconds"] = time.perf_counter() - evaluated  # the checkpoint's row: up to its writing
+    save_checkpoint(run, epoch + 1, 0, run.generator.get_state(), 0.0)
+    row["eval_seconds"] = time.perf_counter() - evaluated
     run.log(
         f"epoch {epoch:>3}  loss {row['loss']:.4f}  dev {run.metric_label} {100 * dev[metric]:6.2f}  "
         + "".join(f"{label} {100 * dev[key]:6.2f}  " for key, label in run.columns if key != metric)
-        + f"{seconds:6.1f} s  {row['tokens_per_second']:>8,.0f} tok/s"
+        + f"train {seconds:6.1f} s  eval {row['eval_seconds']:5.1f} s  {row['tokens_per_second']:>8,.0f} tok/s"
         + (f"  T {row['attention_temperature']:.3g}" if "attention_temperature" in row else "")
         + ("  [green]best[/]" if improved else "")
     )
 
 
-def finish(run: Run) -> dict:
-    """Score the best epoch's model, as saved, on dev and test; write ``metrics.json`` and the summary."""
+def finish(run: Run, started: float) -> dict:
+    """Score the best epoch's model, as saved, on dev and test; write ``metrics.json`` and the summary.
+    ``started``: the run's start (``time.perf_counter()``), for the wall time it reports."""
+    scoring = time.perf_counter()
     config, task, splits, p = run.config, run.task, run.splits, run.progress
     batch_size = config.train.eval_batch_size
     model, _, _ = load_model(run.output, run.device)
@@ -374,6 +383,7 @@ def finish(run: Run) -> dict:
         epochs=p.history,
         data=splits.paths,
         seconds_per_epoch=sum(r["seconds"] for r in p.history) / len(p.history),
+        eval_seconds_per_epoch=sum(r.get("eval_seconds", 0.0) for r in p.history) / len(p.history),
         train_sentences=len(run.train_sents),
         dropped_long_sentences=len(splits.train) - len(run.train_sents),
         device=str(run.device),
@@ -391,5 +401,9 @@ def finish(run: Run) -> dict:
     warning = length_cap(splits.train, run.config.data.max_train_length)[2]
     if warning:
         run.log(warning)
-    run.log(f"model and metrics written to {run.output}")
+    now = time.perf_counter()
+    run.log(
+        f"model and metrics written to {run.output}; the best model scored in {duration(now - scoring)}, "
+        f"{duration(now - started)} in all"
+    )
     return metrics

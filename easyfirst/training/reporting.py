@@ -1,8 +1,12 @@
 """What a training run shows and scores: the dev/test evaluation of encoded sentences, the log that
-goes to the console and to ``train.log``, and the per-epoch summary table."""
+goes to the console and to ``train.log``, an epoch's progress as plain lines where the console is not a
+terminal, and the per-epoch summary table."""
 
 from __future__ import annotations
 
+import math
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -77,12 +81,69 @@ class RunLog:
         self.file.close()
 
 
+# Without a terminal (nohup, CI, `> file`) an epoch's progress is a plain line: after every tenth of its
+# updates, and at least every 30 s, but never two within 2 s (a toy run's one-second epochs stay quiet).
+PROGRESS_SECONDS = 30.0
+PROGRESS_FRACTION = 0.1
+PROGRESS_MIN_SECONDS = 2.0
+
+
+def duration(seconds: float) -> str:
+    """``6 min 29 s``, ``49.9 s``: a span of time as the log says it."""
+    if not math.isfinite(seconds):
+        return "? s"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return (f"{hours} h " if hours else "") + f"{minutes} min {rest} s"
+
+
+class ProgressLines:
+    """One epoch's progress as plain lines on the run log, for a console that is not a terminal:
+    ``update(completed, loss, words_per_second)`` after each update (by this process; with Hogwild
+    workers, the main process reads everyone's count), a line when one is due (the PROGRESS_
+    constants above). The time left is the epoch's updates still to do at the rate of those done so
+    far in this process's run of it."""
+
+    def __init__(
+        self,
+        log: Callable,
+        epoch: int,
+        epochs: int,
+        total: int,
+        done: int,
+        clock: Callable = time.perf_counter,
+    ):
+        self.log, self.epoch, self.epochs, self.total, self.clock = log, epoch, epochs, total, clock
+        self.started = self.last = clock()
+        self.first = self.last_done = done
+
+    def __call__(self, completed: int, loss: float, speed: float) -> None:
+        now = self.clock()
+        since = now - self.last
+        tenth = completed - self.last_done >= PROGRESS_FRACTION * self.total
+        if completed >= self.total or not (
+            since >= PROGRESS_SECONDS or (tenth and since >= PROGRESS_MIN_SECONDS)
+        ):
+            return
+        rate = (completed - self.first) / max(now - self.started, 1e-9)
+        left = (self.total - completed) / rate if rate > 0 else math.inf
+        self.log(
+            f"epoch {self.epoch}/{self.epochs}  {completed:,}/{self.total:,} updates "
+            f"({100 * completed / self.total:.0f}%)  loss {loss:.4f}  {speed:,.0f} words/s  "
+            f"{duration(left)} left in the epoch"
+        )
+        self.last, self.last_done = now, completed
+
+
 def summary_table(
     metrics: dict, metric: str = "accuracy", label: str = "acc", columns: tuple[tuple[str, str], ...] = ()
 ) -> Table:
     """Per-epoch loss and dev scores: the task's ``metric``, then the report keys of ``columns``."""
     table = Table(title=f"dev {'accuracy' if metric == 'accuracy' else label} per epoch", show_edge=False)
-    names = ("epoch", "loss", f"dev {label}", *(f"dev {name}" for _, name in columns), "s/epoch", "tok/s")
+    names = ("epoch", "loss", f"dev {label}", *(f"dev {name}" for _, name in columns), "train s", "eval s")
+    names += ("tok/s",)
     for name in names:
         table.add_column(name, justify="right")
     for row in metrics["epochs"]:
@@ -93,6 +154,7 @@ def summary_table(
             f"{100 * row[f'dev_{metric}']:.2f}",
             *(f"{100 * row[f'dev_{key}']:.2f}" for key, _ in columns),
             f"{row['seconds']:.1f}",
+            f"{row['eval_seconds']:.1f}" if "eval_seconds" in row else "?",
             f"{row['tokens_per_second']:,.0f}",
         )
     caption = f"best epoch {metrics['best_epoch']} (*): dev {100 * metrics['dev'][metric]:.2f}"

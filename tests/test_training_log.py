@@ -1,0 +1,93 @@
+"""What a training run writes when its console is not a terminal (nohup, CI, `> file`): plain progress
+lines within an epoch, and epoch lines whose training and evaluation seconds add up to the wall clock."""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+
+from rich.console import Console
+
+from conftest import SAMPLE
+from easyfirst.config import Config
+from easyfirst.training import reporting
+from easyfirst.training.loop import train
+
+PROGRESS = re.compile(
+    r"^epoch (\d+)/2  (\d+)/25 updates \(\d+%\)  loss \d+\.\d{4}  [\d,]+ words/s  .+ left in the epoch$"
+)
+EPOCH = re.compile(r"^epoch +(\d+)  loss .*  train +([\d.]+) s  eval +([\d.]+) s  .*tok/s")
+
+
+def seconds(text: str) -> float:
+    """``6 min 29 s`` or ``49.9 s`` (reporting.duration) in seconds."""
+    match = re.fullmatch(r"(?:(\d+) h )?(?:(\d+) min )?([\d.]+) s", text)
+    assert match, text
+    hours, minutes, rest = match.groups()
+    return 3600 * int(hours or 0) + 60 * int(minutes or 0) + float(rest)
+
+
+def test_training_into_a_file_logs_progress_and_times_that_add_up_to_the_wall_clock(tmp_path, monkeypatch):
+    monkeypatch.setattr(reporting, "PROGRESS_MIN_SECONDS", 0.0)  # the sample's epochs take a second or two
+    config = Config.for_task("pos")
+    config.data.train = config.data.dev = str(SAMPLE)
+    config.train.epochs, config.train.workers, config.model.sketch_steps = 2, 1, 2
+    screen = io.StringIO()  # not a terminal: no bar, lines
+    started = time.perf_counter()
+    train(config, tmp_path / "run", console=Console(file=screen, width=1000))
+    wall = time.perf_counter() - started
+    log = (tmp_path / "run" / "train.log").read_text().splitlines()
+    progress = [PROGRESS.match(line) for line in log if PROGRESS.match(line)]
+    on_screen = [line for line in screen.getvalue().splitlines() if PROGRESS.match(line)]
+    assert on_screen == [m.string for m in progress]  # the same lines on the screen and in train.log
+    epochs = [EPOCH.match(line) for line in log if EPOCH.match(line)]
+    assert [m[1] for m in epochs] == ["1", "2"]
+    for epoch in ("1", "2"):  # about every tenth of the 25 updates, before the epoch's line
+        done = [int(m[2]) for m in progress if m[1] == epoch]
+        assert len(done) >= 5 and done == sorted(done) and done[-1] < 25
+        first_line = log.index(next(m.string for m in progress if m[1] == epoch))
+        assert first_line < log.index(epochs[int(epoch) - 1].string)
+    ready = seconds(next(re.match(r"ready in (.+?) \(", line)[1] for line in log if line.startswith("ready")))
+    last = re.search(r"the best model scored in (.+?), (.+?) in all$", log[-1])
+    assert last, log[-1]
+    logged = ready + sum(float(m[2]) + float(m[3]) for m in epochs) + seconds(last[1])
+    # the parts add up to the whole the log gives, and that to the wall clock of the call
+    assert abs(logged - seconds(last[2])) <= 0.03 * seconds(last[2]) + 0.3
+    assert abs(seconds(last[2]) - wall) <= 0.03 * wall + 0.3
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_progress_line_is_due_every_tenth_of_an_epoch_or_30_s_never_two_within_2_s():
+    clock, lines = Clock(), []
+    update = reporting.ProgressLines(lines.append, 1, 20, 1000, 0, clock=clock)
+    clock.now = 1.0
+    update(100, 0.5, 2000.0)  # a tenth done, but within 2 s of the start: quiet
+    assert lines == []
+    clock.now = 2.5
+    update(150, 0.5, 2000.0)  # a tenth since the last line (none yet), 2 s since the start
+    assert len(lines) == 1
+    assert lines[0] == (
+        "epoch 1/20  150/1,000 updates (15%)  loss 0.5000  2,000 words/s  14.2 s left in the epoch"
+    )
+    clock.now = 33.0
+    update(200, 0.5, 2000.0)  # only 50 updates more, but 30 s after the last line
+    assert len(lines) == 2 and lines[1].endswith("2 min 12 s left in the epoch")
+    clock.now = 40.0
+    update(250, 0.5, 2000.0)  # neither a tenth nor 30 s since
+    update(1000, 0.5, 2000.0)  # the epoch's end: its epoch line follows, no progress line
+    assert len(lines) == 2
+
+
+def test_durations_read_as_a_person_says_them():
+    assert reporting.duration(49.94) == "49.9 s"
+    assert reporting.duration(389.2) == "6 min 29 s"
+    assert reporting.duration(3725) == "1 h 2 min 5 s"
+    assert reporting.duration(float("inf")) == "? s"
