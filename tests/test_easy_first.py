@@ -30,6 +30,19 @@ def test_easy_first_trains_at_the_recipes_temperature_and_later_flags_override_i
     # the pos recipe (docs/results.md, row ref-lr0.05-temp0.25): attention temperature 0.25, the rest as is
     assert saved_config(tmp_path / "sharp")["model"]["attention_temperature"] == 0.25
     assert saved_config(tmp_path / "sharp")["train"]["lr"] == 0.05
+    model_line = next(line for line in result.stderr.decode().splitlines() if line.startswith("model "))
+    assert "attention csoftmax at temperature 0.25," in model_line  # the header shows what it set
+    # a finished run keeps its checkpoint (--epochs N trains it longer); resuming it as it is says so
+    again = run_cli("train", "--resume", tmp_path / "sharp")
+    assert again.returncode == 2
+    assert (
+        again.stderr.decode()
+        .strip()
+        .endswith(
+            "sharp: the run has finished its 1 epochs (metrics.json written): nothing to resume; "
+            "--epochs N with N over 1 trains it longer"
+        )
+    )
     result = train_on_sample(
         tmp_path / "mild", "--easy-first", "--attention-temperature", "0.5", "--set", "train.lr=0.2", epochs=1
     )

@@ -68,3 +68,37 @@ def test_export_needs_one_output_folder(run_dir, tmp_path):
     both = run_cli("export", run_dir, tmp_path / "a", "-o", tmp_path / "b")
     assert both.returncode == 2 and "not both" in both.stderr.decode()
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize(
+    ("counts", "who"),
+    [
+        (
+            {"workers": 2, "processes": 1, "threads": 2},
+            "by 2 Hogwild worker processes, one torch thread each",
+        ),
+        ({"workers": 1, "processes": 2, "threads": 4}, "by 2 data-parallel processes (torchrun), 4 torch"),
+        ({"workers": 1, "processes": 1, "threads": 1}, "by one process with 1 torch thread(s)"),
+    ],
+)
+def test_the_card_says_who_trained_the_model_and_both_times_per_epoch(counts, who):
+    """A run of 2 Hogwild workers said '2 thread(s) and 1 process(es)' and gave its training seconds as
+    the epoch's: the card names workers and processes truthfully and labels both times."""
+    from easyfirst.viz.model_card import model_card
+
+    metrics = {
+        "dev": {"accuracy": 0.9},
+        "best_epoch": 1,
+        "epochs": [{}],
+        "device": "cpu",
+        "seconds_per_epoch": 43.2,
+        "eval_seconds_per_epoch": 9.6,
+        **counts,
+    }
+    card = model_card(Config.for_task("pos"), metrics, {"words": 10, "tags": 3}, 100, "runs/x", False)
+    assert f"Trained on cpu {who}" in card
+    assert "43 s of training and 10 s of evaluation (dev scores, saving) per epoch." in card
+    assert "process(es)" not in card
+    older = {k: v for k, v in metrics.items() if k != "eval_seconds_per_epoch"}
+    card = model_card(Config.for_task("pos"), older, {"words": 10, "tags": 3}, 100, "runs/x", False)
+    assert "43 s of training per epoch (evaluation not timed)." in card

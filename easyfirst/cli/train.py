@@ -84,7 +84,9 @@ COMMON = [
         annotation=Annotated[
             Path | None,
             typer.Option(
-                parser=given_path, help="Continue the interrupted run in this folder from its checkpoint."
+                parser=given_path,
+                help="Continue the run in this folder from its checkpoint: an interrupted one, or a "
+                "finished one with a larger --epochs.",
             ),
         ],
     ),

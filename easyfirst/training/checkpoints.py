@@ -19,9 +19,11 @@ from easyfirst.training.state import Run
 CHECKPOINT_FILE = "checkpoint.pt"
 
 
-def load_checkpoint(path: Path) -> dict:
+def load_checkpoint(path: Path, epochs: int | None = None) -> dict:
+    """The checkpoint at ``path``, to train on to ``epochs``: refused when the run has finished them
+    (its metrics.json written), where resuming would only score it again."""
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise InputError(
             "no checkpoint to resume from (was this run started by `easyfirst train`?)", path
@@ -29,6 +31,15 @@ def load_checkpoint(path: Path) -> dict:
     except Exception as error:  # noqa: BLE001 (any unreadable file is the user's to fix)
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise InputError(f"not a readable checkpoint: {first}", path) from None
+    done = checkpoint["epoch"] - 1  # it holds the epoch to start from
+    finished = epochs is not None and done >= epochs and not checkpoint["step"]
+    if finished and (path.parent / "metrics.json").is_file():
+        raise InputError(
+            f"the run has finished its {done} epochs (metrics.json written): nothing to resume; "
+            f"--epochs N with N over {done} trains it longer",
+            path.parent,
+        )
+    return checkpoint
 
 
 def restore_checkpoint(run: Run, checkpoint: dict, workers: int = 1) -> None:

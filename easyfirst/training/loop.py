@@ -5,8 +5,8 @@ easyfirst.tasks; ``[train] best_metric`` chooses another).
 
 A run is four named steps, each readable alone: :func:`prepare_run` (data, vocabularies, model,
 optimizer, and the state of an interrupted run), :func:`easyfirst.training.epochs.train_epoch` (one pass over
-the batches, by one process or by Hogwild workers), :func:`evaluate_and_select` (dev score, best model)
-with :func:`easyfirst.training.checkpoints.save_checkpoint` after it, and
+the batches, by one process or by Hogwild workers), :func:`evaluate_and_select` (dev score, best model,
+then :func:`easyfirst.training.checkpoints.save_checkpoint`), and
 :func:`finish` (the best model on dev and test, ``metrics.json``, the summary table).
 
 ``train(config, output)`` writes to the run folder ``output``:
@@ -16,7 +16,8 @@ with :func:`easyfirst.training.checkpoints.save_checkpoint` after it, and
   with accuracies as fractions (for NER also ``f1``, ``precision``, ``recall`` and ``per_type``);
 - ``train.log``: what was printed, without colours;
 - ``checkpoint.pt``: the training state at the end of the last epoch (and every ``checkpoint_every``
-  steps), from which ``easyfirst train --resume`` continues.
+  steps), from which ``easyfirst train --resume`` continues; kept when the run ends, since ``--resume
+  RUN --epochs N`` trains a finished run longer (docs/training.md, "Interrupted training").
 """
 
 from __future__ import annotations
@@ -182,8 +183,11 @@ def log_settings(
     m = config.model
     steps = "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"
     kind = m.model if m.decodes else "bilstm (N = 0)"
+    attention = m.attention if m.decodes else "-"
+    if m.decodes and m.attention_temperature != 1 and not t.anneal_epochs:  # --easy-first sets it
+        attention += f" at temperature {m.attention_temperature:g}"
     log(
-        f"[bold]model[/] {kind}, attention {m.attention if m.decodes else '-'}, {steps}; "
+        f"[bold]model[/] {kind}, attention {attention}, {steps}; "
         f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(vocabs.words):,} words, "
         f"{len(vocabs.tags)} tags"
     )
@@ -214,7 +218,7 @@ def prepare_run(
     if t.threads > 0:
         torch.set_num_threads(t.threads)
     generator = seed_everything(t.seed)
-    checkpoint = load_checkpoint(output / CHECKPOINT_FILE) if resume else None
+    checkpoint = load_checkpoint(output / CHECKPOINT_FILE, t.epochs) if resume else None
     splits = load_splits(config)
     config.data.train, config.data.dev, config.data.test = (splits.paths[k] for k in ("train", "dev", "test"))
     train_sents, kept, warning = length_cap(splits.train, config.data.max_train_length)

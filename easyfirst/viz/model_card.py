@@ -207,12 +207,34 @@ def _scores(metrics: dict | None) -> str:
         f"| {key} | " + " | ".join(_number(key, metrics[s][key]) for s in splits) + " |" for key in keys
     ]
     if "seconds_per_epoch" in metrics:
-        lines += [
-            "",
-            f"Trained on {metrics.get('device', '?')} with {metrics.get('threads', '?')} thread(s) and "
-            f"{metrics.get('processes', 1)} process(es): {metrics['seconds_per_epoch']:.0f} s per epoch.",
-        ]
+        lines += ["", _how_trained(metrics)]
     return "\n".join(lines) + "\n"
+
+
+def _how_trained(metrics: dict) -> str:
+    """Who trained the model and how long an epoch took, as metrics.json says: Hogwild workers are
+    processes of one torch thread each (easyfirst.training.hogwild), torchrun's processes each have
+    ``threads``; the epoch's training and evaluation seconds apart (older runs timed training only)."""
+    workers, processes, threads = (
+        metrics.get("workers", 1),
+        metrics.get("processes", 1),
+        metrics.get("threads"),
+    )
+    each = f"{threads} torch thread(s)" if threads else "an unrecorded number of threads"
+    if workers > 1:
+        who = f"{workers} Hogwild worker processes, one torch thread each"
+    elif processes > 1:
+        who = f"{processes} data-parallel processes (torchrun), {each} each"
+    else:
+        who = f"one process with {each}"
+    per_epoch = f"{metrics['seconds_per_epoch']:.0f} s of training"
+    if "eval_seconds_per_epoch" in metrics:
+        per_epoch += (
+            f" and {metrics['eval_seconds_per_epoch']:.0f} s of evaluation (dev scores, saving) per epoch"
+        )
+    else:
+        per_epoch += " per epoch (evaluation not timed)"
+    return f"Trained on {metrics.get('device', '?')} by {who}: {per_epoch}."
 
 
 def _use_and_limits(config: Config, half: bool) -> str:
