@@ -73,6 +73,31 @@ def test_tag_reads_stdin_and_writes_stdout(run_dir):
     assert result.stdout.count(b"\n") == SAMPLE.read_bytes().count(b"\n")
 
 
+def test_tag_says_it_reads_stdin_only_when_stdin_is_a_terminal():
+    """`easyfirst tag` typed alone waited in silence: on a terminal it now says what it waits for."""
+    import os
+
+    primary, secondary = os.openpty()
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "easyfirst", "tag"],
+            stdin=secondary,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "COLUMNS": "120"},
+        )
+        os.write(primary, b"She reads a book.\n\x04")  # a line, then Ctrl-D at the start of the next
+        out, err = child.communicate(timeout=300)
+    finally:
+        os.close(primary)
+        os.close(secondary)
+    assert child.returncode == 0, err.decode()
+    assert err.decode() == "reading from stdin (Ctrl-D to end)\n"
+    assert b"\treads\t" in out  # tagged as CoNLL-U
+    piped = run("tag", input=b"She reads a book.\n")  # a pipe: nothing to say
+    assert piped.returncode == 0 and b"reading from stdin" not in piped.stderr
+
+
 def test_tag_text(run_dir):
     result = run("tag", "--text", "The dog barks .", "-m", str(run_dir))
     assert result.returncode == 0, result.stderr.decode()

@@ -120,6 +120,11 @@ def test_real_sets_resolve_and_ewt_matches_its_checksums(data_root, monkeypatch,
 def test_describe_says_where_it_looked_and_how_to_get_a_missing_set(isolated, monkeypatch, tmp_path):
     monkeypatch.setenv("EASYFIRST_DATA", str(tmp_path / "shared"))
     monkeypatch.setenv("EASYFIRST_CACHE", str(tmp_path / "cache"))
+    assert (
+        "(EASYFIRST_DATA=" + str(tmp_path / "shared") + ": no such folder)"
+        in datasets.looked_at("ud-en-ewt", "dev")[0]
+    )
+    (tmp_path / "shared").mkdir()
     rows = {row["name"]: row for row in datasets.describe()}
     ewt, ner = rows["ud-en-ewt"], rows["conll2003-en"]
     assert ewt["looked"]["dev"] == [
@@ -144,6 +149,7 @@ def test_data_command_says_where_it_looked_and_how_to_get_a_missing_set(tmp_path
     from conftest import run_cli
 
     env = {"EASYFIRST_DATA": str(tmp_path / "shared"), "EASYFIRST_CACHE": str(tmp_path / "cache")}
+    (tmp_path / "shared").mkdir()
     result = run_cli("data", env=env)
     assert result.returncode == 0, result.stderr.decode()
     text = result.stdout.decode()
@@ -155,3 +161,58 @@ def test_data_command_says_where_it_looked_and_how_to_get_a_missing_set(tmp_path
         f"  dev: looked at $EASYFIRST_DATA/ud/UD_English-EWT/en_ewt-ud-dev.conllu (EASYFIRST_DATA={tmp_path / 'shared'}: missing there); {tmp_path / 'cache'}/ud/UD_English-EWT/en_ewt-ud-dev.conllu"
         in text
     )
+
+
+def test_a_verb_that_needs_a_missing_set_says_what_easyfirst_data_says(
+    server, isolated, monkeypatch, tmp_path
+):
+    """With a wrong EASYFIRST_DATA, `train` said only "download failed": the error now names the
+    missing splits, where they were looked for and how to get them, on one line."""
+    base, _, _, _ = server  # serves nothing: every download is a 404
+    monkeypatch.setenv("EASYFIRST_UD_BASE_URL", base)
+    monkeypatch.setenv("EASYFIRST_DATA", str(tmp_path))  # a folder without the sets
+    with pytest.raises(InputError) as caught:
+        resolve_split("ud-en-ewt", "train")
+    said = str(caught.value)
+    assert said.startswith(
+        "data set ud-en-ewt (UD English EWT r2.16, CC BY-SA 4.0): train, dev, test missing; "
+    )
+    assert (
+        f"looked in $EASYFIRST_DATA/ud/UD_English-EWT (EASYFIRST_DATA={tmp_path}: missing there) and " in said
+    )
+    assert "; downloading train failed (" in said and "HTTP 404" in said
+    assert said.endswith("/ud/UD_English-EWT/; `easyfirst data` lists every set") and "\n" not in said
+    assert not (isolated / "ud" / "UD_English-EWT" / "en_ewt-ud-train.conllu").exists()
+
+
+def test_train_with_easyfirst_data_naming_no_folder_fails_at_once_saying_so(tmp_path):
+    from conftest import run_cli
+
+    env = {"EASYFIRST_DATA": str(tmp_path / "nowhere"), "EASYFIRST_CACHE": str(tmp_path / "cache")}
+    result = run_cli("train", "--task", "pos", "-o", tmp_path / "run", env=env)
+    assert result.returncode == 2
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and "Traceback" not in lines[0]
+    assert f"(EASYFIRST_DATA={tmp_path / 'nowhere'}: no such folder)" in lines[0]
+    assert "names no folder, so nothing was downloaded" in lines[0]
+    assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "hinted"),
+    [
+        ("/ud/UD_English-EWT/en_ewt-ud-test.conllu", True),
+        ("/qe/wmt16-en-de/dev", True),
+        ("/nowhere/x.conllu", False),
+    ],
+)
+def test_a_path_that_begins_where_an_unset_easyfirst_data_leaves_it_gets_a_hint(path, hinted):
+    """README's `easyfirst evaluate $EASYFIRST_DATA/ud/...` with the variable unset gave a path beginning
+    /ud/ and a bare "no such file"."""
+    from conftest import run_cli
+
+    result = run_cli("evaluate", path, env={"EASYFIRST_DATA": ""})
+    assert result.returncode == 2
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{path}: no such file")
+    assert ("(EASYFIRST_DATA looks unset: was this $EASYFIRST_DATA/" in lines[0]) == hinted

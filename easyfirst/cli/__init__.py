@@ -197,7 +197,9 @@ def main() -> None:
             report(usage_line(error))
         sys.exit(error.exit_code)
     except InputError as error:
-        report(str(error))
+        from easyfirst.data.datasets import unset_hint
+
+        report(str(error) + unset_hint(error.path))
         sys.exit(2)
     except WorkerFailed as error:  # not the user's mistake, but nothing a traceback would explain
         report(f"{error}: killed, or out of memory?")

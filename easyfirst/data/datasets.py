@@ -125,17 +125,32 @@ def resolve_split(name: str, split: str, *, download: bool = True, progress: boo
     found = locate(name, split)
     if found is not None:
         return found
-    relative = dataset.splits[split]
-    looked = looked_at(name, split)
+    root = os.environ.get("EASYFIRST_DATA")
+    if root and not Path(root).is_dir():  # a mistake to say, not a reason to download
+        raise InputError(missing(name, f"EASYFIRST_DATA={root} names no folder, so nothing was downloaded"))
     if dataset.remote and download:
-        target = cache_root() / relative
+        target = cache_root() / dataset.splits[split]
         target.parent.mkdir(parents=True, exist_ok=True)
-        fetch(dataset.url(split), target, dataset.sha256.get(split), progress=progress)
+        try:
+            fetch(dataset.url(split), target, dataset.sha256.get(split), progress=progress)
+        except InputError as error:
+            raise InputError(missing(name, f"downloading {split} failed ({error})")) from None
         return target
-    raise InputError(
-        f"cannot find the {split} split of {name} ({dataset.note}); looked at "
-        + ", ".join(looked)
-        + ". Set EASYFIRST_DATA to a folder with that layout, or pass the file explicitly."
+    raise InputError(missing(name))
+
+
+def missing(name: str, failure: str | None = None) -> str:
+    """What ``easyfirst data`` says of a set with missing splits, on one line, for every verb that needs
+    the set: which splits, where it looked, how to get them (``failure``: why a download did not)."""
+    dataset = DATASETS[name]
+    absent = [split for split in dataset.splits if locate(name, split) is None]
+    folder = str(Path(dataset.splits[absent[0]]).parent)
+    get = how_to_get(name)
+    return (
+        f"data set {name} ({dataset.note}): {', '.join(absent)} missing; looked in "
+        + " and ".join(places(folder))
+        + (f"; {failure}" if failure else "")
+        + f". It is {get}; `easyfirst data` lists every set"
     )
 
 
@@ -189,12 +204,34 @@ def _copy(response, out, digest, total: int | None, show: bool, label: str) -> N
 
 def looked_at(name: str, split: str) -> list[str]:
     """Where :func:`locate` looks for ``split`` of the set, in order, said for a user."""
-    relative = DATASETS[name].splits[split]
-    if os.environ.get("EASYFIRST_DATA"):
-        first = f"$EASYFIRST_DATA/{relative} (EASYFIRST_DATA={os.environ['EASYFIRST_DATA']}: missing there)"
+    return places(DATASETS[name].splits[split])
+
+
+def places(relative: str) -> list[str]:
+    """``relative`` (a path in the data layout) under EASYFIRST_DATA and in the cache, said for a user."""
+    root = os.environ.get("EASYFIRST_DATA")
+    if root:
+        there = "missing there" if Path(root).is_dir() else "no such folder"
+        first = f"$EASYFIRST_DATA/{relative} (EASYFIRST_DATA={root}: {there})"
     else:
         first = "$EASYFIRST_DATA (not set)"
     return [first, str(cache_root() / relative)]
+
+
+def unset_hint(path: str | None) -> str:
+    """For a missing path that begins where a set's folder would if ``$EASYFIRST_DATA`` were empty
+    (``/ud/…``, ``/ner/…``, ``/qe/…``: README's ``$EASYFIRST_DATA/ud/…`` with the variable unset), what
+    to add to the error; otherwise nothing."""
+    tops = {Path(relative).parts[0] for d in DATASETS.values() for relative in d.splits.values()}
+    if path is None or os.environ.get("EASYFIRST_DATA") or Path(path).parent.exists():
+        return ""
+    top = next((top for top in sorted(tops) if path.startswith(f"/{top}/")), None)
+    if top is None:
+        return ""
+    return (
+        f" (EASYFIRST_DATA looks unset: was this $EASYFIRST_DATA/{top}/…? Set it to the data folder; "
+        "`easyfirst data` says what it finds)"
+    )
 
 
 def how_to_get(name: str) -> str:

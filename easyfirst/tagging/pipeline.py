@@ -177,10 +177,13 @@ def write_output(output: Path | None, write: Callable[[BinaryIO], Any]) -> None:
 
 
 def open_input(path: str | None) -> tuple[BinaryIO, str]:
-    """A binary stream for ``path`` (stdin for None or ``-``) and its name for messages."""
+    """A binary stream for ``path`` (stdin for None or ``-``, said on stderr where it is a terminal) and
+    its name for messages."""
     from easyfirst.data.files import open_binary
 
     if path is None or path == "-":
+        if sys.stdin.isatty():  # `easyfirst tag` typed alone would wait in silence for what is typed
+            print("reading from stdin (Ctrl-D to end)", file=sys.stderr, flush=True)
         return sys.stdin.buffer, "<stdin>"
     return open_binary(path), path
 
