@@ -117,3 +117,18 @@ def test_the_bundled_model_has_its_card_in_the_package():
         assert needed in text, needed
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert '"**/*.md"' in pyproject  # package-data ships it with the weights
+
+
+def test_the_quickstart_writes_only_under_runs():
+    """A new user following README's Quickstart in a fresh clone left tagged.conllu, notes.txt,
+    raindrop.png, … in the repository root: every file it writes goes under runs/ (in .gitignore),
+    which its first command makes."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Quickstart\n\n```bash\n", 1)[1].split("\n```", 1)[0]
+    commands = [line.split("#", 1)[0] for line in block.replace("\\\n", " ").splitlines()]
+    commands = [c.strip() for c in commands if c.strip()]
+    assert commands[0] == "mkdir -p runs"
+    written = [m[1] for c in commands for m in re.finditer(r"(?:^|\s)(?:-o|--output|>)\s+(\S+)", c)]
+    assert len(written) >= 8, written
+    assert [w for w in written if not w.startswith("runs/")] == []
+    assert "runs/" in (ROOT / ".gitignore").read_text().splitlines()
