@@ -86,6 +86,17 @@ def test_a_progress_line_is_due_every_tenth_of_an_epoch_or_30_s_never_two_within
     assert len(lines) == 2
 
 
+def test_an_epochs_first_progress_line_comes_after_5_s():
+    clock, lines = Clock(), []
+    slow = reporting.ProgressLines(lines.append, 1, 20, 1000, 0, clock=clock)
+    clock.now = 5.5
+    slow(10, 0.5, 100.0)  # the first line after 5 s, not 30, so that a log shows soon that it runs
+    assert len(lines) == 1 and lines[0].startswith("epoch 1/20  10/1,000 updates (1%)")
+    clock.now = 11.0
+    slow(20, 0.5, 100.0)  # then every 30 s (or tenth)
+    assert len(lines) == 1
+
+
 def test_durations_read_as_a_person_says_them():
     assert reporting.duration(49.94) == "49.9 s"
     assert reporting.duration(389.2) == "6 min 29 s"

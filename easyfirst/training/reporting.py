@@ -82,8 +82,10 @@ class RunLog:
 
 
 # Without a terminal (nohup, CI, `> file`) an epoch's progress is a plain line: after every tenth of its
-# updates, and at least every 30 s, but never two within 2 s (a toy run's one-second epochs stay quiet).
+# updates, and at least every 30 s (the first after 5 s, so that a log shows soon that training runs),
+# but never two within 2 s (a toy run's one-second epochs stay quiet).
 PROGRESS_SECONDS = 30.0
+PROGRESS_FIRST_SECONDS = 5.0
 PROGRESS_FRACTION = 0.1
 PROGRESS_MIN_SECONDS = 2.0
 
@@ -122,10 +124,9 @@ class ProgressLines:
     def __call__(self, completed: int, loss: float, speed: float) -> None:
         now = self.clock()
         since = now - self.last
+        every = PROGRESS_FIRST_SECONDS if self.last == self.started else PROGRESS_SECONDS
         tenth = completed - self.last_done >= PROGRESS_FRACTION * self.total
-        if completed >= self.total or not (
-            since >= PROGRESS_SECONDS or (tenth and since >= PROGRESS_MIN_SECONDS)
-        ):
+        if completed >= self.total or not (since >= every or (tenth and since >= PROGRESS_MIN_SECONDS)):
             return
         rate = (completed - self.first) / max(now - self.started, 1e-9)
         left = (self.total - completed) / rate if rate > 0 else math.inf
