@@ -322,6 +322,12 @@ class Config:
             return next(filter(None, map(self.given, keys)), (source, None))
 
         TASKS[self.data.task].validate(self.data, source)
+        if (
+            not self.given("model.attention_temperature")
+            and ATTENTIONS[self.model.attention].scores != "attention"
+        ):
+            # a task's default temperature (POS: 0.35) where the attention chosen has no scores to divide
+            self.model.attention_temperature = 1.0
         self.model.validate(where)
         self.loss.validate(self.model.crf, where)
         m, t = self.model, self.train

@@ -120,3 +120,15 @@ def test_an_annealed_run_logs_its_schedule_saves_its_best_epochs_temperature_and
     assert resumed.returncode == 0, resumed.stderr.decode()
     again = json.loads((tmp_path / "resumed" / "metrics.json").read_text())
     assert comparable(again) == comparable(metrics)
+
+
+def test_a_prescribed_attention_trains_with_the_tasks_defaults_but_not_with_a_temperature_given():
+    """POS's default temperature (0.35) gives way to an attention without scores; one given does not."""
+    config = Config.for_task("pos")
+    config.update({"model": {"attention": "left-to-right"}}, "--attention")
+    config.validate()
+    assert config.model.attention_temperature == 1.0
+    config = Config.for_task("pos")
+    config.update({"model": {"attention": "left-to-right", "attention_temperature": 0.5}}, "--set")
+    with pytest.raises(InputError, match="has none"):
+        config.validate()
