@@ -166,13 +166,21 @@ def train_row(name: str, runs: Path, seed: int) -> Path:
     return folder
 
 
-def save_row(name: str, folder: Path, seed: int) -> dict:
-    """Analyse the trained row on its task's dev set and keep its result as JSON."""
+def save_row(
+    name: str,
+    folder: Path,
+    seed: int,
+    varies: str | None = None,
+    task: str | None = None,
+    dev: Path | None = None,
+) -> dict:
+    """Analyse the trained row on its task's dev set (or ``dev``) and keep its result as JSON; ``varies``
+    and ``task`` for a run kept with --keep, which is no row of ROWS."""
     config = json.loads((folder / "config.json").read_text())
-    task, stats = task_of(name), {}
+    task, stats = task or task_of(name), {}
     if config["model"]["model"] != "bilstm":  # the BiLSTM has no attention to analyse
         analysis = subprocess.run(
-            easyfirst("analyze", str(dev_file(task)), "--model", str(folder), "--json"),
+            easyfirst("analyze", str(dev or dev_file(task)), "--model", str(folder), "--json"),
             check=True,
             capture_output=True,
             text=True,
@@ -181,7 +189,8 @@ def save_row(name: str, folder: Path, seed: int) -> dict:
     metrics = json.loads((folder / "metrics.json").read_text())
     result = {
         "row": name,
-        "varies": ROWS[name][0],
+        "varies": varies or ROWS[name][0],
+        "data": config["data"].get("train"),  # None: the task's default data set
         "seed": seed,
         "train": config["train"],
         "model": {
@@ -265,7 +274,17 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, default=Path("runs/attention-study"))
     parser.add_argument("--list", action="store_true", help="print the rows and their flags")
     parser.add_argument("--report", action="store_true", help="print the tables from the kept results")
+    parser.add_argument("--keep", type=Path, metavar="RUN", help="keep a run trained outside the rows")
+    parser.add_argument("--name", help="--keep: the name to keep it under")
+    parser.add_argument("--varies", help="--keep: what the run is, in a few words")
+    parser.add_argument("--task", choices=sorted(SCORES), default="pos", help="--keep: the run's task")
+    parser.add_argument("--dev", type=Path, help="--keep: the dev file to analyse (default: the task's)")
     args = parser.parse_args()
+    if args.keep:
+        seed = json.loads((args.keep / "config.json").read_text())["train"]["seed"]
+        save_row(
+            args.name or args.keep.name, args.keep, seed, args.varies or args.keep.name, args.task, args.dev
+        )
     if args.list:
         for name, (varies, flags, epochs) in ROWS.items():
             print(f"{name}: {varies}; {epochs} epochs; {' '.join(flags)}")
