@@ -4,6 +4,7 @@ ratios to the BiLSTM measured in the same run; peak memory; time per token again
     python benchmarks/speed.py [--steps 240] [--rounds 4] [--threads 1] [--json speed.json]
     python benchmarks/speed.py --steps 0        # tagging, scaling and memory only
     python benchmarks/speed.py --generic-loop   # also NEF-F, N = L without the fused csoftmax loop
+    python benchmarks/speed.py --chars 30,30    # also bilstm and NEF-F, N = L with a character CNN
 
 Reads EWT through EASYFIRST_DATA (train sentences of <= 50 words, as `easyfirst train` does; the test set
 for tagging). All models see the same batches, drawn with one seed from the training set.
@@ -42,6 +43,7 @@ from easyfirst.config import Config
 from easyfirst.data.batching import Batch, collate, encode, iterate_batches
 from easyfirst.data.conllu import read_conllu
 from easyfirst.data.datasets import resolve_split
+from easyfirst.data.features import CHARS, build_feature_vocabs
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.tasks import get_task
@@ -57,13 +59,19 @@ MODELS = {  # name → (model, sketch steps)
 # --generic-loop: NEF-F, N = L once more with the decoder's generic step loop instead of the fused
 # csoftmax loop (easyfirst.model.fast.fused), in the same run: the fused loop's own speed-up
 GENERIC = "NEF-F, N = L, generic loop"
+# --chars D,F: these rows once more with the character CNN (D-d characters, F filters; issue #36), in the
+# same run: the cost of the character features
+WITH_CHARS = {"bilstm + chars": "bilstm", "NEF-F, N = L + chars": "NEF-F, N = L"}
 LENGTHS = (10, 50, 200, 1000)
 GiB = 2**30
 
 
-def config_for(name: str) -> Config:
+def config_for(name: str, chars: tuple[int, int] = (0, 30)) -> Config:
     config = Config()
-    config.model.model, config.model.sketch_steps = MODELS["NEF-F, N = L" if name == GENERIC else name]
+    base = "NEF-F, N = L" if name == GENERIC else WITH_CHARS.get(name, name)
+    config.model.model, config.model.sketch_steps = MODELS[base]
+    if name in WITH_CHARS:
+        config.model.char_dim, config.model.char_filters = chars
     return config
 
 
@@ -84,10 +92,15 @@ def load_ewt(limit: int) -> tuple[list, list]:
     return train, test
 
 
-def training_batches(train: list, steps: int, seed: int) -> tuple[Vocabularies, list[Batch]]:
+def training_batches(
+    train: list, steps: int, seed: int, chars: bool = False
+) -> tuple[Vocabularies, list[Batch]]:
     """The vocabularies of ``train`` and its first ``steps`` batches as `easyfirst train` draws them in the
-    batched regime (the default Config: 16 sentences per update, length-bucketed) with ``seed``."""
+    batched regime (the default Config: 16 sentences per update, length-bucketed) with ``seed``; with
+    ``chars``, each word's characters too (the same batches)."""
     vocabs = Vocabularies.build((s.words, s.tags) for s in train)
+    if chars:
+        vocabs.features = build_feature_vocabs([CHARS], train)
     items = [encode(vocabs, s.words, s.tags) for s in train]
     generator = torch.Generator().manual_seed(seed)
     return vocabs, list(iterate_batches(items, Config().train.batch_size, generator))[:steps]
@@ -193,6 +206,12 @@ def main() -> None:
     parser.add_argument(
         "--generic-loop", action="store_true", help=f"add a row '{GENERIC}' (training and tagging)"
     )
+    parser.add_argument(
+        "--chars",
+        default=None,
+        metavar="D,F",
+        help=f"add rows {', '.join(WITH_CHARS)}: a character CNN of D-d characters and F filters",
+    )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--model", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--inputs", default=None, help=argparse.SUPPRESS)
@@ -211,6 +230,11 @@ def main() -> None:
 
     train, test = load_ewt(Config().data.max_train_length)
     vocabs, batches = training_batches(train, args.steps, args.seed)
+    chars = tuple(int(n) for n in args.chars.split(",")) if args.chars else None
+    inputs_of = {name: (vocabs, batches) for name in MODELS}  # each model's vocabularies and batches
+    if chars:
+        with_chars = training_batches(train, args.steps, args.seed, chars=True)
+        inputs_of.update({name: with_chars for name in WITH_CHARS})
     test_sentences = [s.words for s in test]
     test_tokens = sum(len(s) for s in test_sentences)
     print(
@@ -222,22 +246,22 @@ def main() -> None:
 
     results: dict = {"models": {}, "scaling": {}, "threads": torch.get_num_threads(), "device": str(device)}
     states = {}
-    for name in [*MODELS, GENERIC] if args.generic_loop else MODELS:
-        config = config_for(name)
+    names = [*MODELS, *[GENERIC] * args.generic_loop, *(WITH_CHARS if chars else ())]
+    inputs_of[GENERIC] = (vocabs, batches)
+    for name in names:
+        config = config_for(name, chars or (0, 30))
         torch.manual_seed(args.seed)
-        model = EasyFirstTagger(config.model, config.loss, vocabs).to(device)
+        model = EasyFirstTagger(config.model, config.loss, inputs_of[name][0]).to(device)
         if name == GENERIC:
             model.decoder.fused = False
         states[name] = (config, model, make_optimizer(config.train.optimizer, config.train.lr, model))
         results["models"][name] = {"train_tokens": 0, "train_wall": 0.0, "train_cpu": 0.0}
     # training: the models take turns, each round a share of the same batches
     if batches:
-        shares = [
-            batches[r * len(batches) // args.rounds : (r + 1) * len(batches) // args.rounds]
-            for r in range(args.rounds)
-        ]
-        for share in shares:
+        for r in range(args.rounds):
             for name, (config, model, optimizer) in states.items():
+                own = inputs_of[name][1]  # the same batches, with characters for the char rows
+                share = own[r * len(own) // args.rounds : (r + 1) * len(own) // args.rounds]
                 model.train()
                 moved = [b.to(device) for b in share]
                 sync()
@@ -256,7 +280,7 @@ def main() -> None:
     for _ in range(2):
         for name, (config, model, _) in states.items():
             model.eval()
-            tagger = Tagger(model, config, vocabs, device)
+            tagger = Tagger(model, config, inputs_of[name][0], device)
             sync()
             start = clocks()
             tagger.tag(test_sentences)

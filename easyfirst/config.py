@@ -95,7 +95,13 @@ class DataConfig:
 
 # config keys added after runs were first saved, with the value that matches how those runs behaved
 SAVED_BEFORE = {
-    "model": {"steps_beyond_length": True, "pretrained_words": 0, "gaps": False, "source_tags": False}
+    "model": {
+        "steps_beyond_length": True,
+        "pretrained_words": 0,
+        "gaps": False,
+        "source_tags": False,
+        "char_dim": 0,
+    }
 }
 
 

@@ -38,7 +38,8 @@ ADDED = {  # new since: generic config overrides (issue #14); plain text, pretra
     | {"--gap-class-weight", "--source-class-weight", "--best-metric"}
     | {"--reduction", "--shuffle", "--no-shuffle", "--v-init", "--max-train-length"}
     | {"--anneal-epochs", "--anneal-from", "--anneal-to", "--easy-first"}
-    | {"--workers"},  # Hogwild (#27)
+    | {"--workers"}  # Hogwild (#27)
+    | {"--char-dim", "--char-filters"},  # character features (#36)
     "tag": {"--format", "--pretokenized"},
     "plot": {"--pretokenized"},
     "export": {"--overwrite", "--no-overwrite", "--output", "-o"},  # -o OUT beside the positional OUT (#28)

@@ -21,6 +21,7 @@ import torch
 from easyfirst.data.vocab import Vocab
 
 CASES = ("lower", "upper", "title", "mixed", "numeric", "has_digit", "other")
+CHARS = "chars"  # each word's characters: the character CNN's input (easyfirst.model.embedder)
 
 
 def case_pattern(word: str) -> str:
@@ -87,6 +88,9 @@ FEATURES: dict[str, Feature] = {
     f.name: f
     for f in (
         Feature("case", "case_dim", lambda words, extra: [[case_pattern(w)] for w in words], CASES),
+        # the characters of each word, in order, as they are written (case kept): for the character CNN,
+        # not averaged; a character seen once in training is UNK's (so that UNK gets trained)
+        Feature(CHARS, "char_dim", lambda words, extra: [list(w) for w in words], min_freq=2),
         # quality estimation (paper §5.3): the source words aligned to each MT word, averaged
         Feature("source", "source_dim", aligned_source, min_freq=2),
         # and the WMT16 baseline's context: the MT neighbours and the neighbours of the aligned source words

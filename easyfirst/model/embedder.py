@@ -1,6 +1,7 @@
 """Word representations (paper §5.1): word embedding ⊕ sum of prefix n-gram embeddings ⊕ sum of
 suffix n-gram embeddings (n ≤ 4), i.e. 64 + 50 + 50 = 164 dimensions with the paper's sizes, ⊕ the
-embedding of each active extra feature (easyfirst.data.features; averaged over a word's symbols).
+embedding of each active extra feature (easyfirst.data.features; averaged over a word's symbols), ⊕,
+with ``char_filters``, the word's characters through a CNN max-pooled over the word (Ma & Hovy 2016).
 ``affix_dim = 0`` leaves the affixes out (as for quality estimation, §5.3)."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from easyfirst.data.features import CHARS
 from easyfirst.data.vectors import Vectors
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
@@ -15,8 +17,16 @@ from easyfirst.errors import InputError
 
 class Embedder(nn.Module):
     def __init__(
-        self, vocabs: Vocabularies, word_dim: int, affix_dim: int, feature_dims: dict[str, int] | None = None
+        self,
+        vocabs: Vocabularies,
+        word_dim: int,
+        affix_dim: int,
+        feature_dims: dict[str, int] | None = None,
+        char_filters: int = 0,
+        char_window: int = 3,
     ):
+        """``feature_dims``: name → embedding size of each active feature; the ``chars`` feature's
+        embeddings go through ``char_filters`` convolutions of ``char_window`` characters."""
         super().__init__()
         self.words = nn.Embedding(len(vocabs.words), word_dim, padding_idx=0)
         self.affixes = affix_dim > 0
@@ -30,7 +40,11 @@ class Embedder(nn.Module):
                 for name, dim in feature_dims.items()
             }
         )
-        self.output_dim = word_dim + 2 * affix_dim + sum(feature_dims.values())
+        self.chars = None
+        if CHARS in feature_dims:  # a CNN over each word's characters (Ma & Hovy 2016)
+            self.chars = nn.Conv1d(feature_dims[CHARS], char_filters, char_window, padding="same")
+        averaged = sum(dim for name, dim in feature_dims.items() if name != CHARS)
+        self.output_dim = word_dim + 2 * affix_dim + averaged + (char_filters if self.chars else 0)
 
     def forward(
         self,
@@ -46,9 +60,24 @@ class Embedder(nn.Module):
             parts += [self._summed(self.prefixes, prefixes), self._summed(self.suffixes, suffixes)]
         for name, table in self.features.items():
             ids = features[name]
+            if name == CHARS:
+                parts.append(self._characters(table, ids))
+                continue
             count = (ids != 0).sum(2, keepdim=True).clamp(min=1)
             parts.append(table(ids).sum(2) / count)
         return torch.cat(parts, dim=-1)
+
+    def _characters(self, table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
+        """``ids`` ``(B, L, k)``, each word's characters (0-padded) → ``(B, L, char_filters)``: tanh of
+        each filter's largest response over the word's characters (padding never counts; a padding
+        word's features are 0)."""
+        size, length, k = ids.shape
+        flat = ids.reshape(size * length, k)
+        responses = self.chars(table(flat).transpose(1, 2))  # (B·L, filters, k)
+        real = (flat != 0).unsqueeze(1)
+        pooled = responses.masked_fill(~real, float("-inf")).amax(2)
+        pooled = pooled.masked_fill(~real.any(2), 0.0)
+        return torch.tanh(pooled).view(size, length, -1)
 
     @staticmethod
     def _summed(table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:

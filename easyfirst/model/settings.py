@@ -166,6 +166,26 @@ class ModelConfig:
         default=0, metadata=checked(at_least(0))
     )  # capitalization-pattern embedding (0: none)
     lowercase: bool = False  # look words up lower-cased
+    # character-level word features beside the affixes (Ma & Hovy 2016), off by default: each word's
+    # character embeddings through a CNN, max-pooled over the word (easyfirst.model.embedder)
+    char_dim: int = field(
+        default=0,
+        metadata=option(
+            "Size of the character embeddings of a character CNN (Ma & Hovy 2016), whose --char-filters "
+            "outputs, max-pooled over each word, join the word's representation (0: no character CNN).",
+            check=at_least(0),
+            metavar="D",
+        ),
+    )
+    char_filters: int = field(
+        default=30,
+        metadata=option(
+            "With --char-dim: the character CNN's filters, its output size per word.",
+            check=at_least(1),
+            metavar="F",
+        ),
+    )
+    char_window: int = field(default=3, metadata=checked(at_least(1)))  # characters each filter spans
     # α: a training word seen c times becomes UNK with probability α/(α+c)
     word_dropout: float = field(default=0.0, metadata=checked(non_negative()))
     crf: bool = field(  # a linear-chain CRF over the output scores (§5.2) instead of per-word outputs

@@ -186,10 +186,11 @@ def log_settings(
     attention = m.attention if m.decodes else "-"
     if m.decodes and m.attention_temperature != 1 and not t.anneal_epochs:  # --easy-first sets it
         attention += f" at temperature {m.attention_temperature:g}"
+    chars = f"; character CNN: {m.char_dim}-d characters, {m.char_filters} filters of {m.char_window}"
     log(
         f"[bold]model[/] {kind}, attention {attention}, {steps}; "
         f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(vocabs.words):,} words, "
-        f"{len(vocabs.tags)} tags"
+        f"{len(vocabs.tags)} tags{chars if m.char_dim else ''}"
     )
     log(f"[bold]output[/] {model.describe_output()}")
     per_update = "1 sentence" if t.batch_size == 1 else f"{t.batch_size} sentences"

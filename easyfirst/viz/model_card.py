@@ -72,6 +72,7 @@ def _summary(config: Config, sizes: dict[str, int], parameters: int, half: bool)
         ("tags", f"{sizes['tags']}" + (f" ({config.data.tag_column.upper()})" if task == "pos" else "")),
         ("vocabulary", f"{sizes['words']:,} words (those seen at least {model.word_min_freq} times{added})"),
         ("pretrained vectors", _vectors(config, sizes)),
+        ("character features", _characters(config)),
         ("parameters", f"{parameters:,}"),
         ("weights", "float16 (loaded as float32)" if half else "float32"),
     ]
@@ -93,6 +94,16 @@ def _vectors(config: Config, sizes: dict[str, int]) -> str:
     covered = model.pretrained_covered
     share = "" if covered is None else f", covering {covered:,} of its {sizes['words'] - 2:,} words"
     return f"`{model.pretrained}`, {model.word_dim} dimensions{share}" + (f"; {named.about}" if named else "")
+
+
+def _characters(config: Config) -> str:
+    m = config.model
+    if not m.char_dim:
+        return "none"
+    return (
+        f"a CNN over {m.char_dim}-d character embeddings, {m.char_filters} filters of {m.char_window} "
+        "characters, max-pooled over the word (Ma & Hovy 2016)"
+    )
 
 
 def known_dataset(path: str | None):
