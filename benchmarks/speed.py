@@ -5,6 +5,7 @@ ratios to the BiLSTM measured in the same run; peak memory; time per token again
     python benchmarks/speed.py --steps 0        # tagging, scaling and memory only
     python benchmarks/speed.py --generic-loop   # also NEF-F, N = L without the fused csoftmax loop
     python benchmarks/speed.py --chars 30,30    # also bilstm and NEF-F, N = L with a character CNN
+    python benchmarks/speed.py --chars 30,50 --char-encoders cnn bilstm   # ... and a character BiLSTM
 
 Reads EWT through EASYFIRST_DATA (train sentences of <= 50 words, as `easyfirst train` does; the test set
 for tagging). All models see the same batches, drawn with one seed from the training set.
@@ -59,19 +60,21 @@ MODELS = {  # name → (model, sketch steps)
 # --generic-loop: NEF-F, N = L once more with the decoder's generic step loop instead of the fused
 # csoftmax loop (easyfirst.model.fast.fused), in the same run: the fused loop's own speed-up
 GENERIC = "NEF-F, N = L, generic loop"
-# --chars D,F: these rows once more with the character CNN (D-d characters, F filters; issue #36), in the
-# same run: the cost of the character features
-WITH_CHARS = {"bilstm + chars": "bilstm", "NEF-F, N = L + chars": "NEF-F, N = L"}
+# --chars D,F: these rows once more with character features (D-d characters, encoders of output size F;
+# issue #36), in the same run: their cost. Row name → (row, encoder), filled by main
+CHAR_ROWS = ("bilstm", "NEF-F, N = L")
+WITH_CHARS: dict[str, tuple[str, str]] = {}
 LENGTHS = (10, 50, 200, 1000)
 GiB = 2**30
 
 
 def config_for(name: str, chars: tuple[int, int] = (0, 30)) -> Config:
     config = Config()
-    base = "NEF-F, N = L" if name == GENERIC else WITH_CHARS.get(name, name)
+    base = "NEF-F, N = L" if name == GENERIC else WITH_CHARS.get(name, (name,))[0]
     config.model.model, config.model.sketch_steps = MODELS[base]
     if name in WITH_CHARS:
         config.model.char_dim, config.model.char_filters = chars
+        config.model.char_encoder = WITH_CHARS[name][1]
     return config
 
 
@@ -210,7 +213,10 @@ def main() -> None:
         "--chars",
         default=None,
         metavar="D,F",
-        help=f"add rows {', '.join(WITH_CHARS)}: a character CNN of D-d characters and F filters",
+        help=f"add rows {', '.join(CHAR_ROWS)} with character features: D-d characters, output size F",
+    )
+    parser.add_argument(
+        "--char-encoders", nargs="+", default=["cnn"], help="with --chars: a row each (cnn, bilstm)"
     )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--model", default=None, help=argparse.SUPPRESS)
@@ -233,6 +239,8 @@ def main() -> None:
     chars = tuple(int(n) for n in args.chars.split(",")) if args.chars else None
     inputs_of = {name: (vocabs, batches) for name in MODELS}  # each model's vocabularies and batches
     if chars:
+        for encoder in args.char_encoders:
+            WITH_CHARS.update({f"{row} + {encoder} chars": (row, encoder) for row in CHAR_ROWS})
         with_chars = training_batches(train, args.steps, args.seed, chars=True)
         inputs_of.update({name: with_chars for name in WITH_CHARS})
     test_sentences = [s.words for s in test]
@@ -245,6 +253,8 @@ def main() -> None:
     )
 
     results: dict = {"models": {}, "scaling": {}, "threads": torch.get_num_threads(), "device": str(device)}
+    if chars:
+        results["chars"] = {"dim": chars[0], "size": chars[1], "encoders": args.char_encoders}
     states = {}
     names = [*MODELS, *[GENERIC] * args.generic_loop, *(WITH_CHARS if chars else ())]
     inputs_of[GENERIC] = (vocabs, batches)

@@ -1,5 +1,6 @@
 """Character-level word features (issue #36, item 3): a CNN over each word's characters, max-pooled over
-the word (Ma & Hovy 2016), beside the affixes, in the batched path and the one-sentence path alike."""
+the word (Ma & Hovy 2016), or a character BiLSTM (Lample et al. 2016), beside the affixes, in the
+batched path and the one-sentence path alike."""
 
 from __future__ import annotations
 
@@ -36,31 +37,38 @@ def test_characters_are_a_feature_with_their_own_vocabulary():
     assert "T" in vocabs.features[CHARS] and "t" in vocabs.features[CHARS]  # the case is kept
     # 64 words + 2 × 50 affixes + 5 filters
     assert model.embedder.output_dim == 64 + 100 + 5
-    assert model.embedder.chars.weight.shape == (5, 6, 3)  # filters × character size × window
+    assert model.embedder.chars.net.weight.shape == (5, 6, 3)  # filters × character size × window
 
 
-def test_a_words_character_features_do_not_depend_on_padding_or_neighbours():
-    model, vocabs, _ = char_model()
+ENCODERS = [{}, {"char_encoder": "bilstm", "char_filters": 6}]
+
+
+@pytest.mark.parametrize("encoder", ENCODERS, ids=["cnn", "bilstm"])
+def test_a_words_character_features_do_not_depend_on_padding_or_neighbours(encoder):
+    model, vocabs, _ = char_model(**encoder)
     item = lambda words: encode(vocabs, words)  # noqa: E731
     alone = collate([item(["dog"])], [0])
-    padded = collate(
-        [item(["dog", "extraordinarily"]), item(["a"])], [0, 1]
-    )  # wider characters, padding words
+    padded = collate([item(["dog", "extraordinarily"]), item(["a"])], [0, 1])  # wider, padding words
 
     def chars(batch):
-        return model.embedder._characters(model.embedder.features[CHARS], batch.features[CHARS])
+        ids = batch.features[CHARS]
+        flat = ids.reshape(-1, ids.shape[2])
+        return model.embedder.chars(model.embedder.features[CHARS](flat), flat).view(*ids.shape[:2], -1)
 
     with torch.no_grad():
-        assert torch.equal(chars(alone)[0, 0], chars(padded)[0, 0])  # dog
-        assert torch.equal(chars(padded)[1, 1], torch.zeros(5, dtype=torch.float64))  # a padding word
+        torch.testing.assert_close(chars(alone)[0, 0], chars(padded)[0, 0], atol=1e-12, rtol=0)  # dog
+        assert torch.equal(chars(padded)[1, 1], torch.zeros(model.embedder.chars.size, dtype=torch.float64))
         assert not torch.equal(chars(padded)[0, 1], chars(padded)[0, 0])
 
 
+@pytest.mark.parametrize("encoder", ENCODERS, ids=["cnn", "bilstm"])
 @pytest.mark.parametrize("model_name", ["nef-f", "bilstm"])
-def test_a_model_with_characters_tags_the_same_batched_and_one_sentence_at_a_time(model_name, monkeypatch):
+def test_a_model_with_characters_tags_the_same_batched_and_one_sentence_at_a_time(
+    model_name, encoder, monkeypatch
+):
     """One sentence on the CPU takes easyfirst.model.fast.lean after the embedder; a batch takes the
     batched torch path: the same scores in float64."""
-    model, vocabs, sentences = char_model(model_name)
+    model, vocabs, sentences = char_model(model_name, **encoder)
     items = [encode(vocabs, s.words) for s in sentences[:6]]
     taken = []
     original = lean.lean_bilstm
@@ -77,19 +85,20 @@ def test_a_model_with_characters_tags_the_same_batched_and_one_sentence_at_a_tim
     assert len(taken) == len(items)  # every sentence alone took the lean path
 
 
-def test_gradients_reach_the_character_embeddings_and_filters():
-    model, vocabs, sentences = char_model()
+@pytest.mark.parametrize("encoder", ENCODERS, ids=["cnn", "bilstm"])
+def test_gradients_reach_the_character_embeddings_and_encoder(encoder):
+    model, vocabs, sentences = char_model(**encoder)
     model.train()
     batch = collate([encode(vocabs, s.words, s.tags) for s in sentences[:4]], [0, 1, 2, 3])
     scores, attention = model(batch)
     model.loss(scores, batch.tags, batch.mask).backward()
-    assert model.embedder.chars.weight.grad.abs().sum() > 0
+    assert all(p.grad.abs().sum() > 0 for p in model.embedder.chars.parameters())
     assert model.embedder.features[CHARS].weight.grad.abs().sum() > 0
 
 
 def test_a_model_saved_before_characters_loads_without_them():
     raw = Config.for_task("ner").to_dict()
-    for key in ("char_dim", "char_filters", "char_window"):
+    for key in ("char_dim", "char_encoder", "char_filters", "char_window"):
         del raw["model"][key]
     raw["model"]["pretrained_words"] = 0
     config = Config.from_saved(raw)
@@ -103,9 +112,21 @@ def test_train_ner_with_characters_and_tag(tmp_path):
         "--char-dim", "8", "--char-filters", "7", "--output", tmp_path / "run",
     )  # fmt: skip
     assert run.returncode == 0, run.stderr.decode()
-    assert "character CNN: 8-d characters, 7 filters of 3" in run.stderr.decode()
+    assert "characters: 8-d, a CNN of 7 filters of 3" in run.stderr.decode()
     model = json.loads((tmp_path / "run" / "config.json").read_text())["model"]
     assert (model["char_dim"], model["char_filters"]) == (8, 7)
     tagged = run_cli("tag", NER_SAMPLE, "-m", tmp_path / "run")
     assert tagged.returncode == 0, tagged.stderr.decode()
     assert len(tagged.stdout.decode().split("\n")) > 100
+
+
+def test_a_character_bilstm_needs_an_even_size(tmp_path):
+    run = run_cli(
+        "train", "--train", SAMPLE, "--dev", SAMPLE, "--char-dim", "8", "--char-encoder", "bilstm",
+        "--char-filters", "7", "--output", tmp_path / "run",
+    )  # fmt: skip
+    assert run.returncode == 2
+    assert run.stderr.decode().strip() == (
+        "--char-filters: model.char_filters = 7: a character BiLSTM has char_filters / 2 units per "
+        "direction, so it must be even"
+    )

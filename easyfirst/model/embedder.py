@@ -1,7 +1,8 @@
 """Word representations (paper §5.1): word embedding ⊕ sum of prefix n-gram embeddings ⊕ sum of
 suffix n-gram embeddings (n ≤ 4), i.e. 64 + 50 + 50 = 164 dimensions with the paper's sizes, ⊕ the
 embedding of each active extra feature (easyfirst.data.features; averaged over a word's symbols), ⊕,
-with ``char_filters``, the word's characters through a CNN max-pooled over the word (Ma & Hovy 2016).
+with characters, the word's characters through a CNN max-pooled over the word (Ma & Hovy 2016) or a
+BiLSTM (Lample et al. 2016): :class:`CharacterEncoder`.
 ``affix_dim = 0`` leaves the affixes out (as for quality estimation, §5.3)."""
 
 from __future__ import annotations
@@ -22,11 +23,10 @@ class Embedder(nn.Module):
         word_dim: int,
         affix_dim: int,
         feature_dims: dict[str, int] | None = None,
-        char_filters: int = 0,
-        char_window: int = 3,
+        characters: tuple[str, int, int] = ("cnn", 30, 3),
     ):
         """``feature_dims``: name → embedding size of each active feature; the ``chars`` feature's
-        embeddings go through ``char_filters`` convolutions of ``char_window`` characters."""
+        embeddings go through a :class:`CharacterEncoder` of ``characters`` (kind, size, window)."""
         super().__init__()
         self.words = nn.Embedding(len(vocabs.words), word_dim, padding_idx=0)
         self.affixes = affix_dim > 0
@@ -40,11 +40,9 @@ class Embedder(nn.Module):
                 for name, dim in feature_dims.items()
             }
         )
-        self.chars = None
-        if CHARS in feature_dims:  # a CNN over each word's characters (Ma & Hovy 2016)
-            self.chars = nn.Conv1d(feature_dims[CHARS], char_filters, char_window, padding="same")
+        self.chars = CharacterEncoder(feature_dims[CHARS], *characters) if CHARS in feature_dims else None
         averaged = sum(dim for name, dim in feature_dims.items() if name != CHARS)
-        self.output_dim = word_dim + 2 * affix_dim + averaged + (char_filters if self.chars else 0)
+        self.output_dim = word_dim + 2 * affix_dim + averaged + (self.chars.size if self.chars else 0)
 
     def forward(
         self,
@@ -61,23 +59,13 @@ class Embedder(nn.Module):
         for name, table in self.features.items():
             ids = features[name]
             if name == CHARS:
-                parts.append(self._characters(table, ids))
+                size, length, k = ids.shape
+                flat = ids.reshape(size * length, k)
+                parts.append(self.chars(table(flat), flat).view(size, length, -1))
                 continue
             count = (ids != 0).sum(2, keepdim=True).clamp(min=1)
             parts.append(table(ids).sum(2) / count)
         return torch.cat(parts, dim=-1)
-
-    def _characters(self, table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
-        """``ids`` ``(B, L, k)``, each word's characters (0-padded) → ``(B, L, char_filters)``: tanh of
-        each filter's largest response over the word's characters (padding never counts; a padding
-        word's features are 0)."""
-        size, length, k = ids.shape
-        flat = ids.reshape(size * length, k)
-        responses = self.chars(table(flat).transpose(1, 2))  # (B·L, filters, k)
-        real = (flat != 0).unsqueeze(1)
-        pooled = responses.masked_fill(~real, float("-inf")).amax(2)
-        pooled = pooled.masked_fill(~real.any(2), 0.0)
-        return torch.tanh(pooled).view(size, length, -1)
 
     @staticmethod
     def _summed(table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
@@ -104,3 +92,36 @@ class Embedder(nn.Module):
         ids, rows = vectors.lookup(vocabs.words.stoi, vocabs.lowercase)
         self.words.weight[torch.tensor(ids, dtype=torch.long)] = torch.from_numpy(rows).to(self.words.weight)
         return len(ids)
+
+
+class CharacterEncoder(nn.Module):
+    """Each word's character embeddings → one vector of ``size``: ``cnn``, tanh of the largest response
+    of each of ``size`` filters of ``window`` characters over the word (Ma & Hovy 2016); ``bilstm``, the
+    final states of a BiLSTM of ``size / 2`` units per direction (Lample et al. 2016). Padding characters
+    never count, and a padding word (no characters) gets zeros."""
+
+    def __init__(self, dim: int, kind: str, size: int, window: int):
+        super().__init__()
+        self.kind, self.size = kind, size
+        if kind == "cnn":
+            self.net = nn.Conv1d(dim, size, window, padding="same")
+        else:
+            self.net = nn.LSTM(dim, size // 2, batch_first=True, bidirectional=True)
+
+    def forward(self, x: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """``x`` ``(N, k, dim)``, the embeddings of ``ids`` ``(N, k)`` (0-padded at the end) → ``(N, size)``."""
+        real = ids != 0
+        if self.kind == "cnn":
+            responses = self.net(x.transpose(1, 2))  # (N, size, k)
+            pooled = responses.masked_fill(~real.unsqueeze(1), float("-inf")).amax(2)
+            return torch.tanh(pooled.masked_fill(~real.any(1, keepdim=True), 0.0))
+        lengths = real.sum(1)
+        words = lengths > 0
+        out = x.new_zeros(len(ids), self.size)
+        if bool(words.any()):
+            packed = nn.utils.rnn.pack_padded_sequence(
+                x[words], lengths[words].cpu(), batch_first=True, enforce_sorted=False
+            )
+            _, (final, _) = self.net(packed)  # (2, words, size / 2): forward, backward
+            out[words] = torch.cat([final[0], final[1]], dim=1)
+        return out

@@ -14,6 +14,7 @@ from easyfirst.errors import InputError
 from easyfirst.fields import Where, at_least, checked, fraction, non_negative, option, positive, weights
 
 MODELS = ("nef-f", "nef-s", "bilstm")
+CHAR_ENCODERS = ("cnn", "bilstm")
 # the keys a CRF output layer leaves unused (its loss is the sequence likelihood)
 LOSS_KEYS = ("loss", "alpha", "label_smoothing", "temperature", "class_weights")
 # --loss names and their α (entmax takes α from alpha)
@@ -166,26 +167,36 @@ class ModelConfig:
         default=0, metadata=checked(at_least(0))
     )  # capitalization-pattern embedding (0: none)
     lowercase: bool = False  # look words up lower-cased
-    # character-level word features beside the affixes (Ma & Hovy 2016), off by default: each word's
-    # character embeddings through a CNN, max-pooled over the word (easyfirst.model.embedder)
+    # character-level word features beside the affixes, off by default: each word's character embeddings
+    # through a CNN max-pooled over the word (Ma & Hovy 2016) or a BiLSTM (Lample et al. 2016)
+    # (easyfirst.model.embedder.CharacterEncoder)
     char_dim: int = field(
         default=0,
         metadata=option(
-            "Size of the character embeddings of a character CNN (Ma & Hovy 2016), whose --char-filters "
-            "outputs, max-pooled over each word, join the word's representation (0: no character CNN).",
+            "Size of the character embeddings of a character encoder (--char-encoder), whose "
+            "--char-filters outputs per word join the word's representation (0: no character features).",
             check=at_least(0),
             metavar="D",
+        ),
+    )
+    char_encoder: str = field(
+        default="cnn",
+        metadata=option(
+            "With --char-dim: cnn, filters max-pooled over the word (Ma & Hovy 2016), or bilstm, the final "
+            "states of a character BiLSTM (Lample et al. 2016).",
+            choices=lambda: list(CHAR_ENCODERS),
         ),
     )
     char_filters: int = field(
         default=30,
         metadata=option(
-            "With --char-dim: the character CNN's filters, its output size per word.",
+            "With --char-dim: the character encoder's output size per word (cnn: its filters; bilstm: "
+            "F/2 units per direction, F even).",
             check=at_least(1),
             metavar="F",
         ),
     )
-    char_window: int = field(default=3, metadata=checked(at_least(1)))  # characters each filter spans
+    char_window: int = field(default=3, metadata=checked(at_least(1)))  # characters each CNN filter spans
     # α: a training word seen c times becomes UNK with probability α/(α+c)
     word_dropout: float = field(default=0.0, metadata=checked(non_negative()))
     crf: bool = field(  # a linear-chain CRF over the output scores (§5.2) instead of per-word outputs
@@ -247,6 +258,12 @@ class ModelConfig:
                 *where(
                     "model.attention_temperature", "model.v_init", "model.coverage_penalty", "model.attention"
                 ),
+            )
+        if self.char_dim and self.char_encoder == "bilstm" and self.char_filters % 2:
+            raise InputError(
+                f"model.char_filters = {self.char_filters}: a character BiLSTM has char_filters / 2 units per "
+                "direction, so it must be even",
+                *where("model.char_filters", "model.char_encoder"),
             )
         if not self.concat and not self.decodes:
             raise InputError(

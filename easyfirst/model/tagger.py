@@ -34,9 +34,8 @@ class EasyFirstTagger(nn.Module):
         self.v_init = m.v_init
         self.steps_beyond_length = m.steps_beyond_length
         self.concat = m.concat
-        self.embedder = Embedder(
-            vocabs, m.word_dim, m.affix_dim, active_features(m), m.char_filters, m.char_window
-        )
+        characters = (m.char_encoder, m.char_filters, m.char_window)
+        self.embedder = Embedder(vocabs, m.word_dim, m.affix_dim, active_features(m), characters)
         self.encoder = BiLSTMEncoder(self.embedder.output_dim, m.hidden_dim)
         self.dropout = nn.Dropout(m.dropout)
         self.decoder = None

@@ -186,7 +186,11 @@ def log_settings(
     attention = m.attention if m.decodes else "-"
     if m.decodes and m.attention_temperature != 1 and not t.anneal_epochs:  # --easy-first sets it
         attention += f" at temperature {m.attention_temperature:g}"
-    chars = f"; character CNN: {m.char_dim}-d characters, {m.char_filters} filters of {m.char_window}"
+    chars = f"; characters: {m.char_dim}-d, " + (
+        f"a CNN of {m.char_filters} filters of {m.char_window}"
+        if m.char_encoder == "cnn"
+        else f"a BiLSTM of {m.char_filters // 2} units per direction"
+    )
     log(
         f"[bold]model[/] {kind}, attention {attention}, {steps}; "
         f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(vocabs.words):,} words, "

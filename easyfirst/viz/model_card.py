@@ -100,9 +100,14 @@ def _characters(config: Config) -> str:
     m = config.model
     if not m.char_dim:
         return "none"
+    if m.char_encoder == "cnn":
+        return (
+            f"a CNN over {m.char_dim}-d character embeddings, {m.char_filters} filters of {m.char_window} "
+            "characters, max-pooled over the word (Ma & Hovy 2016)"
+        )
     return (
-        f"a CNN over {m.char_dim}-d character embeddings, {m.char_filters} filters of {m.char_window} "
-        "characters, max-pooled over the word (Ma & Hovy 2016)"
+        f"a BiLSTM over {m.char_dim}-d character embeddings, {m.char_filters // 2} units per direction, "
+        "its final states (Lample et al. 2016)"
     )
 
 
