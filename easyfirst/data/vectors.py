@@ -281,15 +281,16 @@ def open_vectors(source: str | Path) -> Vectors:
     return TextVectors(source) if header is None else BinaryVectors(source, *header)
 
 
-def describe_named() -> list[dict[str, str]]:
-    """Each named set: its name, size, case, what it is, and whether it is installed (else how)."""
+def describe_named() -> list[dict[str, str | None]]:
+    """Each named set: its name, size, case, what it is, and what is missing to read it (None: it is
+    installed) with how to install it."""
     return [
         {
             "name": named.name,
             "dim": str(named.dim),
             "case": "uncased" if named.uncased else "cased",
             "about": named.about,
-            "installed": named.missing() or "yes",
+            "missing": named.missing(),
         }
         for named in NAMED.values()
     ]
