@@ -369,9 +369,10 @@ class Config:
                     *self.given("model.lowercase"),
                 )
             m.lowercase = True
+            kept = "prefixes, suffixes and case feature" if m.case_dim else "prefixes and suffixes"
             notes.append(
-                f"the vectors {vectors.name} are uncased: words are looked up lower-cased (their prefixes, "
-                "suffixes and case feature keep the case)"
+                f"the vectors {vectors.name} are uncased: words are looked up lower-cased (their {kept} keep "
+                "the case)"
             )
         return notes
 

@@ -112,7 +112,10 @@ def test_an_uncased_set_turns_lower_cased_lookups_on(tmp_path):
     path.write_text("the 1 2\nzebra 3 4\n", encoding="utf-8")
     config = Config.for_task("pos")
     (note,) = config.follow_vectors(open_vectors(path))
-    assert config.model.lowercase and "uncased" in note and "keep the case" in note
+    assert config.model.lowercase and note.endswith("(their prefixes and suffixes keep the case)")
+    config = Config.for_task("ner")  # lower-cased already, and a case feature
+    (note,) = config.follow_vectors(open_vectors(path))
+    assert note.endswith("(their prefixes, suffixes and case feature keep the case)")
     config = Config.for_task("pos")
     config.set_dotted("model.lowercase=false")
     with pytest.raises(InputError, match="--set: model.lowercase = false, but the vectors .* are uncased"):
