@@ -121,7 +121,8 @@ def test_missing_conll2003_says_where_to_put_it(tmp_path):
     )  # fmt: skip
     assert result.returncode == 2
     message = result.stderr.decode()
-    assert "ner/conll2003/eng.train" in message and "not freely downloadable" in message
+    assert "ner/conll2003" in message and "eng.train" in message and "not freely downloadable" in message
+    assert "/none: no such folder" in message  # where it looked (issue #39, item 7)
 
 
 def test_ner_runs_n_as_a_maximum_and_an_older_run_keeps_n_for_every_sentence(ner_run, tmp_path):
