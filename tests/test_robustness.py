@@ -5,10 +5,12 @@ model files: test_api.py.)"""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -227,3 +229,78 @@ def test_ctrl_c_while_tagging_writes_nothing_and_says_so(tmp_path):
     done = interrupt(["tag", str(big), "-o", str(out)], lambda: time.monotonic() - started > 2.5)
     assert done.returncode == 130 and done.stderr.decode() == "interrupted\n"
     assert list(tmp_path.iterdir()) == [big]  # no output, no temporary file left
+
+
+def processes_naming(text: str) -> list[int]:
+    """The processes whose command line holds ``text`` (a tag run's forked workers and reader have
+    their parent's)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and text.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:  # it ended meanwhile
+            pass
+    return found
+
+
+def catches(pid: int, sig: int) -> bool:
+    """Whether process ``pid`` has a handler for ``sig`` (easyfirst's code has begun: its first act is
+    to catch SIGINT and SIGTERM, before the interpreter's start nothing can)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(mask, 16) >> (sig - 1) & 1)
+
+
+# (from when, seconds after, signal, all cores): from easyfirst's start (the imports, the read-ahead's
+# fork, loading the model, the pool's fork) and from the first write of the output (its windows; the
+# pool's processes tagging, answering, being ended), each at a different moment of the run
+MOMENTS = [
+    ("start", 0.0, signal.SIGINT, True),
+    ("start", 0.05, signal.SIGINT, True),
+    ("start", 0.15, signal.SIGTERM, True),
+    ("start", 0.3, signal.SIGINT, True),
+    ("start", 0.5, signal.SIGINT, False),
+    ("start", 0.7, signal.SIGTERM, True),
+    ("start", 0.9, signal.SIGINT, True),
+    ("writing", 0.0, signal.SIGINT, True),
+    ("writing", 0.0, signal.SIGTERM, False),
+    ("writing", 0.2, signal.SIGTERM, True),
+    ("writing", 0.5, signal.SIGINT, True),
+    ("writing", 1.0, signal.SIGINT, False),
+    ("writing", 2.0, signal.SIGINT, True),
+]
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_an_interrupt_at_any_moment_of_a_tag_run_is_no_success_and_leaves_nothing(tmp_path):
+    """SIGINT or SIGTERM at many moments of a run on 200,000 words, on one core and on all: exit 130
+    or 143, "interrupted" alone on stderr (no traceback), no output or temporary file, no process
+    left (the forked reader and workers ended and collected)."""
+    big = tmp_path / "big.conllu"
+    big.write_bytes(SAMPLE.read_bytes() * 1000)
+    for number, (when, seconds, sig, every_core) in enumerate(MOMENTS):
+        out = tmp_path / f"out{number}"
+        out.mkdir()
+        one_core = None if every_core else (lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
+        process = subprocess.Popen(
+            command("tag", str(big), "-o", str(out / "big.conllu")),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=one_core,
+        )
+        while not catches(process.pid, signal.SIGTERM) and process.poll() is None:
+            time.sleep(0.005)  # the interpreter's own start, before easyfirst's code runs
+        while when == "writing" and not any(out.iterdir()) and process.poll() is None:
+            time.sleep(0.005)  # the temporary output file appears once the model is loaded
+        time.sleep(seconds)
+        assert process.poll() is None, "the run ended before it could be interrupted"
+        process.send_signal(sig)
+        _, err = process.communicate(timeout=120)
+        moment = f"{sig.name} {seconds} s after {when}, {'every core' if every_core else 'one core'}"
+        assert (process.returncode, err.decode()) == (128 + sig, "interrupted\n"), moment
+        assert list(out.iterdir()) == [], moment
+        assert processes_naming(str(out)) == [], moment

@@ -19,6 +19,7 @@ from typing import Annotated
 import typer
 
 from easyfirst import __version__
+from easyfirst.atomic import INTERRUPTS
 from easyfirst.errors import InputError, WorkerFailed
 
 app = typer.Typer(
@@ -188,46 +189,70 @@ def report(line: str) -> None:
 
 
 def main() -> None:
+    """Run the command line; exit with its status (SystemExit). An interrupt (Ctrl-C, SIGTERM) is
+    reported as "interrupted" with status 130 whatever it broke on its way (a worker's pipe, a C++
+    writer), never as a success; :func:`run` gives SIGTERM's 143."""
     try:
         code = app(prog_name="easyfirst", standalone_mode=False)
-    except ClickException as error:
+    except (KeyboardInterrupt, Exception) as error:  # noqa: BLE001 (re-raised below unless interrupted)
+        code = 130 if isinstance(error, KeyboardInterrupt) or INTERRUPTS.received else refused(error)
+    if code == 130 or INTERRUPTS.received is not None:  # Typer's answer to Ctrl-C is 130
+        report("interrupted")
+        code = 130
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def refused(error: Exception) -> int:
+    """A command line or input that was refused, reported in one line; its exit status. Any other
+    error is raised again (a bug: its traceback)."""
+    if isinstance(error, ClickException):
         if type(error).__name__ == "NoArgsIsHelpError":  # `easyfirst` alone: the help
             error.show()
         else:
             report(usage_line(error))
-        sys.exit(error.exit_code)
-    except InputError as error:
+        return error.exit_code
+    if isinstance(error, InputError):
         from easyfirst.data.datasets import unset_hint
 
         report(str(error) + unset_hint(error.path))
-        sys.exit(2)
-    except WorkerFailed as error:  # not the user's mistake, but nothing a traceback would explain
+        return 2
+    if isinstance(error, WorkerFailed):  # not the user's mistake, but nothing a traceback would explain
         report(f"{error}: killed, or out of memory?")
-        sys.exit(1)
-    except KeyboardInterrupt:  # Ctrl-C before a command runs
-        code = 130
-    if code == 130:  # Typer's answer to Ctrl-C in a command (KeyboardInterrupt)
-        report("interrupted")
-    sys.exit(code if isinstance(code, int) else 0)
+        return 1
+    raise error
 
 
 def run() -> None:
-    """The ``easyfirst`` command (and ``python -m easyfirst``): :func:`main`, then an exit that skips
-    the interpreter's teardown of its modules, which after importing torch takes about 0.3 s of every
-    command (the start of ``easyfirst tag`` on one sentence: 1.4 s with it, 1.1 s without, on the
-    2-core machine of docs/cores.md). What Python's own exit would still do is done first, in its
-    order: threads that are not daemons joined, the ``atexit`` functions run (worker processes ended,
-    logging flushed), stdout and stderr flushed; every file the commands write is closed before they
-    return. Under a profiler or tracer (``python -m cProfile -m easyfirst``), which writes what it found
-    at the exit, Python's own exit. :func:`main` alone, for callers in the same process, keeps raising
-    SystemExit."""
+    """The ``easyfirst`` command (and ``python -m easyfirst``): :func:`main` with SIGINT and SIGTERM
+    caught (easyfirst.atomic.Interrupts: exit status 130 or 143 and "interrupted" for either, at any
+    moment), then an exit that skips the interpreter's teardown of its modules, which after importing
+    torch takes about 0.3 s of every command (the start of ``easyfirst tag`` on one sentence: 1.4 s
+    with it, 1.1 s without, on the 2-core machine of docs/cores.md). What Python's own exit would still
+    do is done first, in its order, with interrupts held (a second Ctrl-C does not cut it): threads that
+    are not daemons joined, the ``atexit`` functions run (worker processes ended, logging flushed),
+    stdout and stderr flushed; every file the commands write is closed before they return. Under a
+    profiler or tracer (``python -m cProfile -m easyfirst``), which writes what it found at the exit,
+    Python's own exit. :func:`main` alone, for callers in the same process, keeps raising SystemExit."""
+    if INTERRUPTS.previous is None:  # easyfirst.__main__ installs them before importing the CLI
+        INTERRUPTS.install()
     try:
-        main()
-        code = 0
+        try:
+            INTERRUPTS.raising = True
+            INTERRUPTS.check()  # one received while the CLI was imported
+            main()
+            code = 0
+        finally:
+            INTERRUPTS.raising = False
     except SystemExit as done:
         code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
         if not isinstance(done.code, int | None):
             print(done.code, file=sys.stderr)
+    except KeyboardInterrupt:  # before the command began or after it ended
+        code = None
+    if INTERRUPTS.received is not None:
+        if code != 130:  # not said by main (or by train, which says how to resume)
+            report("interrupted")
+        code = 128 + INTERRUPTS.received
     if sys.getprofile() is not None or sys.gettrace() is not None:  # a profiler writes at the exit
         sys.exit(code)
     for thread in threading.enumerate():

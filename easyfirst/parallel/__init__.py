@@ -3,5 +3,5 @@ use and how many processes a call gets (``cores``, free of torch), and forked wo
 model at the fork and run one function per message (``workers``; Hogwild's workers in
 ``easyfirst.training.hogwild`` and the tagging pool in ``easyfirst.tagging.pool`` are both built on it).
 
-May import: ``errors`` only.
+May import: ``atomic`` (signals held over forks and ends) and ``errors``.
 """

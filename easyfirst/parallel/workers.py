@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
-import signal
 import time
 import traceback
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from typing import Any
 
 import torch
 
+from easyfirst.atomic import child_signals, signals_deferred
 from easyfirst.errors import WorkerFailed
 
 
@@ -38,13 +38,18 @@ class Workers:
             self.stop = torch.zeros(1, dtype=torch.int32).share_memory_()
         context = multiprocessing.get_context("fork")  # the workers inherit the model, the data, the run
         self.pipes, self.processes = [], []
-        for rank in range(1, count):
-            here, there = context.Pipe()
-            process = context.Process(target=_serve, args=(self, rank, there, work), daemon=True)
-            process.start()
-            there.close()
-            self.pipes.append(here)
-            self.processes.append(process)
+        try:
+            with signals_deferred():  # an interrupt comes once every forked worker is known, to be ended
+                for rank in range(1, count):
+                    here, there = context.Pipe()
+                    process = context.Process(target=_serve, args=(self, rank, there, work), daemon=True)
+                    process.start()
+                    there.close()
+                    self.pipes.append(here)
+                    self.processes.append(process)
+        except BaseException:
+            self.close()
+            raise
 
     def start(self, messages: list[Any]) -> None:
         """Give worker k (1 … count − 1) ``messages[k]`` to work on (``messages[0]`` is this process's)."""
@@ -81,7 +86,12 @@ class Workers:
         return f"worker {rank} exited (code {process.exitcode})"
 
     def close(self) -> None:
-        """End the workers (after :meth:`wait`, or on an error or Ctrl-C: after the step each is in)."""
+        """End the workers (after :meth:`wait`, or on an error or Ctrl-C: after the step each is in),
+        whole: an interrupt meanwhile comes after."""
+        with signals_deferred():
+            self._close()
+
+    def _close(self) -> None:
         self.stop.fill_(1)
         for pipe in self.pipes:
             try:
@@ -110,7 +120,7 @@ def _drain(pipe, seconds: float = 5.0) -> None:
 def _serve(workers: Workers, rank: int, pipe, work: Callable[[Workers, int, Any], Any]) -> None:
     """A worker's life: one thread for torch, Ctrl-C left to the main process (which ends the workers),
     then ``work`` for every message until None."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    child_signals()
     torch.set_num_threads(1)
     while (message := pickle.loads(pipe.recv_bytes())) is not None:
         try:

@@ -161,9 +161,13 @@ class TaggingPool:
                 return [tag_job(model, vocabs, job, device, asked) for job in jobs]
 
         self.workers = Workers(count, work)
-        if follow is not None:
-            for _ in range(self.AHEAD):
-                self.workers.start([NEXT_WINDOW] * count)
+        try:
+            if follow is not None:
+                for _ in range(self.AHEAD):
+                    self.workers.start([NEXT_WINDOW] * count)
+        except BaseException:  # an interrupt: no one else holds the workers yet
+            self.close()
+            raise
 
     def check_call(self, batch_size: int, max_tokens: int | None, extras) -> None:
         """A following pool's calls are the windows it follows, with the options it was given."""

@@ -22,9 +22,12 @@ import pickle
 import queue
 import signal
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
+
+from easyfirst.atomic import child_signals, signals_deferred
 
 AHEAD = 16  # items kept in the child before it waits for the parent (a window of 4,096 sentences each)
 
@@ -44,15 +47,17 @@ class ReadAhead:
         copy: Callable[[Any], Any] | None = None,
     ):
         pipes = [os.pipe() for _ in range(1 + copies)]
-        self.pid = os.fork()
-        if self.pid == 0:  # the child: never returns
-            for here, _ in pipes:
-                os.close(here)
-            _child(produce, [Connection(there, readable=False) for _, there in pipes], copy)
-        for _, there in pipes:
-            os.close(there)
-        self.pipe: Connection | None = Connection(pipes[0][0], writable=False)
-        self.copies = [Connection(here, writable=False) for here, _ in pipes[1:]]
+        with signals_deferred():  # an interrupt comes once the child is known, to be ended at the exit
+            self.pid = os.fork()
+            if self.pid == 0:  # the child: never returns
+                for here, _ in pipes:
+                    os.close(here)
+                _child(produce, [Connection(there, readable=False) for _, there in pipes], copy)
+            self._end = weakref.finalize(self, _end_child, self.pid)  # also at the exit, if not closed
+            for _, there in pipes:
+                os.close(there)
+            self.pipe: Connection | None = Connection(pipes[0][0], writable=False)
+            self.copies = [Connection(here, writable=False) for here, _ in pipes[1:]]
 
     def __iter__(self) -> Iterator[Any]:
         if self.pipe is None:
@@ -72,17 +77,27 @@ class ReadAhead:
         self.copies = []
 
     def close(self) -> None:
-        """End the child (if it is still reading) and collect it."""
-        self.release_copies()
-        if self.pipe is None:
-            return
-        self.pipe.close()  # a child still sending gets a broken pipe and ends
-        self.pipe = None
-        try:
-            os.kill(self.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        os.waitpid(self.pid, 0)
+        """End the child (if it is still reading) and collect it, whole: an interrupt meanwhile comes
+        after."""
+        with signals_deferred():
+            self.release_copies()
+            if self.pipe is None:
+                return
+            self.pipe.close()  # a child still sending gets a broken pipe and ends
+            self.pipe = None
+            self._end()
+
+
+def _end_child(pid: int) -> None:
+    """End the reading process ``pid`` and collect it."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:  # collected already
+        pass
 
 
 def receive(pipe: Connection) -> Iterator[Any]:
@@ -104,8 +119,7 @@ def receive(pipe: Connection) -> Iterator[Any]:
 def _child(produce: Callable[[], Iterable[Any]], pipes: list[Connection], copy) -> None:
     """Run ``produce`` and send what it makes (then ``end``, or the exception it raised) through the
     first pipe, and ``copy`` of it through the others; exit."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's, which closes the pipe
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    child_signals()  # Ctrl-C is the parent's, which closes the pipe
     made: list[queue.Queue[bytes | None]] = [queue.Queue(AHEAD) for _ in pipes]
 
     def send(pipe: Connection, messages: queue.Queue[bytes | None], main: bool) -> None:
