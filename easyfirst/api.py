@@ -66,6 +66,13 @@ class Tagger:
         weakref.finalize(self, self._pool.close)
         return True
 
+    def close(self) -> None:
+        """End the processes that tag large calls, if any were forked (a later large call forks them
+        again): after the windows they followed (``easyfirst tag`` on many files, one after another)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
     @classmethod
     def load(cls, path: str | Path | None = None, device: str | torch.device = "cpu") -> Tagger:
         """Load a model folder written by ``easyfirst train``, or a bundled model by its name (``"en-upos"``,

@@ -224,3 +224,76 @@ def test_the_command_skips_the_teardown_but_not_atexit_nor_its_status(args, stat
     )
     assert done.returncode == status, done.stderr
     assert done.stdout.endswith("atexit ran\n")
+
+
+@pytest.fixture
+def three_inputs(tmp_path) -> list[Path]:
+    """Three inputs from different folders: the sample, 40 of it (enough words for the read-ahead and
+    the pool of processes) and plain text."""
+    folders = [tmp_path / name for name in ("x", "y", "z")]
+    for folder in folders:
+        folder.mkdir()
+    inputs = [folders[0] / "a.conllu", folders[1] / "b.conllu", folders[2] / "c.txt"]
+    inputs[0].write_bytes(SAMPLE.read_bytes())
+    inputs[1].write_bytes(SAMPLE.read_bytes() * 40)
+    inputs[2].write_text("She reads a book. The dog barks at the mailman.\n\nA second paragraph.\n")
+    return inputs
+
+
+def test_many_inputs_are_written_as_each_alone_and_a_rerun_redoes_none(three_inputs, tmp_path):
+    out = tmp_path / "out"
+    result = run("tag", *three_inputs, "-o", out)
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stderr == b""  # no progress bar off a terminal
+    for path in three_inputs:
+        alone = run("tag", path)
+        assert alone.returncode == 0, alone.stderr.decode()
+        assert (out / path.name).read_bytes() == alone.stdout, path.name
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in three_inputs)  # no temporary files
+
+    written = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    again = run("tag", *three_inputs, "-o", out)
+    assert again.returncode == 0, again.stderr.decode()
+    assert again.stderr.decode() == f"skipped 3 of 3 inputs: their output is in {out} already\n"
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == written
+
+
+def test_a_bad_input_among_many_is_named_and_the_others_are_written(three_inputs, tmp_path):
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("# text = a b\n1\ta\ta\tX\t_\t_\t0\troot\t_\t_\n2\tb\tb\tX\t_\n\n", encoding="utf-8")
+    out = tmp_path / "out"
+    result = run("tag", three_inputs[0], bad, tmp_path / "missing.conllu", three_inputs[2], "-o", out)
+    assert result.returncode == 2
+    assert result.stderr.decode().splitlines() == [
+        f"{bad}:3: expected 10 tab-separated columns, found 5",
+        f"{tmp_path / 'missing.conllu'}: no such file",
+        f"2 of 4 inputs failed (above); 2 tagged into {out}",
+    ]
+    assert sorted(p.name for p in out.iterdir()) == ["a.conllu", "c.txt"]
+    # the rerun tags the one that was mended, and only it
+    bad.write_bytes(SAMPLE.read_bytes())
+    again = run("tag", three_inputs[0], bad, three_inputs[2], "-o", out)
+    assert again.returncode == 0, again.stderr.decode()
+    assert again.stderr.decode() == f"skipped 2 of 3 inputs: their output is in {out} already\n"
+    assert (out / "bad.conllu").read_bytes() == (out / "a.conllu").read_bytes()
+
+
+def test_a_folder_is_its_files_and_a_name_clash_is_refused_before_tagging(three_inputs, tmp_path):
+    out = tmp_path / "out"
+    (three_inputs[0].parent / ".hidden").write_text("not an input")
+    result = run("tag", three_inputs[0].parent, three_inputs[1], "-o", out)
+    assert result.returncode == 0, result.stderr.decode()
+    assert sorted(p.name for p in out.iterdir()) == ["a.conllu", "b.conllu"]
+
+    twin = three_inputs[1].parent / "a.conllu"
+    twin.write_bytes(SAMPLE.read_bytes())
+    clash = run("tag", three_inputs[0], twin, "-o", tmp_path / "other")
+    assert clash.returncode == 2
+    assert clash.stderr.decode() == (
+        f"{three_inputs[0]} and {twin} would both be written to {tmp_path / 'other' / 'a.conllu'}: "
+        "rename one, or tag them into different folders\n"
+    )
+    assert not (tmp_path / "other").exists()
+    assert (
+        run("tag", *three_inputs).stderr.decode() == "several inputs are written into a folder: give -o DIR\n"
+    )

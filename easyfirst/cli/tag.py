@@ -7,31 +7,50 @@ The options that only one task reads (--replace, --scheme, --encoding for column
 from __future__ import annotations
 
 import inspect
+import os
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from easyfirst.cli import app
-from easyfirst.cli.common import BatchOption, DeviceOption, ModelOption, check_device, given_path, load_tagger
+from easyfirst.cli.common import (
+    BatchOption,
+    DeviceOption,
+    ModelOption,
+    check_device,
+    err,
+    given_path,
+    load_tagger,
+)
 from easyfirst.cli.options import LAZY_CHOICES, tag_option_parameters
 from easyfirst.errors import InputError
+from easyfirst.tagging.corpus import Corpus, plan, several
 from easyfirst.tagging.pipeline import Source, check_output, write_output
 from easyfirst.tasks import TASKS
 
 
 def tag(
     input: Annotated[
-        str | None,
+        list[str] | None,
         typer.Argument(
             help="File to tag in the format of the model's task ("
             + "; ".join(f"{t.name}: {t.input_kind}" for t in TASKS.values())
-            + "), or plain text (see --format), or - for stdin."
+            + "), or plain text (see --format), or - for stdin. Several files or folders (each "
+            "standing for the files in it): each is written to -o DIR under its own name."
         ),
     ] = None,
     model: ModelOption = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", parser=given_path, help="Output file (default: stdout).")
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            parser=given_path,
+            help="Output file (default: stdout); with several inputs or a folder, the folder to write "
+            "them into (made if missing; inputs whose output is there already are skipped).",
+        ),
     ] = None,
     text: Annotated[
         str | None,
@@ -80,7 +99,14 @@ def tag(
     Plain text (pos and ner models): split into sentences and tokenized with segtok, written as CoNLL-U
     with "# sent_id", "# text" and SpaceAfter=No, the tags in the UPOS (or XPOS) column, or as NER=tag
     in MISC for ner models.
+
+    Many inputs (FILE... or folders, -o DIR): one model, each input written to DIR/its name as if alone;
+    those done already are skipped, a bad one reported and the others tagged (exit status 2).
     """
+    if several(input or [], output):
+        corpus = plan_corpus(input, output, text, format, pretokenized, batch_size)
+        return tag_corpus(corpus, model, device, task_options, format, probabilities, batch_size)
+    input = input[0] if input else None
     check_arguments(input, text, format, pretokenized, batch_size, output)
     source = Source.find(
         input, text, task_options, pretokenized=pretokenized, format=format, probabilities=probabilities
@@ -94,6 +120,143 @@ def tag(
         write_output(output, write)
     finally:
         source.close()
+
+
+def plan_corpus(inputs: list[str], output: Path | None, text, format, pretokenized, batch_size) -> Corpus:
+    """Many inputs' outputs in the -o folder (easyfirst.tagging.corpus), found before the model is loaded."""
+    check_arguments(None, text, format, pretokenized, batch_size, None)
+    if text is not None:
+        raise InputError("give either input files or --text, not both")
+    if output is None:
+        raise InputError("several inputs are written into a folder: give -o DIR")
+    return plan(inputs, output)
+
+
+def tag_corpus(corpus: Corpus, model, device: str, task_options, format, probabilities, batch_size) -> None:
+    """Tag each input of ``corpus`` into its output with one model, loaded once (after the first
+    input's read-ahead has started); a bad input is reported and the others go on. Raises typer.Exit(2)
+    after a one-line summary if any failed."""
+    if corpus.skipped:
+        err.print(
+            f"skipped {corpus.skipped} of {corpus.total} inputs: their output is in {corpus.folder} already"
+        )
+    corpus.folder.mkdir(exist_ok=True)
+    tagger, failed = None, []
+    with Progress.for_files(corpus) as progress:
+        for given, output in corpus.todo:
+            progress.start(given)
+            try:
+                source = Source.find(given, None, task_options, format=format, probabilities=probabilities)
+            except InputError as error:
+                failed.append(progress.failed(error))
+                continue
+            try:
+                if device == "cpu":  # the first before torch is imported, as for one input
+                    source.read_ahead(model, batch_size)
+                if tagger is None:
+                    check_device(device)
+                    tagger = load_tagger(model, device)
+                try:
+                    write = source.writer(
+                        tagger,
+                        task_options,
+                        batch_size=batch_size,
+                        output=output,
+                        model=model,
+                        counted=progress.words,
+                    )
+                    write_output(output, write)
+                except InputError as error:
+                    failed.append(progress.failed(error))
+                    continue
+            finally:
+                source.close()
+                if tagger is not None:
+                    tagger.close()  # its processes followed this input's read-ahead
+            progress.done(given)
+    if failed:
+        done = len(corpus.todo) - len(failed)
+        err.print(
+            f"{len(failed)} of {corpus.total} inputs failed (above); {done} tagged into {corpus.folder}"
+            + (f", {corpus.skipped} there already" if corpus.skipped else ""),
+        )
+        raise typer.Exit(2)
+
+
+class Progress:
+    """A progress bar on stderr while many inputs are tagged: inputs done, words tagged, words per
+    second and the time left (from the bytes of the inputs left); nothing off a terminal. A failed
+    input's line is printed above it (and off a terminal too)."""
+
+    WORD_BYTES = 40  # bytes per word (a CoNLL-U word line, roughly) until a finished input tells
+
+    def __init__(self, sizes: list[int]):
+        self.sizes, self.total = sizes, sum(sizes)
+        self.files = self.words_done = self.file_words = self.bytes_done = self.words_before = 0
+        self.bar = None
+        if err.is_terminal:
+            from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
+            from rich.progress import Progress as Bar
+
+            self.bar = Bar(
+                TextColumn("{task.fields[files]}"),
+                BarColumn(),
+                TextColumn("{task.fields[words]} words, {task.fields[rate]} words/s"),
+                TimeRemainingColumn(),
+                console=err,
+            )
+
+    @classmethod
+    def for_files(cls, corpus: Corpus) -> Progress:
+        return cls([os.path.getsize(given) if os.path.isfile(given) else 0 for given, _ in corpus.todo])
+
+    def __enter__(self) -> Progress:
+        if self.bar is not None:
+            self.bar.start()
+            self.task = self.bar.add_task("", total=max(self.total, 1), files="", words=0, rate=0)
+            self._show()
+        self.started = time.monotonic()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def start(self, given: str) -> None:
+        self.file_words = 0
+
+    def words(self, count: int) -> None:
+        """``count`` more words of the current input tagged."""
+        self.file_words += count
+        self._show()
+
+    def done(self, given: str | None = None) -> None:
+        """The current input is finished (written, or failed)."""
+        self.bytes_done += self.sizes[self.files]
+        self.words_before += self.file_words
+        self.files, self.file_words = self.files + 1, 0
+        self._show()
+
+    def failed(self, error: InputError) -> str:
+        """Report the current input's error in its line; the input as named there."""
+        err.print(str(error), markup=False, highlight=False, soft_wrap=True)
+        self.done()
+        return error.path or ""
+
+    def _show(self) -> None:
+        if self.bar is None:
+            return
+        per_word = self.bytes_done / self.words_before if self.words_before else self.WORD_BYTES
+        size = self.sizes[self.files] if self.files < len(self.sizes) else 0
+        words = self.words_before + self.file_words
+        rate = words / max(time.monotonic() - self.started, 1e-9) if words else 0
+        self.bar.update(
+            self.task,
+            completed=self.bytes_done + min(size, self.file_words * per_word),
+            files=f"{self.files}/{len(self.sizes)} files",
+            words=f"{words:,}",
+            rate=f"{rate:,.0f}",
+        )
 
 
 FORMATS = ("auto", "text", "model")

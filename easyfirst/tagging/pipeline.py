@@ -200,6 +200,17 @@ def looks_like_text(stream: BinaryIO, input: str | None) -> bool:
     return looks.kind == detect.TEXT
 
 
+def counting(predict: Callable, counted: Callable[[int], Any]) -> Callable:
+    """``predict`` that also tells ``counted`` the words of the sentences it tagged."""
+
+    def counted_predict(sentences, *args, **kwargs):
+        tags = predict(sentences, *args, **kwargs)
+        counted(sum(len(words) for words in sentences))
+        return tags
+
+    return counted_predict
+
+
 SHORTEST_WORD_LINE = len("1\t_\t_\t_\t_\t_\t_\t_\t_\t_\n")  # bytes of a CoNLL-U word line, at least
 
 
@@ -316,10 +327,11 @@ class Source:
         batch_size: int,
         output: Path | None,
         model: Path | None = None,
+        counted: Callable[[int], Any] | None = None,
     ) -> Callable[[BinaryIO], Any]:
         """``write(out)`` writing this input tagged by ``tagger`` (loaded from ``model``, named in
         messages); the errors of a model that cannot tag this input are raised here, before anything
-        is written."""
+        is written. ``counted(words)``: told the words of each window tagged (a progress bar)."""
         from easyfirst.data.text import read_text, tag_text
         from easyfirst.tasks import get_task
 
@@ -350,6 +362,8 @@ class Source:
             rows = word_rows(words, tagger.tag(words, batch_size=batch_size))
             return lambda out: out.write(rows)
         predict = functools.partial(tagger.tag, batch_size=batch_size)
+        if counted is not None:
+            predict = counting(predict, counted)
         if self.plain:
             return lambda out: tag_text(stream, out, predict, column, name=name)
         source = self.claimed[1] if self.claimed is not None else stream
