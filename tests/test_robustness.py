@@ -255,23 +255,23 @@ def catches(pid: int, sig: int) -> bool:
     return bool(int(mask, 16) >> (sig - 1) & 1)
 
 
-# (from when, seconds after, signal, all cores): from easyfirst's start (the imports, the read-ahead's
+# (from when, seconds after, signal, all cores or "many" inputs): from easyfirst's start (the imports, the read-ahead's
 # fork, loading the model, the pool's fork) and from the first write of the output (its windows; the
 # pool's processes tagging, answering, being ended), each at a different moment of the run
 MOMENTS = [
     ("start", 0.0, signal.SIGINT, True),
-    ("start", 0.05, signal.SIGINT, True),
     ("start", 0.15, signal.SIGTERM, True),
     ("start", 0.3, signal.SIGINT, True),
     ("start", 0.5, signal.SIGINT, False),
     ("start", 0.7, signal.SIGTERM, True),
-    ("start", 0.9, signal.SIGINT, True),
     ("writing", 0.0, signal.SIGINT, True),
     ("writing", 0.0, signal.SIGTERM, False),
     ("writing", 0.2, signal.SIGTERM, True),
     ("writing", 0.5, signal.SIGINT, True),
     ("writing", 1.0, signal.SIGINT, False),
-    ("writing", 2.0, signal.SIGINT, True),
+    ("start", 0.4, signal.SIGINT, "many"),  # two inputs into a folder
+    ("writing", 0.3, signal.SIGTERM, "many"),
+    ("writing", 1.0, signal.SIGINT, "many"),
 ]
 
 
@@ -282,12 +282,15 @@ def test_an_interrupt_at_any_moment_of_a_tag_run_is_no_success_and_leaves_nothin
     left (the forked reader and workers ended and collected)."""
     big = tmp_path / "big.conllu"
     big.write_bytes(SAMPLE.read_bytes() * 1000)
+    twin = tmp_path / "twin.conllu"
+    twin.write_bytes(big.read_bytes())
     for number, (when, seconds, sig, every_core) in enumerate(MOMENTS):
         out = tmp_path / f"out{number}"
         out.mkdir()
         one_core = None if every_core else (lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
+        inputs = [str(big), str(twin)] if every_core == "many" else [str(big)]
         process = subprocess.Popen(
-            command("tag", str(big), "-o", str(out / "big.conllu")),
+            command("tag", *inputs, "-o", str(out if every_core == "many" else out / "big.conllu")),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             preexec_fn=one_core,
@@ -300,7 +303,8 @@ def test_an_interrupt_at_any_moment_of_a_tag_run_is_no_success_and_leaves_nothin
         assert process.poll() is None, "the run ended before it could be interrupted"
         process.send_signal(sig)
         _, err = process.communicate(timeout=120)
-        moment = f"{sig.name} {seconds} s after {when}, {'every core' if every_core else 'one core'}"
+        cores = {True: "every core", False: "one core", "many": "two inputs"}[every_core]
+        moment = f"{sig.name} {seconds} s after {when}, {cores}"
         assert (process.returncode, err.decode()) == (128 + sig, "interrupted\n"), moment
         assert list(out.iterdir()) == [], moment
         assert processes_naming(str(out)) == [], moment
