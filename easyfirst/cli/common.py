@@ -65,7 +65,8 @@ def check_option(flag: str, value, rule) -> None:
 
 
 def load_tagger(model: Path | None, device: str = "cpu"):
-    from easyfirst.api import Tagger
+    """The tagger of ``model`` (None: the bundled one) on ``device``; a missing folder is reported
+    before torch is imported (for the device's check and the model)."""
 
     folder = model_folder(model)
     if model is not None and str(model) in BUNDLED and not (folder / MODEL_FILE).is_file():
@@ -74,6 +75,9 @@ def load_tagger(model: Path | None, device: str = "cpu"):
         raise InputError("model folder not found", model)
     if model is None and not (folder / MODEL_FILE).is_file():
         raise InputError("the bundled default model is missing from this installation; pass --model RUN_DIR")
+    check_device(device)
+    from easyfirst.api import Tagger
+
     return Tagger.load(folder, device)
 
 

@@ -13,7 +13,6 @@ from easyfirst.cli.common import (
     BatchOption,
     DeviceOption,
     ModelOption,
-    check_device,
     check_input,
     check_option,
     console,
@@ -55,7 +54,6 @@ def evaluate(
     check_option("--batch-size", batch_size, at_least(1))
     check_option("--encoding", encoding, known_encoding())
     check_input(gold, "no such file (nor a QE prefix: PREFIX.mt is missing too)")
-    check_device(device)
     tagger = load_tagger(model, device)
     task, data = task_of(tagger)
     if encoding is not None:

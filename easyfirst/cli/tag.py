@@ -19,7 +19,6 @@ from easyfirst.cli.common import (
     BatchOption,
     DeviceOption,
     ModelOption,
-    check_device,
     err,
     given_path,
     load_tagger,
@@ -112,9 +111,8 @@ def tag(
         input, text, task_options, pretokenized=pretokenized, format=format, probabilities=probabilities
     )
     try:
-        if device == "cpu":  # before torch is imported (by check_device): a second core reads ahead
+        if device == "cpu":  # before torch is imported (by load_tagger): a second core reads ahead
             source.read_ahead(model, batch_size)
-        check_device(device)
         tagger = load_tagger(model, device)
         write = source.writer(tagger, task_options, batch_size=batch_size, output=output, model=model)
         write_output(output, write)
@@ -154,7 +152,6 @@ def tag_corpus(corpus: Corpus, model, device: str, task_options, format, probabi
                 if device == "cpu":  # the first before torch is imported, as for one input
                     source.read_ahead(model, batch_size)
                 if tagger is None:
-                    check_device(device)
                     tagger = load_tagger(model, device)
                 try:
                     write = source.writer(
