@@ -3,7 +3,8 @@
 Each round runs every command once in each checkout, alternating (so that a busy machine's load falls
 on both alike), as whole processes (``python -m easyfirst ...`` with the checkout as the working
 folder, so that its package is the one imported); the table gives the median wall time per command and
-checkout, and ``import torch`` alone as the floor that no change to easyfirst moves.
+checkout (and the CPU time, user + system, which a busy machine's load inflates less), and
+``import torch`` alone as the floor that no change to easyfirst moves.
 
     git worktree add --detach /tmp/base main
     python benchmarks/startup.py --base /tmp/base --rounds 10 --json benchmarks/results/startup-cpu-2core.json
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,13 +32,16 @@ COMMANDS = {
 }
 
 
-def seconds(args: list[str], cwd: Path) -> float:
+def seconds(args: list[str], cwd: Path) -> tuple[float, float]:
+    """The wall time and the CPU time (user + system, the process and its children) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True)
     took = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(args)} in {cwd} failed: {done.stderr.decode()[-500:]}")
-    return took
+    return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
@@ -47,14 +52,18 @@ def main() -> None:
     args = parser.parse_args()
     checkouts = {"base": args.base.resolve(), "this": ROOT}
     times = {name: {c: [] for c in checkouts} for name in COMMANDS}
+    cpu = {name: {c: [] for c in checkouts} for name in COMMANDS}
     for _ in range(args.rounds):
         for name, command in COMMANDS.items():
             for checkout, folder in checkouts.items():
-                times[name][checkout].append(seconds(command, folder))
-    print(f"medians of {args.rounds} alternating runs, seconds")
-    print(f"{'command':<14} {'base':>7} {'this':>7}")
+                wall, used = seconds(command, folder)
+                times[name][checkout].append(wall)
+                cpu[name][checkout].append(used)
+    print(f"medians of {args.rounds} alternating runs, seconds: wall (CPU, user + system)")
+    print(f"{'command':<14} {'base':>15} {'this':>15}")
     for name, by in times.items():
-        print(f"{name:<14} {statistics.median(by['base']):>7.3f} {statistics.median(by['this']):>7.3f}")
+        cells = [f"{statistics.median(by[c]):.3f} ({statistics.median(cpu[name][c]):.3f})" for c in checkouts]
+        print(f"{name:<14} {cells[0]:>15} {cells[1]:>15}")
     if args.json:
         commits = {
             c: subprocess.run(
@@ -67,8 +76,10 @@ def main() -> None:
             "python": platform.python_version(),
             "rounds": args.rounds,
             "commits": commits,
-            "seconds": times,
-            "medians": {n: {c: statistics.median(v) for c, v in by.items()} for n, by in times.items()},
+            "wall_seconds": times,
+            "cpu_seconds": cpu,
+            "wall_medians": {n: {c: statistics.median(v) for c, v in by.items()} for n, by in times.items()},
+            "cpu_medians": {n: {c: statistics.median(v) for c, v in by.items()} for n, by in cpu.items()},
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2) + "\n")

@@ -17,6 +17,7 @@ from easyfirst.config import Config
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
 from easyfirst.model.tagger import EasyFirstTagger
+from easyfirst.parallel.workers import one_thread
 from easyfirst.resources import CONFIG_FILE, MODEL_FILE, VOCAB_FILE
 
 
@@ -39,16 +40,13 @@ def save_model(
 def load_model(
     folder: str | Path, device: str | torch.device = "cpu"
 ) -> tuple[EasyFirstTagger, Config, Vocabularies]:
-    """Load a model folder for inference (float32, eval mode), on one torch thread: building the model
-    and copying 2 M weights into it are small operations, which a second thread slowed down (the
-    bundled model: 257 ms with two threads and a float32 copy of the state first, 79 ms with one thread
-    and none, medians of 8 alternating loads on the busy 2-core machine of docs/tagging.md)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    """Load a model folder for inference (float32, eval mode), on one torch thread (easyfirst.parallel.
+    workers.one_thread): building the model and copying its 2 M weights into it are small operations
+    (the bundled model: 257 ms with two threads and a float32 copy of the state made first, 79 ms with
+    one thread and the copy converting, medians of 8 alternating loads on the busy 2-core machine of
+    docs/tagging.md)."""
+    with one_thread():
         return _load_model(Path(folder), device)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _load_model(folder: Path, device) -> tuple[EasyFirstTagger, Config, Vocabularies]:

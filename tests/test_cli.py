@@ -226,6 +226,38 @@ def test_the_command_skips_the_teardown_but_not_atexit_nor_its_status(args, stat
     assert done.stdout.endswith("atexit ran\n")
 
 
+NO_MODEL_NEEDED = [
+    (["--help"], 0, ""),
+    (["--version"], 0, ""),
+    (["tag", "--help"], 0, ""),
+    (["tag", "missing.conllu"], 2, "missing.conllu: no such file"),
+    (["tag", "--text", "a b", "--format", "html"], 2, "--format must be"),
+    (["tag", "--text", "a b", "-m", "no-such-run"], 2, "no-such-run: model folder not found"),
+    (["tag", "a.conllu", "b.conllu"], 2, "several inputs are written into a folder: give -o DIR"),
+    (["tag", "--batch-size", "0", "--text", "a b"], 2, "--batch-size must be >= 1"),
+    (["evaluate", "missing.conllu"], 2, "missing.conllu: no such file"),
+]
+
+
+@pytest.mark.parametrize("args, status, said", NO_MODEL_NEEDED)
+def test_help_version_and_errors_that_need_no_model_never_import_torch(args, status, said, tmp_path):
+    """Importing torch is most of a command's start (docs/tagging.md, "Start-up"): what needs no model
+    answers without it."""
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('torch imported:', 'torch' in sys.modules, file=sys.stderr))\n"
+        "sys.argv = ['easyfirst', *sys.argv[1:]]\n"
+        "from easyfirst.__main__ import main\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert done.returncode == status, done.stderr
+    assert said in done.stderr
+    assert done.stderr.endswith("torch imported: False\n"), done.stderr
+
+
 @pytest.fixture
 def three_inputs(tmp_path) -> list[Path]:
     """Three inputs from different folders: the sample, 40 of it (enough words for the read-ahead and

@@ -13,13 +13,27 @@ import multiprocessing
 import pickle
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
 
 from easyfirst.atomic import child_signals, signals_deferred
 from easyfirst.errors import WorkerFailed
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Torch on one thread for the block, as in every worker: the small operations of loading a model
+    and of tagging a small call (a sentence's sketch steps) lose more to waking a second thread than
+    it gains them, and much more on a busy machine (docs/tagging.md, "Start-up")."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 class Workers:

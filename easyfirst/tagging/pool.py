@@ -33,7 +33,7 @@ from easyfirst.data.buckets import Packed, bucket_indices
 from easyfirst.model.qe_heads import decode_heads
 from easyfirst.model.sketch import sentence_steps
 from easyfirst.parallel.cores import pooled, tagging_processes
-from easyfirst.parallel.workers import Workers
+from easyfirst.parallel.workers import Workers, one_thread
 
 NOTHING_ASKED = (False, False, False)  # tags only: no attention, probabilities or QE heads
 NEXT_WINDOW = "next window"  # a following worker's message: take your part of the next window
@@ -194,15 +194,12 @@ class TaggingPool:
     @contextmanager
     def _tagging_here(self):
         """This process tagging its batches on one torch thread (the other cores are the workers')."""
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
         try:
-            yield
+            with one_thread():
+                yield
         except BaseException:
             self.close()  # the workers' answers would be read by the next call
             raise
-        finally:
-            torch.set_num_threads(threads)
 
     def _run_followed(self, batches: list[Job], asked: tuple[bool, bool, bool], outputs: list) -> None:
         """This window's batches into ``outputs``: those this process takes, then the workers' (asked
@@ -278,9 +275,13 @@ def tag_batches(
     asked: tuple[bool, bool, bool],
 ) -> list[dict]:
     """Every batch's :func:`tag_job`: through the pool that ``pool()`` gives for a large call from the
-    main thread (None: no pool), else one by one with ``one``."""
-    if pooled(words, len(batches)) and threading.current_thread() is threading.main_thread():
-        found = pool()
+    main thread (None: no pool), else one by one with ``one``; a small call on one torch thread (the
+    first call of ``easyfirst tag --text`` on two sentences: 63–481 ms with two threads, 13–25 ms
+    with one, five runs each on the busy 2-core machine of docs/tagging.md)."""
+    if pooled(words, len(batches)):
+        found = pool() if threading.current_thread() is threading.main_thread() else None
         if found is not None:
             return found.run(batches, asked)
-    return [one(batch) for batch in batches]
+        return [one(batch) for batch in batches]
+    with one_thread():
+        return [one(batch) for batch in batches]
