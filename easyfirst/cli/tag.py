@@ -102,7 +102,7 @@ def tag(
     Many inputs (FILE... or folders, -o DIR): one model, each input written to DIR/its name as if alone;
     those done already are skipped, a bad one reported and the others tagged (exit status 2).
     """
-    if several(input or [], output):
+    if several(input or []):
         corpus = plan_corpus(input, output, text, format, pretokenized, batch_size)
         return tag_corpus(corpus, model, device, task_options, format, probabilities, batch_size)
     input = input[0] if input else None
@@ -135,18 +135,19 @@ def tag_corpus(corpus: Corpus, model, device: str, task_options, format, probabi
     input's read-ahead has started); a bad input is reported and the others go on. Raises typer.Exit(2)
     after a one-line summary if any failed."""
     if corpus.skipped:
-        err.print(
+        said = (
             f"skipped {corpus.skipped} of {corpus.total} inputs: their output is in {corpus.folder} already"
         )
+        err.print(said, markup=False, highlight=False)
     corpus.folder.mkdir(exist_ok=True)
-    tagger, failed = None, []
+    tagger, failed = None, 0
     with Progress.for_files(corpus) as progress:
         for given, output in corpus.todo:
             progress.start(given)
             try:
                 source = Source.find(given, None, task_options, format=format, probabilities=probabilities)
             except InputError as error:
-                failed.append(progress.failed(error))
+                failed += progress.failed(error)
                 continue
             try:
                 if device == "cpu":  # the first before torch is imported, as for one input
@@ -164,7 +165,7 @@ def tag_corpus(corpus: Corpus, model, device: str, task_options, format, probabi
                     )
                     write_output(output, write)
                 except InputError as error:
-                    failed.append(progress.failed(error))
+                    failed += progress.failed(error)
                     continue
             finally:
                 source.close()
@@ -172,10 +173,12 @@ def tag_corpus(corpus: Corpus, model, device: str, task_options, format, probabi
                     tagger.close()  # its processes followed this input's read-ahead
             progress.done(given)
     if failed:
-        done = len(corpus.todo) - len(failed)
+        done = len(corpus.todo) - failed
+        said = f"{failed} of {corpus.total} inputs failed (above); {done} tagged into {corpus.folder}"
         err.print(
-            f"{len(failed)} of {corpus.total} inputs failed (above); {done} tagged into {corpus.folder}"
-            + (f", {corpus.skipped} there already" if corpus.skipped else ""),
+            said + (f", {corpus.skipped} there already" if corpus.skipped else ""),
+            markup=False,
+            highlight=False,
         )
         raise typer.Exit(2)
 
@@ -189,7 +192,7 @@ class Progress:
 
     def __init__(self, sizes: list[int]):
         self.sizes, self.total = sizes, sum(sizes)
-        self.files = self.words_done = self.file_words = self.bytes_done = self.words_before = 0
+        self.files = self.file_words = self.bytes_done = self.words_before = 0
         self.bar = None
         if err.is_terminal:
             from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
@@ -234,11 +237,11 @@ class Progress:
         self.files, self.file_words = self.files + 1, 0
         self._show()
 
-    def failed(self, error: InputError) -> str:
-        """Report the current input's error in its line; the input as named there."""
+    def failed(self, error: InputError) -> int:
+        """Report the current input's error in its line; 1, the inputs that failed."""
         err.print(str(error), markup=False, highlight=False, soft_wrap=True)
         self.done()
-        return error.path or ""
+        return 1
 
     def _show(self) -> None:
         if self.bar is None:

@@ -35,11 +35,11 @@ class Corpus:
         return len(self.todo) + self.skipped
 
 
-def several(inputs: list[str], output: Path | None) -> bool:
-    """Whether ``easyfirst tag`` was given many inputs (more than one, or a folder) or an existing
-    folder as ``-o``: each input is then written into the folder under its own name."""
-    folders = any(os.path.isdir(given) for given in inputs)
-    return bool(inputs) and (len(inputs) > 1 or folders or (output is not None and output.is_dir()))
+def several(inputs: list[str]) -> bool:
+    """Whether ``easyfirst tag`` was given many inputs (more than one, or a folder): each is then
+    written into the ``-o`` folder under its own name. One file's ``-o`` names its output file, as
+    before (an existing folder there is refused)."""
+    return len(inputs) > 1 or any(os.path.isdir(given) for given in inputs)
 
 
 def input_files(inputs: list[str]) -> list[str]:
