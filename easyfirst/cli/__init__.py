@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import inspect
 import os
+import signal
 import sys
 import threading
 from typing import Annotated
@@ -249,10 +250,10 @@ def run() -> None:
             print(done.code, file=sys.stderr)
     except KeyboardInterrupt:  # before the command began or after it ended
         code = None
-    if INTERRUPTS.received is not None:
+    if INTERRUPTS.received is not None or code is None:
         if code != 130:  # not said by main (or by train, which says how to resume)
             report("interrupted")
-        code = 128 + INTERRUPTS.received
+        code = 128 + (INTERRUPTS.received or signal.SIGINT)
     if sys.getprofile() is not None or sys.gettrace() is not None:  # a profiler writes at the exit
         sys.exit(code)
     for thread in threading.enumerate():
