@@ -329,3 +329,30 @@ def test_a_folder_is_its_files_and_a_name_clash_is_refused_before_tagging(three_
     assert (
         run("tag", *three_inputs).stderr.decode() == "several inputs are written into a folder: give -o DIR\n"
     )
+
+
+def test_the_progress_bar_counts_inputs_and_words_on_a_terminal_only(monkeypatch, tmp_path):
+    import io
+
+    from rich.console import Console
+
+    import easyfirst.cli.tag as tag_verb
+    from easyfirst.tagging.corpus import Corpus
+
+    corpus = Corpus(tmp_path, [(str(SAMPLE), tmp_path / "a"), (str(SAMPLE), tmp_path / "b")])
+    screen = io.StringIO()
+    monkeypatch.setattr(tag_verb, "err", Console(file=screen, force_terminal=True, width=120))
+    with tag_verb.Progress.for_files(corpus) as progress:
+        for _ in corpus.todo:
+            progress.words(1200)
+            progress.words(34)
+            progress.done()
+    shown = screen.getvalue()
+    assert "2/2 files" in shown and "2,468 words" in shown
+
+    log = io.StringIO()
+    monkeypatch.setattr(tag_verb, "err", Console(file=log, force_terminal=False))
+    with tag_verb.Progress.for_files(corpus) as progress:
+        progress.words(1234)
+        progress.done()
+    assert log.getvalue() == ""
