@@ -4,6 +4,7 @@ The expected tags come from other paths: `easyfirst tag --text` (a subprocess) a
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -12,7 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
@@ -20,59 +20,10 @@ import pytest
 import torch
 
 from conftest import QE_GAPS, run_cli
+from serving import Server, free_port
 
 TEXT = "The dog barks at the mailman. She reads a long book about birds, doesn't she?"
 LIMITS = ["--max-words", "40", "--max-sentences", "5", "--max-body", "4000"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """``easyfirst serve ARGS`` on a free port, stopped with SIGTERM."""
-
-    def __init__(self, *args: str):
-        self.port = free_port()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "easyfirst", "serve", "--port", str(self.port), *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if self.get("/health")[0] == 200:
-                    return
-            except OSError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.process.kill()
-                raise AssertionError(f"the server did not start: {self.process.stdout.read().decode()}")
-            time.sleep(0.2)
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def get(self, path: str) -> tuple[int, bytes]:
-        with urllib.request.urlopen(self.url(path), timeout=30) as response:
-            return response.status, response.read()
-
-    def post(self, body: bytes | dict, path: str = "/tag") -> tuple[int, dict]:
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        request = urllib.request.Request(self.url(path), data, {"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read())
-
-    def stop(self) -> tuple[int, str]:
-        self.process.send_signal(signal.SIGTERM)
-        output = self.process.communicate(timeout=30)[0].decode()
-        return self.process.returncode, output
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +42,7 @@ def test_health_and_the_self_contained_page(server):
     page = page.decode()
     assert status == 200 and "<textarea" in page and "en_ewt_upos" in page
     assert "http://" not in page and "https://" not in page  # nothing fetched from another host
+    assert "default-src 'none'" in page and "connect-src 'self'" in page  # its policy: only its own POST /tag
 
 
 def test_text_gets_the_tags_of_tag_text(server):
@@ -146,6 +98,11 @@ def test_tokens_with_attention_and_probabilities(server):
         ({"sentences": [["w"]] * 6}, 413, "6 sentences, over the limit of 5"),
         ({"text": "word " * 1000}, 413, "over the limit of 4,000"),
         (b"[1, 2]", 422, "must be a JSON object"),
+        (
+            {"txt": "a"},
+            422,
+            "unknown key 'txt' (known: alignments, attention, mt, pretokenized, probabilities,",
+        ),
     ],
 )
 def test_a_bad_request_is_a_4xx_saying_what_is_wrong_and_the_server_stays_up(server, body, status, message):
@@ -192,6 +149,73 @@ def test_the_page_tags_the_text_typed_and_draws_the_raindrop_of_the_sentence_pic
     assert not errors and not refused, (errors, refused)
 
 
+def test_pretokenized_text_is_one_sentence_split_on_whitespace_only(server):
+    status, answer = server.post({"text": "Mr. Smith's dog  barks. Twice", "pretokenized": True})
+    assert status == 200, answer
+    assert [s["tokens"] for s in answer["sentences"]] == [["Mr.", "Smith's", "dog", "barks.", "Twice"]]
+
+
+def test_a_chunked_body_is_read_no_further_than_the_limit(server):
+    """Without a Content-Length the server counts the bytes as they come and stops at the limit."""
+    chunks = [b'{"text": "', b"word " * 1000, b'"}']
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    try:
+        connection.request(
+            "POST", "/tag", iter(chunks), {"Content-Type": "application/json"}, encode_chunked=True
+        )
+        response = connection.getresponse()
+        status, answer = response.status, json.loads(response.read())
+    finally:
+        connection.close()
+    assert (status, answer) == (413, {"error": "the body is over the limit of 4,000 bytes"})
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The IPv4 addresses on which some process listens on ``port`` (/proc/net/tcp, state 0A)."""
+    found = set()
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, listening = local.split(":"), state == "0A"
+        if listening and int(address[1], 16) == port:
+            found.add(socket.inet_ntoa(bytes.fromhex(address[0])[::-1]))
+    return found
+
+
+def test_it_listens_on_the_loopback_only_by_default(server):
+    assert listening_addresses(server.port) == {"127.0.0.1"}
+
+
+def test_an_address_not_of_this_machine_exits_2_naming_the_flag():
+    result = run_cli("serve", "--host", "192.0.2.1", "--port", 8000)  # TEST-NET-1: nobody's address
+    assert result.returncode == 2
+    assert (
+        result.stderr.decode() == "--host: cannot listen on 192.0.2.1:8000: Cannot assign requested address\n"
+    )
+
+
+def test_create_app_runs_under_uvicorn_factory_mode():
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "--factory", "easyfirst.serve:create_app", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while process.poll() is None and time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as response:
+                    assert json.loads(response.read())["model"] == "en_ewt_upos"
+                    break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            raise AssertionError(process.stdout.read().decode())
+    finally:
+        process.terminate()
+        process.communicate(timeout=60)
+
+
 def test_unknown_routes_and_methods_answer_json(server):
     assert server.post({"text": "a"}, "/nothing") == (404, {"error": "Not Found"})
     status, answer = server.post({"text": "a"}, "/health")
@@ -226,7 +250,8 @@ def test_concurrent_clients_are_tagged_together(server):
     assert batches < requests  # some requests shared a forward pass
 
 
-def test_sigterm_answers_the_requests_in_flight_then_exits():
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_or_ctrl_c_answers_the_requests_in_flight_then_exits(stop):
     served = Server("--batch-window", "1500")  # the first request holds the worker 1.5 s: in flight
     answers = []
 
@@ -237,7 +262,7 @@ def test_sigterm_answers_the_requests_in_flight_then_exits():
     for thread in threads:
         thread.start()
     time.sleep(0.5)
-    returncode, output = served.stop()
+    returncode, output = served.stop(stop)
     for thread in threads:
         thread.join(timeout=30)
     assert [status for status, _ in answers] == [200] * 4, output

@@ -23,6 +23,9 @@ def serve(
     max_words: Annotated[
         int, typer.Option(help="Most words in one sentence (attention with N = L steps is O(L²)).")
     ] = 200,
+    max_attention: Annotated[
+        int, typer.Option(help="Most attention values (steps × words) in one answer with attention.")
+    ] = 250_000,
     batch_window: Annotated[
         float, typer.Option(help="Milliseconds the tagger waits for more requests to tag together.")
     ] = 2.0,
@@ -41,6 +44,7 @@ def serve(
         ("--max-body", max_body),
         ("--max-sentences", max_sentences),
         ("--max-words", max_words),
+        ("--max-attention", max_attention),
     ):
         if value < 1:
             raise InputError(f"{flag} must be >= 1")
@@ -50,7 +54,7 @@ def serve(
         raise InputError("--batch-window must be >= 0")
     check_device(device)
     check_address(host, port)  # before the model is loaded, so that a busy port fails at once
-    limits = Limits(body_bytes=max_body, sentences=max_sentences, words=max_words)
+    limits = Limits(body_bytes=max_body, sentences=max_sentences, words=max_words, attention=max_attention)
     served = create_app(model, device=device, limits=limits, batch_window_ms=batch_window)
     import signal
 

@@ -8,6 +8,7 @@ A thin layer: the body is checked by easyfirst.serve.requests, tagged by the bat
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -17,7 +18,7 @@ from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
 from easyfirst.serve.batching import Batcher
-from easyfirst.serve.requests import Limits, RequestError, parse_job
+from easyfirst.serve.requests import Limits, RequestError, check_content_type, parse_job
 
 
 def build_app(tagger, name: str, limits: Limits, window: float) -> Starlette:
@@ -31,6 +32,7 @@ def build_app(tagger, name: str, limits: Limits, window: float) -> Starlette:
     batcher = Batcher(tagger, window=window)
     about = {"model": name, "task": task.name}
     html = page({**about, "colors": tag_colors(sorted(tagger.tags))}, pairs)
+    attention_size = attention_counter(tagger.model)
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse(
@@ -41,8 +43,9 @@ def build_app(tagger, name: str, limits: Limits, window: float) -> Starlette:
         return HTMLResponse(html)
 
     async def tag(request: Request) -> JSONResponse:
+        check_content_type(request.headers.get("content-type"))
         body = await read_body(request, limits.body_bytes)
-        job = parse_job(body, limits, pairs)
+        job = parse_job(body, limits, pairs, attention_size)
         tagged = await batcher.tag(job)
         answer = {**about, "sentences": [sentence.as_json() for sentence in tagged]}
         if job.probabilities:
@@ -86,6 +89,23 @@ async def read_body(request: Request, limit: int) -> bytes:
     except ClientDisconnect:
         raise RequestError(400, "the client went away before the body ended") from None
     return bytes(body)
+
+
+def attention_counter(model) -> Callable[[list[int]], int]:
+    """The number of αⁿ values ``model`` gives sentences of the lengths given: Σ N_b × L_b (no sketch
+    steps: none)."""
+    import torch
+
+    from easyfirst.model.sketch import sentence_steps
+
+    if model.decoder is None:
+        return lambda lengths: 0
+
+    def size(lengths: list[int]) -> int:
+        words = torch.tensor(lengths, dtype=torch.long)
+        return int((sentence_steps(words, model.steps, model.steps_beyond_length) * words).sum())
+
+    return size
 
 
 def error_response(status: int, message: str) -> JSONResponse:

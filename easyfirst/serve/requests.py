@@ -1,13 +1,14 @@
 """The body of ``POST /tag``: read, checked against the limits, and turned into sentences to tag.
 
-Every mistake is a :class:`RequestError` with an HTTP status (400 not JSON, 413 over a limit, 422 a
-JSON of the wrong shape) and one line saying what is wrong; the server answers it as
-``{"error": message}``. Nothing here imports Starlette, so that it can be tested without a server.
+Every mistake is a :class:`RequestError` with an HTTP status (400 not JSON, 413 over a limit, 415 not
+declared JSON, 422 a JSON of the wrong shape) and one line saying what is wrong; the server answers it
+as ``{"error": message}``. Nothing here imports Starlette, so that it can be tested without a server.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,9 @@ from easyfirst.errors import InputError
 TEXT_KEYS = ("text", "sentences")  # what a model of plain text takes
 PAIR_KEYS = ("src", "mt", "alignments")  # what a model of sentence pairs (QE) takes
 FLAGS = ("attention", "probabilities", "pretokenized")
+# How deeply a body may nest arrays and objects: a request needs 3 levels ({"sentences": [[...]]}), and
+# json's parser recurses once per level, so 100,000 "[" would exhaust the stack (a RecursionError).
+MAX_DEPTH = 64
 
 
 class RequestError(Exception):
@@ -33,6 +37,9 @@ class Limits:
     body_bytes: int = 1_000_000
     sentences: int = 100
     words: int = 200  # per sentence
+    # αⁿ values (steps × words, summed over the sentences) one request with "attention" may ask for:
+    # 15 to 21 bytes of JSON each, so an answer stays under ~5 MB (100 × 200 words: 4,000,000, 60 MB)
+    attention: int = 250_000
 
 
 @dataclass
@@ -49,15 +56,55 @@ class Job:
         return sum(len(s) for s in self.sentences)
 
 
-def parse_job(body: bytes, limits: Limits, pairs: bool) -> Job:
+def check_content_type(header: str | None) -> None:
+    """A body is read as JSON when its Content-Type says JSON (``application/json``, ``…+json``) or
+    when it has none; any other type is refused (415), so that a form or a text/plain post, which a
+    browser sends cross-site without asking, is not taken for a request."""
+    kind = (header or "").split(";")[0].strip().lower()
+    if kind and kind != "application/json" and not kind.endswith("+json"):
+        raise RequestError(415, f"the body must be JSON (Content-Type: application/json), not {kind}")
+
+
+def nesting_depth(body: bytes) -> int:
+    """How deeply the JSON text ``body`` nests arrays and objects (brackets inside strings do not
+    count), found without parsing, in a few passes of NumPy over the bytes. Up to the first error, this
+    reads strings as a JSON parser does: a quote after an even run of backslashes ends one."""
+    import numpy as np
+
+    b = np.frombuffer(body, dtype=np.uint8)
+    if not b.size:
+        return 0
+    at = np.arange(b.size)
+    backslash = b == ord("\\")
+    last_other = np.maximum.accumulate(np.where(backslash, -1, at))  # the last non-backslash up to i
+    run = np.zeros(b.size, dtype=np.int64)  # the backslashes right before i
+    run[1:] = at[:-1] - last_other[:-1]
+    quotes = (b == ord('"')) & (run % 2 == 0)
+    inside = np.cumsum(quotes) % 2 == 1  # in a string (its opening quote included)
+    opens = (b == ord("[")) | (b == ord("{"))
+    closes = (b == ord("]")) | (b == ord("}"))
+    step = np.where(inside, 0, opens.astype(np.int64) - closes)
+    return int(np.cumsum(step).max())
+
+
+def parse_job(
+    body: bytes, limits: Limits, pairs: bool, attention_size: Callable[[list[int]], int] = lambda lengths: 0
+) -> Job:
     """The job of a request body. ``pairs``: the model tags sentence pairs (QE: src, mt, alignments)
-    rather than text or tokenized sentences."""
+    rather than text or tokenized sentences; ``attention_size``: the number of αⁿ values the model
+    gives sentences of these lengths (Σ steps × words), checked against ``limits.attention``."""
     if len(body) > limits.body_bytes:
         raise RequestError(413, f"the body has {len(body):,} bytes, over the limit of {limits.body_bytes:,}")
+    if (depth := nesting_depth(body)) > MAX_DEPTH:
+        raise RequestError(
+            400, f"the body nests arrays and objects {depth:,} deep, over the limit of {MAX_DEPTH}"
+        )
     try:
         request = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise RequestError(400, f"the body is not JSON: {error}") from None
+    except ValueError as error:  # a number of more than 4,300 digits (sys.get_int_max_str_digits)
+        raise RequestError(400, f"the body is not JSON we read: {str(error).split(':')[0]}") from None
     if not isinstance(request, dict):
         raise RequestError(422, f"the body must be a JSON object, not {_kind(request)}")
     own, other = (PAIR_KEYS, TEXT_KEYS) if pairs else (TEXT_KEYS, PAIR_KEYS)
@@ -86,6 +133,12 @@ def parse_job(body: bytes, limits: Limits, pairs: bool) -> Job:
             raise RequestError(
                 413, f"sentence {k} has {len(sentence)} words, over the limit of {limits.words} per sentence"
             )
+    if request.get("attention") and (size := attention_size([len(s) for s in sentences])) > limits.attention:
+        raise RequestError(
+            413,
+            f"the attention asked for has {size:,} values (steps × words), over the limit of "
+            f"{limits.attention:,}: send fewer or shorter sentences per request",
+        )
     return Job(sentences, extras, request.get("attention", False), request.get("probabilities", False))
 
 
@@ -98,6 +151,7 @@ def _sentences(request: dict) -> tuple[list[list[str]], None]:
         text = request["text"]
         if not isinstance(text, str):
             raise InputError(f"'text' must be a string, not {_kind(text)}")
+        _check_unicode(text, "'text'")
         return text_sentences(text, request.get("pretokenized", False), what="'text'"), None
     if request.get("pretokenized"):
         raise InputError("'pretokenized' goes with 'text'")
@@ -114,6 +168,7 @@ def _sentences(request: dict) -> tuple[list[list[str]], None]:
                 raise InputError(f"sentences[{k}][{i}] must be a string, not {_kind(token)}")
             if not token or any(c.isspace() for c in token):
                 raise InputError(f"sentences[{k}][{i}] = {token!r} is not a token (empty or with whitespace)")
+            _check_unicode(token, f"sentences[{k}][{i}]")
     return given, None
 
 
@@ -133,6 +188,8 @@ def _pairs(request: dict) -> tuple[list[list[str]], list[dict]]:
     for key, value in values.items():
         if not isinstance(value, list) or not all(isinstance(line, str) for line in value):
             raise InputError(f"{key!r} must be a string or a list of strings, not {_kind(value)}")
+        for k, line in enumerate(value):
+            _check_unicode(line, f"{key}[{k}]")
     counts = {len(v) for v in values.values()}
     if len(counts) != 1 or 0 in counts:
         raise InputError("src, mt and alignments must hold the same (non-zero) number of lines")
@@ -144,6 +201,14 @@ def _pairs(request: dict) -> tuple[list[list[str]], list[dict]]:
         sentences.append(words)
         extras.append(extra)
     return sentences, extras
+
+
+def _check_unicode(text: str, what: str) -> None:
+    """JSON's ``\\ud800`` escapes give a lone surrogate, which no UTF-8 answer can hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InputError(f"{what} holds {text[error.start]!r}, a lone surrogate, not a character") from None
 
 
 def _kind(value: Any) -> str:
