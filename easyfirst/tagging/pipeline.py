@@ -25,6 +25,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
 from easyfirst.errors import InputError
 
 # ---------------------------------------------------------------------------- sentences from text
@@ -88,8 +89,10 @@ def tag_sentences(
     attention: bool = False,
     probabilities: bool = False,
     batch_size: int = 256,
+    max_tokens: int | None = INFERENCE_MAX_TOKENS,
 ) -> list[Tagged]:
-    """Tag tokenized sentences (QE: with their ``extras``, which also returns the QE heads' tags)."""
+    """Tag tokenized sentences (QE: with their ``extras``, which also returns the QE heads' tags), sorted
+    by length into batches of at most ``batch_size`` sentences and ``max_tokens`` padded words."""
     heads = extras is not None
     result = tagger.tag(
         [list(s) for s in sentences],
@@ -98,6 +101,7 @@ def tag_sentences(
         return_probabilities=probabilities,
         return_heads=heads,
         batch_size=batch_size,
+        max_tokens=max_tokens,
     )
     parts = list(result) if isinstance(result, tuple) else [result]
     tags = parts.pop(0)
