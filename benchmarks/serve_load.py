@@ -124,7 +124,7 @@ async def load(port: int, sentences: list[list[str]], clients: int, seconds: flo
         "tokens_per_s": round(sum(tokens) / wall, 1),
         "p50_ms": round(1000 * statistics.median(latencies), 2),
         "p99_ms": round(1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))], 2),
-        "requests_per_forward": round((after["requests"] - before["requests"]) / max(batches, 1), 2),
+        "requests_per_group": round((after["requests"] - before["requests"]) / max(batches, 1), 2),
     }
 
 
@@ -134,10 +134,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve(port: int, window: float) -> subprocess.Popen:
+def serve(port: int, window: float, workers: int) -> subprocess.Popen:
     process = subprocess.Popen(
         [sys.executable, "-m", "easyfirst", "serve", "--port", str(port), "--no-access-log",
-         "--batch-window", str(window), "--max-sentences", "1000"],
+         "--batch-window", str(window), "--max-sentences", "1000", "--workers", str(workers)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     deadline = time.monotonic() + 120
@@ -151,25 +151,45 @@ def serve(port: int, window: float) -> subprocess.Popen:
     raise RuntimeError("the server did not start")
 
 
+def memory(pid: int) -> dict:
+    """RSS and PSS (MB) of the server process ``pid`` and of each of its children (the workers), from
+    /proc: PSS shares each page among the processes that map it, so the workers' sum is what they
+    cost together, and a worker's PSS beyond the one process of ``--workers 1`` is what it adds."""
+
+    def sizes(process: int) -> dict:
+        fields = {}
+        for line in Path(f"/proc/{process}/smaps_rollup").read_text().splitlines()[1:]:
+            name, value = line.split()[:2]
+            fields[name.rstrip(":")] = int(value)
+        return {"rss_mb": round(fields["Rss"] / 1024, 1), "pss_mb": round(fields["Pss"] / 1024, 1)}
+
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    found = {"parent": sizes(pid), "workers": [sizes(int(child)) for child in children]}
+    found["pss_total_mb"] = round(sum(p["pss_mb"] for p in [found["parent"], *found["workers"]]), 1)
+    return found
+
+
 def table(result: dict) -> str:
     rows = [
-        "| clients | requests | tokens/s | × batch | p50 (ms) | p99 (ms) | requests per forward pass "
+        "| workers | clients | requests | tokens/s | × batch | p50 (ms) | p99 (ms) | requests per group "
         "| Tagger.tag alone at that batch (tokens/s) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for level in result["levels"]:
+        level.setdefault("requests_per_group", level.get("requests_per_forward"))  # files before --workers
         rows.append(
-            f"| {level['clients']} | {level['requests']:,} | {level['tokens_per_s']:,.0f} | "
+            f"| {level.get('workers', 1)} | {level['clients']} | {level['requests']:,} | {level['tokens_per_s']:,.0f} | "
             f"{level['ratio_to_batch']:.2f} | {level['p50_ms']:.1f} | {level['p99_ms']:.1f} | "
-            f"{level['requests_per_forward']:.1f} | {level['tagger_tokens_per_s_at_this_batch']:,.0f} |"
+            f"{level['requests_per_group']:.1f} | {level['tagger_tokens_per_s_at_this_batch']:,.0f} |"
         )
-    rows.append(f"| `easyfirst tag` (batch 256) | | {result['batch_tokens_per_s']:,.0f} | 1.00 | | | | |")
+    rows.append(f"| `easyfirst tag` (batch 256) | | | {result['batch_tokens_per_s']:,.0f} | 1.00 | | | | |")
     return "\n".join(rows) + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1], help="server processes, one run each")
     parser.add_argument("--sentences", type=int, default=1000, help="at most this many sentences per level")
     parser.add_argument("--seconds", type=float, default=60, help="at most this long per level")
     parser.add_argument("--batch-window", type=float, default=2.0, help="the server's gather window (ms)")
@@ -180,19 +200,23 @@ def main() -> None:
         print(table(json.loads(args.table.read_text())), end="")
         return
     sentences, source = sentences_to_tag(args.sentences)
-    port = free_port()
-    server = serve(port, args.batch_window)
-    try:
-        asyncio.run(load(port, sentences[:50], 4, 30))  # warm-up
-        levels = [asyncio.run(load(port, sentences, c, args.seconds)) for c in args.clients]
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
+    levels, memories = [], {}
+    for workers in args.workers:
+        port = free_port()
+        server = serve(port, args.batch_window, workers)
+        try:
+            asyncio.run(load(port, sentences[:50], 4, 30))  # warm-up
+            for c in args.clients:
+                levels.append({"workers": workers, **asyncio.run(load(port, sentences, c, args.seconds))})
+            memories[workers] = memory(server.pid)
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
     batch = batch_throughput(sentences)
     for level in levels:
         level["ratio_to_batch"] = round(level["tokens_per_s"] / batch, 3)
         # the model alone at this level's batch size: what the forward passes cost without HTTP
-        chunk = max(1, round(level["requests_per_forward"]))
+        chunk = max(1, round(level["requests_per_group"]))
         level["tagger_tokens_per_s_at_this_batch"] = round(batch_throughput(sentences, chunk), 1)
     import torch
 
@@ -207,6 +231,7 @@ def main() -> None:
         "batch_window_ms": args.batch_window,
         "batch_tokens_per_s": round(batch, 1),
         "levels": levels,
+        "memory": memories,
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=2) + "\n")

@@ -28,6 +28,7 @@ class Server:
             [sys.executable, "-m", "easyfirst", "serve", "--port", str(self.port), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a terminal
         )
         deadline = time.monotonic() + 120
         while True:
@@ -69,6 +70,12 @@ class Server:
             return response.status, response.read(), dict(response.getheaders())
         finally:
             connection.close()
+
+    def children(self) -> list[int]:
+        """The process ids of the server's child processes (its workers)."""
+        pid = self.process.pid
+        with open(f"/proc/{pid}/task/{pid}/children") as listing:
+            return [int(child) for child in listing.read().split()]
 
     def stop(self, sent: int = signal.SIGTERM) -> tuple[int, str]:
         self.process.send_signal(sent)

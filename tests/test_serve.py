@@ -7,11 +7,9 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -248,26 +246,6 @@ def test_concurrent_clients_are_tagged_together(server):
     requests, batches = after["requests"] - before["requests"], after["batches"] - before["batches"]
     assert requests == 200
     assert batches < requests  # some requests shared a forward pass
-
-
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
-def test_sigterm_or_ctrl_c_answers_the_requests_in_flight_then_exits(stop):
-    served = Server("--batch-window", "1500")  # the first request holds the worker 1.5 s: in flight
-    answers = []
-
-    def client(text):
-        answers.append(served.post({"text": text}))
-
-    threads = [threading.Thread(target=client, args=(f"Request number {k} is here.",)) for k in range(4)]
-    for thread in threads:
-        thread.start()
-    time.sleep(0.5)
-    returncode, output = served.stop(stop)
-    for thread in threads:
-        thread.join(timeout=30)
-    assert [status for status, _ in answers] == [200] * 4, output
-    assert returncode == 0, output
-    assert "Traceback" not in output
 
 
 def test_serve_without_the_extra_exits_2_naming_it():

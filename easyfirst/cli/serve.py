@@ -30,13 +30,22 @@ def serve(
         float, typer.Option(help="Milliseconds the tagger waits for more requests to tag together.")
     ] = 2.0,
     access_log: Annotated[bool, typer.Option(help="Log each request (uvicorn's access log).")] = True,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="Server processes sharing the model's weights (default: one per core on the CPU, "
+            "1 on a GPU)."
+        ),
+    ] = None,
 ) -> None:
     """Serve the model over HTTP: a page and a JSON API.
 
     GET / (a page: tag a text, explore its raindrops), GET /health and
     POST /tag (JSON: text, tokenized sentences or QE pairs in; tags, attention, probabilities out).
-    Requests that arrive together are tagged together; SIGTERM finishes the requests in flight, then
-    exits. See docs/serve.md."""
+    Requests that arrive together are tagged together; --workers processes, forked after the model is
+    loaded, share its weights. SIGTERM or Ctrl-C finishes the requests in flight, then exits.
+    See docs/serve.md."""
+    from easyfirst.parallel.cores import available_cores
     from easyfirst.serve import Limits, create_app, require
 
     require()
@@ -45,6 +54,7 @@ def serve(
         ("--max-sentences", max_sentences),
         ("--max-words", max_words),
         ("--max-attention", max_attention),
+        ("--workers", 1 if workers is None else workers),
     ):
         if value < 1:
             raise InputError(f"{flag} must be >= 1")
@@ -52,36 +62,44 @@ def serve(
         raise InputError(f"--port must be 0 to 65535, not {port}")
     if batch_window < 0:
         raise InputError("--batch-window must be >= 0")
+    cpu = device == "cpu"
+    if workers is None:
+        workers = available_cores() if cpu else 1
+    if workers > 1 and not cpu:
+        raise InputError(
+            f"--workers {workers}: more than one worker needs --device cpu (CUDA does not survive a fork)"
+        )
     check_device(device)
-    check_address(host, port)  # before the model is loaded, so that a busy port fails at once
+    sock = bind(host, port)  # before the model is loaded, so that a busy port fails at once
     limits = Limits(body_bytes=max_body, sentences=max_sentences, words=max_words, attention=max_attention)
+    import torch
+
+    if workers > 1:  # no thread pool in the process that forks: each worker starts its own
+        torch.set_num_threads(1)
     served = create_app(model, device=device, limits=limits, batch_window_ms=batch_window)
-    import signal
+    from easyfirst.serve.processes import run
 
-    import uvicorn
+    err.print(
+        f"serving {model or 'the bundled model'} on http://{host}:{port}/ with {workers} worker process(es) "
+        "(Ctrl-C or SIGTERM to stop)"
+    )
+    threads = max(1, available_cores() // workers) if workers > 1 else torch.get_num_threads()
+    code = run(served, sock, workers=workers, threads=threads, access_log=access_log)
+    err.print("stopped" if code == 0 else "stopped: a worker failed")
+    raise typer.Exit(code)
 
-    err.print(f"serving {model or 'the bundled model'} on http://{host}:{port}/ (Ctrl-C or SIGTERM to stop)")
-    # uvicorn answers SIGTERM by finishing the requests in flight, then raises the signal again once it
-    # has restored this handler: a SIGTERM is how a server is told to stop, so the exit status is 0
-    signal.signal(signal.SIGTERM, lambda number, frame: None)
-    uvicorn.run(served, host=host, port=port, log_level="info", access_log=access_log)
-    err.print("stopped")
 
-
-def check_address(host: str, port: int) -> None:
-    """Fail, naming the flag, unless ``host:port`` can be listened on (a busy port, an address that is
-    not this machine's); uvicorn would say so only after the model is loaded, in a log line."""
+def bind(host: str, port: int):
+    """The listening socket, or an error naming the flag (a busy port, an address that is not this
+    machine's); uvicorn would say so only after the model is loaded, in a log line."""
     import socket
 
+    from easyfirst.serve.processes import listen
+
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        return listen(host, port)
     except socket.gaierror as error:
         raise InputError(f"--host {host}: {error.strerror}") from None
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as error:
-            flag = "--port" if error.errno == errno.EADDRINUSE else "--host"
-            raise InputError(f"{flag}: cannot listen on {host}:{port}: {error.strerror}") from None
+    except OSError as error:
+        flag = "--port" if error.errno == errno.EADDRINUSE else "--host"
+        raise InputError(f"{flag}: cannot listen on {host}:{port}: {error.strerror}") from None

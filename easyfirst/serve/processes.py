@@ -1,0 +1,124 @@
+"""`easyfirst serve --workers K`: K server processes on one listening socket, forked after the model is
+loaded, so that they share its weights rather than copy them.
+
+The parent process binds the socket, loads the model (easyfirst.serve.create_app) and forks K children;
+each runs uvicorn on the inherited socket with its own tagging thread (easyfirst.serve.batching), and
+the kernel hands each new connection to one of them. The weights are pages that no child writes, so
+they stay shared after the fork (copy-on-write): an extra worker costs its own interpreter state and
+the buffers of its forward passes, not another copy of the model (docs/serve.md, measured). The parent
+only waits: SIGTERM or Ctrl-C (SIGINT) is passed on to every worker as SIGTERM, each finishes the
+requests in flight, and the parent exits when all have; a worker that dies stops the others. Each
+worker asks the kernel for SIGTERM when the parent dies (PR_SET_PDEATHSIG), so that none is left behind
+even if the parent is killed.
+
+With one worker nothing is forked: uvicorn runs in this process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import sys
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket every worker accepts on."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def run(app, sock: socket.socket, *, workers: int, threads: int, access_log: bool) -> int:
+    """Serve ``app`` on ``sock`` in ``workers`` processes of ``threads`` torch threads each, until
+    SIGTERM or SIGINT; the exit status (0: every worker stopped when asked)."""
+    import uvicorn
+
+    config = uvicorn.Config(app, log_level="info", access_log=access_log)
+    # uvicorn answers SIGTERM and SIGINT by finishing the requests in flight, then raises the signal
+    # again once it has put back the handler it found: a no-op here, since a signal is how a server is
+    # told to stop (the exit status is 0), not an interruption of its work
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda number, frame: None)
+    if workers == 1:
+        uvicorn.Server(config).run(sockets=[sock])
+        return 0
+    signals = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, signals)  # until each process has its own handlers
+    children = {_fork(config, sock, threads, signals): k for k in range(workers)}
+    return _wait(children, signals)
+
+
+def _fork(config, sock: socket.socket, threads: int, signals: set[int]) -> int:
+    """A worker: uvicorn on ``sock`` with ``threads`` torch threads; its process id."""
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 1
+    try:
+        for number in signals:  # before uvicorn listens for them, and after it has re-raised them
+            signal.signal(number, _leave)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+        with contextlib.suppress(OSError, AttributeError):  # not Linux: the parent's SIGTERM only
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() == 1:  # the parent died before prctl
+            os._exit(0)
+        import torch
+        import uvicorn
+
+        torch.set_num_threads(threads)
+        uvicorn.Server(config).run(sockets=[sock])
+        code = 0
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _leave(number, frame) -> None:
+    """A worker's exit on a signal that uvicorn is not (or no longer) listening for."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _wait(children: dict[int, int], signals: set[int]) -> int:
+    """Wait for every worker; on SIGTERM or SIGINT (or a worker's death), SIGTERM the rest."""
+    stopping = False
+
+    def stop(number=None, frame=None) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+    for number in signals:
+        signal.signal(number, stop)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+    status = 0
+    while children:
+        pid, code = os.waitpid(-1, 0)
+        if pid not in children:
+            continue
+        worker = children.pop(pid)
+        code = os.waitstatus_to_exitcode(code)
+        if code != 0 or not stopping:
+            if not stopping:
+                print(f"worker {worker} (process {pid}) exited (code {code}): stopping", file=sys.stderr)
+            status = 1
+            stop()
+    return status

@@ -1,0 +1,107 @@
+"""`easyfirst serve --workers K`: K processes forked after the model loads, on one socket. The server's
+acceptance list holds with several workers (health, page, tags, 4xx JSON, SIGTERM and Ctrl-C drain the
+requests in flight), and no process is left behind, even when the parent is killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from conftest import run_cli
+from serving import Server
+
+SENTENCES = [["She", "reads", "."], ["The", "dog", "barks", "at", "the", "mailman", "."], ["Birds", "fly"]]
+
+
+def gone(pids: list[int], seconds: float = 30) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not any(os.path.exists(f"/proc/{pid}") for pid in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_two_workers_serve_the_acceptance_list_and_stop_cleanly():
+    from easyfirst import Tagger
+
+    served = Server("--workers", "2", "--max-words", "40")
+    try:
+        workers = served.children()
+        assert len(workers) == 2
+        health = json.loads(served.get("/health")[1])
+        assert (health["status"], health["model"]) == ("ok", "en_ewt_upos")
+        assert "<textarea" in served.get("/")[1].decode()
+        assert served.post(b'{"text": ') == (
+            400,
+            {"error": "the body is not JSON: Expecting value: line 1 column 10 (char 9)"},
+        )
+        assert served.post({"sentences": [["w"] * 41]})[0] == 413
+        assert served.post(b"[" * 5000)[0] == 400
+        expected = Tagger.load().tag(SENTENCES)
+
+        def client(k: int) -> list[bool]:
+            answers = [served.post({"sentences": [SENTENCES[(k + i) % 3]]}) for i in range(10)]
+            return [
+                a == 200 and b["sentences"][0]["tags"] == expected[(k + i) % 3]
+                for i, (a, b) in enumerate(answers)
+            ]
+
+        with ThreadPoolExecutor(8) as pool:
+            results = [ok for oks in pool.map(client, range(8)) for ok in oks]
+        assert len(results) == 80 and all(results)
+        after = json.loads(served.get("/health")[1])
+        assert after["requests"] == 80  # the counts of both workers (the refused requests are not tagged)
+    finally:
+        code, output = served.stop()
+    assert code == 0, output
+    assert "Traceback" not in output and output.count("Finished server process") == 2, output
+    assert gone(workers)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_or_ctrl_c_answers_the_requests_in_flight_then_exits(workers, stop):
+    served = Server("--workers", workers, "--batch-window", "1500")  # each worker's first request waits 1.5 s
+    children = served.children()
+    answers = []
+
+    def client(text):
+        answers.append(served.post({"text": text}))
+
+    threads = [threading.Thread(target=client, args=(f"Request number {k} is here.",)) for k in range(6)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.5)
+    returncode, output = served.stop(stop)
+    for thread in threads:
+        thread.join(timeout=30)
+    assert [status for status, _ in answers] == [200] * 6, output
+    assert returncode == 0, output
+    assert "Traceback" not in output and output.rstrip().endswith("stopped"), output
+    assert gone(children)
+
+
+def test_a_killed_parent_leaves_no_worker_behind():
+    served = Server("--workers", "2")
+    workers = served.children()
+    assert len(workers) == 2
+    served.process.kill()
+    served.process.communicate(timeout=30)
+    assert gone(workers)  # each asked the kernel for SIGTERM when its parent dies
+
+
+def test_workers_on_a_gpu_and_zero_workers_are_refused_in_one_line():
+    result = run_cli("serve", "--workers", 2, "--device", "cuda")
+    assert result.returncode == 2
+    assert result.stderr.decode() == (
+        "--workers 2: more than one worker needs --device cpu (CUDA does not survive a fork)\n"
+    )
+    result = run_cli("serve", "--workers", 0)
+    assert (result.returncode, result.stderr.decode()) == (2, "--workers must be >= 1\n")
