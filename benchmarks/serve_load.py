@@ -3,12 +3,15 @@
 For each number of clients, every client sends one sentence per request (the next one of the set) and
 waits for the answer before sending the next, over one keep-alive connection; the run stops when the
 sentences are used up or after --seconds. Reported: tokens/s over the wall time, p50 and p99 latency,
-the mean number of requests tagged per forward pass (the server's /health counters), and the ratio to
-the batch throughput of `easyfirst tag` on the same sentences (Tagger.tag with its batch size of 256,
-the call `easyfirst tag` makes), measured in the same run, with the server idle.
+the mean number of requests tagged together (the server's /health counters), and the ratio to the
+batch throughput of `easyfirst tag` on the same sentences (Tagger.tag with its batch size of 256, the
+call `easyfirst tag` makes), measured in the same run, with the server stopped. ``--workers 1 2``
+starts the server once per worker count (``easyfirst serve --workers K``) and reads each server
+process's RSS and PSS from /proc after its load.
 
     python benchmarks/serve_load.py            # EWT dev through EASYFIRST_DATA; on an otherwise idle machine
-    python benchmarks/serve_load.py --table benchmarks/results/serve_load.json   # the docs' table
+    python benchmarks/serve_load.py --workers 1 2 --output benchmarks/results/serve_load-cpu-2core-shared.json
+    python benchmarks/serve_load.py --table benchmarks/results/serve_load-cpu-2core-shared.json   # the docs' table
 
 The sentences: UD English EWT dev (``$EASYFIRST_DATA``), else the bundled sample. Loopback only.
 """
