@@ -70,7 +70,7 @@ def serve(
             f"--workers {workers}: more than one worker needs --device cpu (CUDA does not survive a fork)"
         )
     check_device(device)
-    sock = bind(host, port)  # before the model is loaded, so that a busy port fails at once
+    sock = bind(host, port, workers)  # before the model is loaded, so that a busy port fails at once
     limits = Limits(body_bytes=max_body, sentences=max_sentences, words=max_words, attention=max_attention)
     import torch
 
@@ -89,7 +89,7 @@ def serve(
     raise typer.Exit(code)
 
 
-def bind(host: str, port: int):
+def bind(host: str, port: int, workers: int):
     """The listening socket, or an error naming the flag (a busy port, an address that is not this
     machine's); uvicorn would say so only after the model is loaded, in a log line."""
     import socket
@@ -97,7 +97,7 @@ def bind(host: str, port: int):
     from easyfirst.serve.processes import listen
 
     try:
-        return listen(host, port)
+        return listen(host, port, workers)
     except socket.gaierror as error:
         raise InputError(f"--host {host}: {error.strerror}") from None
     except OSError as error:

@@ -1,9 +1,9 @@
 """`easyfirst serve --workers K`: K server processes on one listening socket, forked after the model is
 loaded, so that they share its weights rather than copy them.
 
-The parent process binds the socket, loads the model (easyfirst.serve.create_app) and forks K children;
-each runs uvicorn on the inherited socket with its own tagging thread (easyfirst.serve.batching), and
-the kernel hands each new connection to one of them. The weights are pages that no child writes, so
+The parent process binds the address, loads the model (easyfirst.serve.create_app) and forks K
+children; each listens on a socket of its own on that address (SO_REUSEPORT) and runs uvicorn on it with
+its own tagging thread (easyfirst.serve.batching), and the kernel spreads new connections over them. The weights are pages that no child writes, so
 they stay shared after the fork (copy-on-write): an extra worker costs its own interpreter state and
 the buffers of its forward passes, not another copy of the model (docs/serve.md, measured). The parent
 only waits: SIGTERM or Ctrl-C (SIGINT) is passed on to every worker as SIGTERM, each finishes the
@@ -26,20 +26,40 @@ import sys
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def listen(host: str, port: int) -> socket.socket:
-    """The listening socket every worker accepts on."""
+def listen(host: str, port: int, workers: int = 1) -> socket.socket:
+    """The socket bound to ``host:port`` (an error here if it cannot be): listening, for one worker;
+    for several, bound with SO_REUSEPORT but not listening, so that it holds the address while each
+    worker listens on a socket of its own beside it (:func:`_own_socket`)."""
     family, kind, proto, _, address = socket.getaddrinfo(
         host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )[0]
+    return _socket(family, kind, proto, address, shared=workers > 1)
+
+
+def _socket(family, kind, proto, address, shared: bool) -> socket.socket:
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if shared:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(address)
-        sock.listen(2048)
+        if not shared:
+            sock.listen(2048)
     except OSError:
         sock.close()
         raise
     return sock
+
+
+def _own_socket(held: socket.socket) -> socket.socket:
+    """A worker's listening socket on the address that ``held`` holds. With SO_REUSEPORT the kernel
+    spreads new connections evenly over the workers' sockets; one socket accepted by all would give
+    each connection to whichever worker woke first, and 32 keep-alive clients that connect at once
+    went all to one worker in one of three tries (docs/serve.md)."""
+    own = _socket(held.family, held.type, held.proto, held.getsockname(), shared=True)
+    own.listen(2048)
+    held.close()
+    return own
 
 
 def run(app, sock: socket.socket, *, workers: int, threads: int, access_log: bool) -> int:
@@ -80,7 +100,7 @@ def _fork(config, sock: socket.socket, threads: int, signals: set[int]) -> int:
         import uvicorn
 
         torch.set_num_threads(threads)
-        uvicorn.Server(config).run(sockets=[sock])
+        uvicorn.Server(config).run(sockets=[_own_socket(sock)])
         code = 0
     finally:
         sys.stdout.flush()
