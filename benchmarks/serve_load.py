@@ -109,13 +109,25 @@ def health(port: int) -> dict:
         return json.loads(response.read())
 
 
-async def load(port: int, sentences: list[list[str]], clients: int, seconds: float) -> dict:
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) of process ``pid`` and of its children (the workers) so far."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    ticks = 0
+    for process in [pid, *map(int, children)]:
+        fields = Path(f"/proc/{process}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime (the 14th and 15th of stat)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+async def load(port: int, sentences: list[list[str]], clients: int, seconds: float, pid: int) -> dict:
     queue = list(reversed(sentences))
     latencies: list[float] = []
     before = health(port)
+    server_cpu, client_cpu = cpu_seconds(pid), time.process_time()
     start = time.perf_counter()
     tokens = await asyncio.gather(*(client(port, queue, latencies, start + seconds) for _ in range(clients)))
     wall = time.perf_counter() - start
+    server_cpu, client_cpu = cpu_seconds(pid) - server_cpu, time.process_time() - client_cpu
     after = health(port)
     latencies.sort()
     batches = after["batches"] - before["batches"]
@@ -128,6 +140,9 @@ async def load(port: int, sentences: list[list[str]], clients: int, seconds: flo
         "p50_ms": round(1000 * statistics.median(latencies), 2),
         "p99_ms": round(1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))], 2),
         "requests_per_group": round((after["requests"] - before["requests"]) / max(batches, 1), 2),
+        # where the cores went: the server's processes, and this one (the clients, their JSON)
+        "server_cpu_s": round(server_cpu, 2),
+        "client_cpu_s": round(client_cpu, 2),
     }
 
 
@@ -208,9 +223,11 @@ def main() -> None:
         port = free_port()
         server = serve(port, args.batch_window, workers)
         try:
-            asyncio.run(load(port, sentences[:50], 4, 30))  # warm-up
+            asyncio.run(load(port, sentences[:50], 4, 30, server.pid))  # warm-up
             for c in args.clients:
-                levels.append({"workers": workers, **asyncio.run(load(port, sentences, c, args.seconds))})
+                levels.append(
+                    {"workers": workers, **asyncio.run(load(port, sentences, c, args.seconds, server.pid))}
+                )
             memories[workers] = memory(server.pid)
         finally:
             server.terminate()
