@@ -50,8 +50,10 @@ def test_the_pos_task_is_the_built_in_defaults_in_the_papers_regime_at_lr_0_05_a
     assert reference.to_dict() == pos
 
 
-def test_configs_ner_toml_holds_the_ner_task_defaults():
+def test_configs_ner_toml_holds_the_ner_task_defaults_and_the_english_vectors():
     config = Config.load(ROOT / "configs" / "ner.toml")
+    assert config.model.pretrained == "glove-6b-50d"  # the English recipe (issue #36)
+    config.model.pretrained = None
     assert config.to_dict() == Config.for_task("ner").to_dict()
     m = config.model
     assert (m.model, m.sketch_steps, m.attention, m.dropout, m.crf) == (

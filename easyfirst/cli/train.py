@@ -133,7 +133,7 @@ def _task_defaults() -> dict[str, dict[str, object]]:
 def train(**given) -> None:
     """Train a tagger; its best epoch goes to the run folder.
 
-    The run folder gets the best dev epoch's model, metrics.json and train.log. Defaults are the task's (configs/pos.toml, ner.toml, qe.toml hold the same values). Under
+    The run folder gets the best dev epoch's model, metrics.json and train.log. Defaults are the task's (configs/pos.toml and qe.toml hold the same values; configs/ner.toml adds the English vectors). Under
     `torchrun --nproc_per_node K -m easyfirst train ...` it trains data-parallel on K processes.
     """
     resume: Path | None = given["resume"]
