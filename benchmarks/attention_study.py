@@ -275,7 +275,9 @@ def main() -> None:
     parser.add_argument("--list", action="store_true", help="print the rows and their flags")
     parser.add_argument("--report", action="store_true", help="print the tables from the kept results")
     parser.add_argument("--keep", type=Path, metavar="RUN", help="keep a run trained outside the rows")
-    parser.add_argument("--name", help="--keep: the name to keep it under")
+    parser.add_argument(
+        "--name", help="--keep: the row name to keep it under (ROW.json, ROW-seedK.json for seed K)"
+    )
     parser.add_argument("--varies", help="--keep: what the run is, in a few words")
     parser.add_argument("--task", choices=sorted(SCORES), default="pos", help="--keep: the run's task")
     parser.add_argument("--dev", type=Path, help="--keep: the dev file to analyse (default: the task's)")
