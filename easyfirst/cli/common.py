@@ -69,12 +69,11 @@ def load_tagger(model: Path | None, device: str = "cpu"):
     before torch is imported (for the device's check and the model)."""
 
     folder = model_folder(model)
-    if model is not None and str(model) in BUNDLED and not (folder / MODEL_FILE).is_file():
-        raise InputError(f"the bundled model {model} is missing from this installation; pass --model RUN_DIR")
-    if model is not None and not folder.exists():
+    if (model is None or str(model) in BUNDLED) and not (folder / MODEL_FILE).is_file():
+        which = "default model" if model is None else f"model {model}"
+        raise InputError(f"the bundled {which} is missing from this installation; pass --model RUN_DIR")
+    if not folder.exists():
         raise InputError("model folder not found", model)
-    if model is None and not (folder / MODEL_FILE).is_file():
-        raise InputError("the bundled default model is missing from this installation; pass --model RUN_DIR")
     check_device(device)
     from easyfirst.api import Tagger
 

@@ -34,7 +34,7 @@ from distributed import Client, WorkerPlugin, get_worker
 from easyfirst.atomic import read_json
 from easyfirst.config import Config
 from easyfirst.data.vocab import Vocabularies
-from easyfirst.resources import CONFIG_FILE, VOCAB_FILE, default_model_path
+from easyfirst.resources import CONFIG_FILE, VOCAB_FILE, model_folder
 from easyfirst.tagging.pipeline import Source, write_output
 from easyfirst.tasks import TASKS
 
@@ -121,7 +121,7 @@ class ClusterTagger:
     Tagger."""
 
     def __init__(self, client: Client, model: str | Path | None = None, shard: int | None = None):
-        folder = default_model_path() if model is None else Path(model)
+        folder = model_folder(model)
         self.config = Config.from_saved(read_json(folder / CONFIG_FILE), str(folder / CONFIG_FILE))
         self.tags = list(Vocabularies.from_json(read_json(folder / VOCAB_FILE)).tags.itos)
         if shard is not None and shard < 1:

@@ -114,8 +114,6 @@ def error_response(status: int, message: str) -> JSONResponse:
 
 def model_name(path: str | Path | None) -> str:
     """The name answers give a model: its run folder's name, or the bundled model's."""
-    from easyfirst.resources import BUNDLED, DEFAULT_MODEL
+    from easyfirst.resources import model_folder
 
-    if path is None or str(path) in BUNDLED:
-        return DEFAULT_MODEL if path is None else BUNDLED[str(path)]
-    return Path(path).resolve().name
+    return model_folder(path).resolve().name
