@@ -349,19 +349,22 @@ class Config:
         origin = self.origins.get(key)
         return origin if origin and not origin[0].startswith("task ") else None
 
-    def follow_vectors(self, vectors: Vectors) -> list[str]:
-        """Set the keys that the pretrained ``vectors`` decide: the word size is theirs, and the words
-        of an uncased set are looked up lower-cased (the affixes and the case feature keep the case). A
-        value given for either that disagrees is an error; returns what to tell the log."""
+    def follow_vectors(self, vectors: Vectors, size: str = "word_dim") -> list[str]:
+        """Set the keys that the pretrained ``vectors`` decide: their table's size (``size``: the words',
+        or QE's ``source_dim``) and, for an uncased set of word vectors, lower-cased lookups (the affixes
+        and case feature keep the case). A value given that disagrees is an error; returns log notes."""
         m, notes = self.model, []
-        if m.word_dim != vectors.dim and self.given("model.word_dim"):
+        if size == "source_dim" and self.data.task != "qe":
+            where = self.origins.get("model.source_pretrained", ("command line", None))
+            raise InputError(f"model.source_pretrained is for QE's source words, not {self.data.task}", *where)
+        if getattr(m, size) != vectors.dim and self.given(f"model.{size}"):
             raise InputError(
-                f"model.word_dim = {m.word_dim}, but the vectors {vectors.name} have {vectors.dim} "
-                "dimensions: leave word_dim out, the vectors set it",
-                *self.given("model.word_dim"),
+                f"model.{size} = {getattr(m, size)}, but the vectors {vectors.name} have {vectors.dim} "
+                f"dimensions: leave {size} out, the vectors set it",
+                *self.given(f"model.{size}"),
             )
-        m.word_dim = vectors.dim
-        if vectors.uncased:
+        setattr(m, size, vectors.dim)
+        if vectors.uncased and size == "word_dim":
             if not m.lowercase and self.given("model.lowercase"):
                 raise InputError(
                     f"model.lowercase = false, but the vectors {vectors.name} are uncased: a capitalized word "

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from easyfirst.data.vectors import open_vectors
-from easyfirst.data.vocab import Vocabularies
+from easyfirst.data.vocab import Vocab, Vocabularies
 from easyfirst.errors import InputError
 from easyfirst.model.embedder import Embedder
 
@@ -119,3 +119,27 @@ def test_training_with_pretrained_vectors_keeps_them_in_the_model_folder(tmp_pat
     assert weight[words.index(unseen)].tolist() == [0.5, -0.5, 0.25, 8.0]
     assert len(tagger.tag([unseen, "."])) == 2
     assert tagger.config.model.word_dim == 4 and tagger.config.model.pretrained_covered == 2  # the, zyzzyva
+
+
+def test_source_words_keep_their_case_and_take_the_vector_of_their_lower_cased_form(vectors):
+    """QE's aligned source words (issue #36): the vocabulary keeps the case, so with an uncased set every
+    spelling of a word takes its lower-cased form's vector; padding, UNK and unknown words keep theirs."""
+    stoi = {"<pad>": 0, "<unk>": 1, "Dog": 2, "dog": 3, "ZEBRA": 4, "cat": 5, "the": 6}
+    ids, rows = open_vectors(vectors).lookup_folded(stoi)
+    got = {i: row for i, row in zip(ids, rows.tolist())}
+    expected = {2: "dog", 3: "dog", 4: "zebra", 6: "the"}
+    assert got == {i: torch.tensor(VECTORS[w]).tolist() for i, w in expected.items()}  # as float32
+
+
+def test_a_feature_table_is_initialised_from_the_vectors(vectors):
+    vocabs = train_vocabs()
+    vocabs.features["source"] = Vocab(["The", "barks", "unseen"])
+    torch.manual_seed(0)
+    embedder = Embedder(vocabs, word_dim=3, affix_dim=0, feature_dims={"source": 4})
+    untouched = embedder.features["source"].weight[[1, 4]].clone()  # UNK, "unseen"
+    assert embedder.load_pretrained(open_vectors(vectors), vocabs, feature="source") == 2
+    table = embedder.features["source"].weight
+    assert torch.equal(table[2], torch.tensor(VECTORS["the"])) and torch.equal(table[3], torch.tensor(VECTORS["barks"]))
+    assert torch.equal(table[[1, 4]], untouched)
+    with pytest.raises(InputError, match="4 dimensions, the embeddings 3"):
+        embedder.load_pretrained(open_vectors(vectors), vocabs)  # the word table has 3

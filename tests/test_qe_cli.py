@@ -177,3 +177,33 @@ def test_qe_context_dim_0_trains_on_the_papers_128_dimensional_input(tmp_path):
     assert set(json.loads((out / "vocab.json").read_text())["features"]) == {"source"}
     state = torch.load(out / "model.pt", weights_only=True)
     assert state["encoder.lstm.weight_ih_l0"].shape[1] == 64 + 64  # MT word ⊕ aligned source words
+
+
+def test_source_vectors_set_the_source_table_and_name_it(tmp_path):
+    """--source-pretrained (issue #36): the aligned source words' table takes the vectors' size and rows;
+    config.json counts the source words covered, here every spelling of the words the file has."""
+    vectors = tmp_path / "en.txt"
+    words = {"click": [0.5, -0.5, 1.0], "the": [0.25, 0.0, -1.0], "menu": [2.0, 1.0, 0.0]}
+    vectors.write_text("".join(f"{w} {' '.join(map(str, v))}\n" for w, v in words.items()), encoding="utf-8")
+    out = tmp_path / "run"
+    result = run_cli(
+        "train", "--task", "qe", "--train", QE_SAMPLE, "--dev", QE_SAMPLE, "--epochs", 1, "--seed", 1,
+        "--threads", 1, "--source-pretrained", vectors, "--output", out,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr.decode()
+    model = json.loads((out / "config.json").read_text())["model"]
+    assert model["source_dim"] == 3 and model["source_pretrained"] == str(vectors)
+    source = json.loads((out / "vocab.json").read_text())["features"]["source"]
+    assert model["source_pretrained_covered"] == sum(s.lower() in words for s in source["symbols"]) > 0
+    assert torch.load(out / "model.pt", weights_only=True)["embedder.features.source.weight"].shape[1] == 3
+    assert "source vectors" in (out / "train.log").read_text()
+    assert run_cli("export", out, "-o", tmp_path / "exported").returncode == 0
+    assert f"source words: `{vectors}`, 3 dimensions, covering" in (tmp_path / "exported" / "README.md").read_text()
+
+
+def test_source_vectors_are_a_qe_option(tmp_path):
+    vectors = tmp_path / "en.txt"
+    vectors.write_text("the 0.5 1.0\n", encoding="utf-8")
+    result = run_cli("train", "--train", SAMPLE, "--source-pretrained", vectors, "--output", tmp_path / "run")
+    assert result.returncode == 2 and not (tmp_path / "run").exists()
+    assert "model.source_pretrained is for QE's source words, not pos" in result.stderr.decode()

@@ -185,16 +185,17 @@ def check_paths(cfg: Config) -> None:
     for split in ("train", "dev", "test"):
         if getattr(cfg.data, split) is not None:
             task.check_exists(getattr(cfg.data, split), split)  # the task's own words (QE: which file)
-    path = cfg.model.pretrained
-    if path is not None and path not in NAMED and not Path(path).is_file():
-        origin = cfg.origins.get("model.pretrained", ("command line", None))
-        raise InputError(
-            f"model.pretrained {path!r} not found (easyfirst data --vectors lists the named sets)", *origin
-        )
-    if (
-        path is not None
-    ):  # a named set not installed, a file of the wrong kind, a word size given that differs
-        cfg.follow_vectors(open_vectors(path))
+    for key, size in (("pretrained", "word_dim"), ("source_pretrained", "source_dim")):
+        path = getattr(cfg.model, key)
+        if path is None:
+            continue
+        if path not in NAMED and not Path(path).is_file():
+            origin = cfg.origins.get(f"model.{key}", ("command line", None))
+            raise InputError(
+                f"model.{key} {path!r} not found (easyfirst data --vectors lists the named sets)", *origin
+            )
+        # a named set not installed, a file of the wrong kind, a size given that differs, the wrong task
+        cfg.follow_vectors(open_vectors(path), size)
 
 
 def note_summed_batches(cfg: Config, flags: list[str]) -> None:

@@ -109,6 +109,21 @@ class Vectors:
             refs.append(ref)
         return found, self.rows(refs) if refs else np.zeros((0, self.dim), np.float32)
 
+    def lookup_folded(self, ids: dict[str, int]) -> tuple[list[int], np.ndarray]:
+        """:meth:`lookup` for a vocabulary that keeps the case (QE's aligned source words): with an
+        uncased set, every spelling of a word ("Paris", "paris") takes the vector of its lower-cased
+        form; a cased set is looked up as it is. Padding and UNK (ids 0 and 1) never."""
+        if not self.uncased:
+            return self.lookup({w: i for w, i in ids.items() if i > 1}, lowercase=False)
+        spellings: dict[str, list[int]] = {}
+        for word, index in ids.items():
+            if index > 1:
+                spellings.setdefault(word.lower(), []).append(index)
+        keys = list(spellings)
+        found, rows = self.lookup({key: n + 1 for n, key in enumerate(keys)}, lowercase=False)
+        counts = [len(spellings[keys[n - 1]]) for n in found]
+        return [i for n in found for i in spellings[keys[n - 1]]], np.repeat(rows, counts, axis=0)
+
 
 class PackagedVectors(Vectors):
     """A :data:`NAMED` set: its ``.npy`` memory-mapped (rows are read when asked for) and its word list."""

@@ -78,19 +78,24 @@ class Embedder(nn.Module):
         return summed.view(size, length, -1)
 
     @torch.no_grad()
-    def load_pretrained(self, vectors: Vectors, vocabs: Vocabularies) -> int:
-        """Initialise the word embeddings of the words ``vectors`` has (easyfirst.data.vectors); returns
-        how many words it covered. Words missing from it keep their random initialisation; with
-        lower-cased lookups a word takes the vector of its first (most frequent) spelling there. Words of
-        the set outside the vocabulary are skipped: add them first with
-        :meth:`Vocabularies.add_pretrained_words`."""
-        if vectors.dim != self.words.embedding_dim:
+    def load_pretrained(self, vectors: Vectors, vocabs: Vocabularies, feature: str | None = None) -> int:
+        """Initialise the word embeddings of the words ``vectors`` has (easyfirst.data.vectors), or with
+        ``feature`` that feature's table (QE's ``source``: the aligned source words, matched
+        case-insensitively when the set is uncased); returns how many words it covered. Words missing
+        from it keep their random initialisation; with lower-cased lookups a word takes the vector of its
+        first (most frequent) spelling there. Words of the set outside the vocabulary are skipped: add
+        them first with :meth:`Vocabularies.add_pretrained_words`."""
+        table = self.words if feature is None else self.features[feature]
+        if vectors.dim != table.embedding_dim:
             raise InputError(
-                f"the vectors have {vectors.dim} dimensions, the word embeddings {self.words.embedding_dim}",
+                f"the vectors have {vectors.dim} dimensions, the embeddings {table.embedding_dim}",
                 vectors.name,
             )
-        ids, rows = vectors.lookup(vocabs.words.stoi, vocabs.lowercase)
-        self.words.weight[torch.tensor(ids, dtype=torch.long)] = torch.from_numpy(rows).to(self.words.weight)
+        if feature is None:
+            ids, rows = vectors.lookup(vocabs.words.stoi, vocabs.lowercase)
+        else:
+            ids, rows = vectors.lookup_folded(vocabs.features[feature].stoi)
+        table.weight[torch.tensor(ids, dtype=torch.long)] = torch.from_numpy(rows).to(table.weight)
         return len(ids)
 
 

@@ -212,6 +212,16 @@ class ModelConfig:
     # QE features (easyfirst.data.features), off by default: the aligned source words (averaged; a learned
     # NULL vector when none), and the WMT16 baseline's context (the MT words and aligned source words ±1)
     source_dim: int = field(default=0, metadata=checked(at_least(0)))
+    source_pretrained: str | None = field(  # issue #36: GloVe for English source words
+        default=None,
+        metadata=option(
+            "QE: pretrained vectors for the aligned source words, named or a file as for --pretrained "
+            "(e.g. glove-6b-50d for English sources); the source embedding size is theirs.",
+            metavar="NAME|PATH",
+        ),
+    )
+    # written by training: how many of the aligned-source vocabulary's words the source vectors covered
+    source_pretrained_covered: int | None = field(default=None, metadata=checked(at_least(0)))
     qe_context_dim: int = field(
         default=0,
         metadata=option(

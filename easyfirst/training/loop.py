@@ -154,6 +154,9 @@ def build_model(
     vectors = open_vectors(m.pretrained) if m.pretrained else None
     for note in config.follow_vectors(vectors) if vectors else ():
         log(note)
+    source = open_vectors(m.source_pretrained) if m.source_pretrained else None
+    if source:
+        config.follow_vectors(source, size="source_dim")
     vocabs = build_vocabularies(config, train_sents)
     added = 0  # the vectors' words added to the vocabulary
     if vectors and m.pretrained_words > 0:
@@ -171,6 +174,13 @@ def build_model(
             f"{', uncased' if vectors.uncased else ''}: they cover {m.pretrained_covered:,} of the "
             f"{len(vocabs.words) - 2:,} words ({m.pretrained_covered - added:,} of the {training:,} from "
             "the training set)"
+        )
+    if source:
+        m.source_pretrained_covered = model.embedder.load_pretrained(source, vocabs, feature="source")
+        log(
+            f"[bold]source vectors[/] {source.name}, {m.source_dim} dimensions"
+            f"{', uncased: matched case-insensitively' if source.uncased else ''}: they cover "
+            f"{m.source_pretrained_covered:,} of the {len(vocabs.features['source']) - 2:,} aligned source words"
         )
     return vocabs, model
 

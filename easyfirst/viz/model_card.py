@@ -87,13 +87,19 @@ def _summary(config: Config, sizes: dict[str, int], parameters: int, half: bool)
 
 def _vectors(config: Config, sizes: dict[str, int]) -> str:
     """The pretrained vectors' row: the set, its size, what it is and how many of the words it covered."""
-    model = config.model
-    if not model.pretrained:
-        return "none"
-    named = NAMED.get(model.pretrained)
-    covered = model.pretrained_covered
-    share = "" if covered is None else f", covering {covered:,} of its {sizes['words'] - 2:,} words"
-    return f"`{model.pretrained}`, {model.word_dim} dimensions{share}" + (f"; {named.about}" if named else "")
+    model, rows = config.model, []
+    if model.pretrained:
+        named = NAMED.get(model.pretrained)
+        covered = model.pretrained_covered
+        share = "" if covered is None else f", covering {covered:,} of its {sizes['words'] - 2:,} words"
+        rows.append(
+            f"`{model.pretrained}`, {model.word_dim} dimensions{share}" + (f"; {named.about}" if named else "")
+        )
+    if model.source_pretrained:  # QE: the aligned source words' table
+        covered = model.source_pretrained_covered
+        share = "" if covered is None else f", covering {covered:,} of them"
+        rows.append(f"source words: `{model.source_pretrained}`, {model.source_dim} dimensions{share}")
+    return "; ".join(rows) or "none"
 
 
 def _characters(config: Config) -> str:
