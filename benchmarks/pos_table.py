@@ -1,11 +1,12 @@
 """Train NEF-F, NEF-S and the BiLSTM baseline on UD English EWT with one budget and seed, and print
-the README's results table (Markdown) from their metrics.json files.
+docs/results.md's table at 16 sentences per update (Markdown) from their metrics.json files (README's
+EWT table comes from attention_study.py, in the paper's regime).
 
     python benchmarks/pos_table.py --epochs 20 --seed 1 --out runs/table      # trains (about 1 h here)
     python benchmarks/pos_table.py --out runs/table --report-only              # table from finished runs
 
 Each row is one `easyfirst train --task pos` run at 16 sentences per update, lr 0.1 (``BATCHED``: the
-regime the README's table was measured in); the runs go side by side, one torch thread each,
+regime that table was measured in); the runs go side by side, one torch thread each,
 so seconds per epoch are comparable within a table (not with runs that had the machine alone).
 """
 

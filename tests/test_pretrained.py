@@ -126,7 +126,7 @@ def test_source_words_keep_their_case_and_take_the_vector_of_their_lower_cased_f
     spelling of a word takes its lower-cased form's vector; padding, UNK and unknown words keep theirs."""
     stoi = {"<pad>": 0, "<unk>": 1, "Dog": 2, "dog": 3, "ZEBRA": 4, "cat": 5, "the": 6}
     ids, rows = open_vectors(vectors).lookup_folded(stoi)
-    got = {i: row for i, row in zip(ids, rows.tolist())}
+    got = {i: row for i, row in zip(ids, rows.tolist(), strict=True)}
     expected = {2: "dog", 3: "dog", 4: "zebra", 6: "the"}
     assert got == {i: torch.tensor(VECTORS[w]).tolist() for i, w in expected.items()}  # as float32
 
