@@ -130,8 +130,29 @@ NER_ROWS: dict[str, tuple[str, list[str], int]] = {
 }
 ROWS.update(NER_ROWS)
 RESULTS = ROOT / "benchmarks" / "results" / "attention-study"
-DEV_FILES = {"pos": "ud/UD_English-EWT/en_ewt-ud-dev.conllu", "ner": "ner/conll2003/eng.testa"}
-SCORES = {"pos": "accuracy", "ner": "f1"}  # the dev score each task's rows are chosen and reported by
+DEV_FILES = {
+    "pos": "ud/UD_English-EWT/en_ewt-ud-dev.conllu",
+    "ner": "ner/conll2003/eng.testa",
+    "qe": "qe/wmt19-en-de/dev",  # a QE prefix (.src, .mt, .src-mt.alignments, .tags)
+}
+# the dev score each task's rows are chosen and reported by (QE: MT words and gaps, WMT19's score)
+SCORES = {"pos": "accuracy", "ner": "f1", "qe": "target_f1_mult"}
+
+
+def task_of_result(result: dict) -> str:
+    """The task of a kept result (results kept before the field was written: told by their score)."""
+    return result.get("task") or next(t for t, score in SCORES.items() if f"dev_{score}" in result)
+
+
+def bad_share_by_chance(prefix: Path) -> float:
+    """How often a word drawn uniformly from each sentence is BAD, averaged over the sentences of a QE
+    set's gold ``.tags`` (word tags only: every other tag of a 2N+1 line)."""
+    shares = []
+    for line in Path(f"{prefix}.tags").read_text(encoding="utf-8").splitlines():
+        tags = line.split()
+        words = tags[1::2] if len(tags) % 2 == 1 and len(tags) > 1 else tags
+        shares.append(sum(tag == "BAD" for tag in words) / len(words))
+    return statistics.mean(shares)
 
 
 def task_of(name: str) -> str:
@@ -189,6 +210,7 @@ def save_row(
     metrics = json.loads((folder / "metrics.json").read_text())
     result = {
         "row": name,
+        "task": task,
         "varies": varies or ROWS[name][0],
         "data": config["data"].get("train"),  # None: the task's default data set
         "seed": seed,
@@ -206,6 +228,8 @@ def save_row(
     }
     if task == "ner":
         result["entities"] = stats.get("entities")  # where the first focus goes against the entities
+    if task == "qe":  # Figure 4: does the first focus go to BAD words more often than chance?
+        result["first_focus_bad_by_chance"] = bad_share_by_chance(dev or dev_file(task))
     RESULTS.mkdir(parents=True, exist_ok=True)
     target = RESULTS / (f"{name}.json" if seed == 1 else f"{name}-seed{seed}.json")
     target.write_text(json.dumps(result, indent=1) + "\n")
@@ -222,19 +246,21 @@ def sharpness_cells(results: list[dict]) -> str:
 
 
 def report() -> None:
-    """The Markdown tables from benchmarks/results/attention-study/*.json: POS, then NER."""
+    """The Markdown tables from benchmarks/results/attention-study/*.json: POS, NER, then QE; the rows of
+    ROWS in their order, then the runs kept with --keep, by name."""
     found: dict[str, list[dict]] = {}
     for path in sorted(RESULTS.glob("*.json")):
         result = json.loads(path.read_text())
         found.setdefault(result["row"], []).append(result)
-    rows = {name: sorted(found[name], key=lambda r: r["seed"]) for name in ROWS if name in found}
+    order = [name for name in ROWS if name in found] + sorted(set(found) - set(ROWS))
+    rows = {name: sorted(found[name], key=lambda r: r["seed"]) for name in order}
     print(
         "| row | varies | epochs | seeds | dev acc | test acc | best epoch | largest α, first half | "
         "steps with one word ≥ 0.5 | normalised entropy | first focus VERB | s/epoch |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, results in rows.items():
-        if task_of(name) != "pos":
+        if task_of_result(results[0]) != "pos":
             continue
         print(
             f"| {name} | {results[0]['varies']} | {len(results[0]['epochs'])} | {len(results)} | "
@@ -243,7 +269,11 @@ def report() -> None:
             f"{cell([r['first_focus'].get('VERB', 0) if r['first_focus'] else None for r in results], unit=' %')} | "
             f"{statistics.mean(r['seconds_per_epoch'] for r in results):.0f} |"
         )
-    ner = {name: results for name, results in rows.items() if task_of(name) == "ner"}
+    ner_table({name: results for name, results in rows.items() if task_of_result(results[0]) == "ner"})
+    qe_table({name: results for name, results in rows.items() if task_of_result(results[0]) == "qe"})
+
+
+def ner_table(ner: dict[str, list[dict]]) -> None:
     if not ner:
         return
     print()
@@ -263,6 +293,27 @@ def report() -> None:
             f"{cell([e.get('share_before_first_entity') for e in entities], unit=' %')} | "
             f"{cell([e.get('focus_position') for e in entities], 1, 3)} | "
             f"{cell([e.get('first_entity_position') for e in entities], 1, 3)} | "
+            f"{statistics.mean(r['seconds_per_epoch'] for r in results):.0f} |"
+        )
+
+
+def qe_table(qe: dict[str, list[dict]]) -> None:
+    """WMT19 QE rows: the target F1-MULT and where the first step goes (Figure 4: BAD words first?)."""
+    if not qe:
+        return
+    print()
+    print(
+        "| row | varies | epochs | seeds | dev target F1-MULT | best epoch | largest α, first half | "
+        "steps with one word ≥ 0.5 | normalised entropy | first focus on a BAD word | by chance | s/epoch |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, results in qe.items():
+        print(
+            f"| {name} | {results[0]['varies']} | {len(results[0]['epochs'])} | {len(results)} | "
+            f"{cell([r['dev_target_f1_mult'] for r in results])} | "
+            f"{', '.join(str(r['best_epoch']) for r in results)} | {sharpness_cells(results)} | "
+            f"{cell([(r['first_focus'] or {}).get('BAD', 0) for r in results], unit=' %')} | "
+            f"{cell([r['first_focus_bad_by_chance'] for r in results], unit=' %')} | "
             f"{statistics.mean(r['seconds_per_epoch'] for r in results):.0f} |"
         )
 
