@@ -179,7 +179,7 @@ def build_model(
         m.source_pretrained_covered = model.embedder.load_pretrained(source, vocabs, feature="source")
         log(
             f"[bold]source vectors[/] {source.name}, {m.source_dim} dimensions"
-            f"{', uncased: matched case-insensitively' if source.uncased else ''}: they cover "
+            f"{', uncased, matched case-insensitively' if source.uncased else ''}: they cover "
             f"{m.source_pretrained_covered:,} of the {len(vocabs.features['source']) - 2:,} aligned source words"
         )
     return vocabs, model
