@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=1000)
     args = parser.parse_args()
     port = free_port()
-    server = serve(port, 2.0)
+    server = serve(port, 2.0, workers=1)
     try:
         with chromium() as browser:
             page = browser.new_page()
