@@ -198,7 +198,10 @@ def test_source_vectors_set_the_source_table_and_name_it(tmp_path):
     assert torch.load(out / "model.pt", weights_only=True)["embedder.features.source.weight"].shape[1] == 3
     assert "source vectors" in (out / "train.log").read_text()
     assert run_cli("export", out, "-o", tmp_path / "exported").returncode == 0
-    assert f"source words: `{vectors}`, 3 dimensions, covering" in (tmp_path / "exported" / "README.md").read_text()
+    card = (tmp_path / "exported" / "README.md").read_text()
+    assert f"source words: `{vectors}`, 3 dimensions, covering" in card
+    command = card.split("```bash\n", 1)[1].split("\n", 1)[0]  # what the vectors decide is left out
+    assert "source_pretrained=" in command and "source_dim" not in command and "covered" not in command
 
 
 def test_source_vectors_are_a_qe_option(tmp_path):

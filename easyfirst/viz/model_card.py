@@ -172,9 +172,9 @@ def training_command(config: Config) -> str:
             args += [flag, saved["data"][split]]
     unset = []
     # what training wrote from the pretrained vectors: their coverage, and their size
-    derived = {("model", "pretrained_covered")} | (
-        {("model", "word_dim")} if config.model.pretrained else set()
-    )
+    derived = {("model", "pretrained_covered"), ("model", "source_pretrained_covered")}
+    derived |= {("model", "word_dim")} if config.model.pretrained else set()
+    derived |= {("model", "source_dim")} if config.model.source_pretrained else set()
     for section, values in saved.items():
         for key, value in values.items():
             if section == "data" and key in SPLIT_FLAGS or (section, key) in RUN_KEYS | derived:
