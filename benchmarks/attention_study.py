@@ -254,68 +254,82 @@ def report() -> None:
         found.setdefault(result["row"], []).append(result)
     order = [name for name in ROWS if name in found] + sorted(set(found) - set(ROWS))
     rows = {name: sorted(found[name], key=lambda r: r["seed"]) for name in order}
-    print(
-        "| row | varies | epochs | seeds | dev acc | test acc | best epoch | largest α, first half | "
-        "steps with one word ≥ 0.5 | normalised entropy | first focus VERB | s/epoch |"
-    )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    tables = []
+    for task, (columns, cells) in TABLES.items():
+        mine = {name: results for name, results in rows.items() if task_of_result(results[0]) == task}
+        if mine:
+            tables.append(table(mine, columns, cells))
+    print("\n\n".join(tables))
+
+
+def table(rows: dict[str, list[dict]], columns: list[str], cells) -> str:
+    """One task's table: per row its name, what it varies, epochs and seeds, then ``cells(results)`` under
+    ``columns``, then the mean seconds per epoch."""
+    head = ["row", "varies", "epochs", "seeds", *columns, "s/epoch"]
+    lines = [f"| {' | '.join(head)} |", "|---|---|" + "---:|" * (len(head) - 2)]
     for name, results in rows.items():
-        if task_of_result(results[0]) != "pos":
-            continue
-        print(
-            f"| {name} | {results[0]['varies']} | {len(results[0]['epochs'])} | {len(results)} | "
-            f"{cell([r['dev_accuracy'] for r in results])} | {cell([r['test_accuracy'] for r in results])} | "
-            f"{', '.join(str(r['best_epoch']) for r in results)} | {sharpness_cells(results)} | "
-            f"{cell([r['first_focus'].get('VERB', 0) if r['first_focus'] else None for r in results], unit=' %')} | "
-            f"{statistics.mean(r['seconds_per_epoch'] for r in results):.0f} |"
-        )
-    ner_table({name: results for name, results in rows.items() if task_of_result(results[0]) == "ner"})
-    qe_table({name: results for name, results in rows.items() if task_of_result(results[0]) == "qe"})
+        lead = [name, results[0]["varies"], str(len(results[0]["epochs"])), str(len(results))]
+        seconds = f"{statistics.mean(r['seconds_per_epoch'] for r in results):.0f}"
+        lines.append(f"| {' | '.join([*lead, *cells(results), seconds])} |")
+    return "\n".join(lines)
 
 
-def ner_table(ner: dict[str, list[dict]]) -> None:
-    if not ner:
-        return
-    print()
-    print(
-        "| row | varies | epochs | seeds | dev F1 | test F1 | best epoch | largest α, first half | "
-        "steps with one word ≥ 0.5 | normalised entropy | first focus on an entity word | "
-        "before the first entity | first focus at | first entity at | s/epoch |"
-    )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, results in ner.items():
-        entities = [r["entities"] or {} for r in results]
-        print(
-            f"| {name} | {results[0]['varies']} | {len(results[0]['epochs'])} | {len(results)} | "
-            f"{cell([r['dev_f1'] for r in results])} | {cell([r['test_f1'] for r in results])} | "
-            f"{', '.join(str(r['best_epoch']) for r in results)} | {sharpness_cells(results)} | "
-            f"{cell([e.get('share_on_entity') for e in entities], unit=' %')} | "
-            f"{cell([e.get('share_before_first_entity') for e in entities], unit=' %')} | "
-            f"{cell([e.get('focus_position') for e in entities], 1, 3)} | "
-            f"{cell([e.get('first_entity_position') for e in entities], 1, 3)} | "
-            f"{statistics.mean(r['seconds_per_epoch'] for r in results):.0f} |"
-        )
+def best_epochs(results: list[dict]) -> str:
+    return ", ".join(str(r["best_epoch"]) for r in results)
 
 
-def qe_table(qe: dict[str, list[dict]]) -> None:
-    """WMT19 QE rows: the target F1-MULT and where the first step goes (Figure 4: BAD words first?)."""
-    if not qe:
-        return
-    print()
-    print(
-        "| row | varies | epochs | seeds | dev target F1-MULT | best epoch | largest α, first half | "
-        "steps with one word ≥ 0.5 | normalised entropy | first focus on a BAD word | by chance | s/epoch |"
-    )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, results in qe.items():
-        print(
-            f"| {name} | {results[0]['varies']} | {len(results[0]['epochs'])} | {len(results)} | "
-            f"{cell([r['dev_target_f1_mult'] for r in results])} | "
-            f"{', '.join(str(r['best_epoch']) for r in results)} | {sharpness_cells(results)} | "
-            f"{cell([(r['first_focus'] or {}).get('BAD', 0) for r in results], unit=' %')} | "
-            f"{cell([r['first_focus_bad_by_chance'] for r in results], unit=' %')} | "
-            f"{statistics.mean(r['seconds_per_epoch'] for r in results):.0f} |"
-        )
+SHARPNESS = ["largest α, first half", "steps with one word ≥ 0.5", "normalised entropy"]
+
+
+def pos_cells(results: list[dict]) -> list[str]:
+    verb = [r["first_focus"].get("VERB", 0) if r["first_focus"] else None for r in results]
+    return [
+        cell([r["dev_accuracy"] for r in results]),
+        cell([r["test_accuracy"] for r in results]),
+        best_epochs(results),
+        sharpness_cells(results),
+        cell(verb, unit=" %"),
+    ]
+
+
+def ner_cells(results: list[dict]) -> list[str]:
+    entities = [r["entities"] or {} for r in results]
+    return [
+        cell([r["dev_f1"] for r in results]),
+        cell([r["test_f1"] for r in results]),
+        best_epochs(results),
+        sharpness_cells(results),
+        cell([e.get("share_on_entity") for e in entities], unit=" %"),
+        cell([e.get("share_before_first_entity") for e in entities], unit=" %"),
+        cell([e.get("focus_position") for e in entities], 1, 3),
+        cell([e.get("first_entity_position") for e in entities], 1, 3),
+    ]
+
+
+def qe_cells(results: list[dict]) -> list[str]:
+    """WMT19 QE: the target F1-MULT and where the first step goes (Figure 4: BAD words first?)."""
+    return [
+        cell([r["dev_target_f1_mult"] for r in results]),
+        best_epochs(results),
+        sharpness_cells(results),
+        cell([(r["first_focus"] or {}).get("BAD", 0) for r in results], unit=" %"),
+        cell([r["first_focus_bad_by_chance"] for r in results], unit=" %"),
+    ]
+
+
+# task → the columns of its table after row, varies, epochs and seeds, and the cells under them
+TABLES = {
+    "pos": (["dev acc", "test acc", "best epoch", *SHARPNESS, "first focus VERB"], pos_cells),
+    "ner": (
+        ["dev F1", "test F1", "best epoch", *SHARPNESS, "first focus on an entity word"]
+        + ["before the first entity", "first focus at", "first entity at"],
+        ner_cells,
+    ),
+    "qe": (
+        ["dev target F1-MULT", "best epoch", *SHARPNESS, "first focus on a BAD word", "by chance"],
+        qe_cells,
+    ),
+}
 
 
 def main() -> None:
