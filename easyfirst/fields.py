@@ -17,7 +17,7 @@ from __future__ import annotations
 import codecs
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import Field, dataclass
 from typing import Any
 
 # where a value came from, for its error: a flag ("--lr", None), "--set", or a file and its line
@@ -118,6 +118,12 @@ def option(help: str, check: Rule | None = None, **settings) -> dict[str, Any]:
     if check is None and spec.choices is not None:
         check = one_of(spec.choices)
     return {"option": spec} | checked(check)
+
+
+def flag_of(f: Field) -> str:
+    """The option of the optioned field ``f``: ``--key-with-dashes`` unless its ``flag`` says otherwise."""
+    spec: Option = f.metadata["option"]
+    return spec.flag or "--" + f.name.replace("_", "-")
 
 
 def checked(rule: Rule | None) -> dict[str, Any]:

@@ -40,26 +40,57 @@ def test_export_with_o_writes_the_model_and_its_card(run_dir, tmp_path):
     assert str(SAMPLE) in card  # the data it was trained on
 
 
-def test_the_cards_command_trains_the_same_configuration():
-    """Parsing the card's command back (its --set values through the CLI's own --set parser) gives the
-    config the run was trained with."""
+def _config_of(command: str, monkeypatch, tmp_path) -> Config:
+    """The config that ``easyfirst train`` builds from ``command`` (its first line), read where training
+    would begin (data files and vectors are not opened)."""
+    from typer.testing import CliRunner
+
+    import easyfirst.cli.train as train_verb
+    from easyfirst.cli import app
+
+    built = []
+    monkeypatch.setattr(train_verb, "check_paths", lambda cfg: None)
+    monkeypatch.setattr(train_verb, "run_training", lambda cfg, output, device: built.append(cfg))
+    monkeypatch.chdir(tmp_path)  # the command's --output RUN is made there
+    args = shlex.split(command.splitlines()[0])
+    assert args[:2] == ["easyfirst", "train"]
+    result = CliRunner().invoke(app, args[1:])
+    assert result.exit_code == 0, result.output
+    return built[0]
+
+
+def test_the_cards_command_trains_the_same_configuration(monkeypatch, tmp_path):
+    """The card's command, run through the CLI itself, builds the config the run was trained with, and
+    says it with flags where flags exist."""
     config = Config.for_task("ner")
     config.data.train, config.data.dev = "/data/esp.train", "/data/esp.testa"
     config.model.attention_temperature = 0.25
+    config.model.sketch_steps, config.model.crf = None, False  # N = L, the flag's "L"; a --no- flag
     config.loss.class_weights = {"B-PER": 2.0}
     config.train.reduction, config.train.seed, config.train.epochs = "sum", 7, 3
-    args = shlex.split(training_command(config).splitlines()[0])
-    assert args[:4] == ["easyfirst", "train", "--task", "ner"]
-    rebuilt = Config.for_task(args[3])
-    pairs = list(zip(args[4::2], args[5::2], strict=True))
-    flags = {flag: value for flag, value in pairs if flag != "--set"}
-    for flag, value in pairs:
-        if flag == "--set":
-            rebuilt.set_dotted(value)
-    rebuilt.data.train, rebuilt.data.dev = flags["--train"], flags["--dev"]
-    rebuilt.train.seed, rebuilt.train.epochs = int(flags["--seed"]), int(flags["--epochs"])
+    command = training_command(config)
+    rebuilt = _config_of(command, monkeypatch, tmp_path)
     assert rebuilt.to_dict() == config.to_dict()
-    assert sum(flag == "--set" for flag, _ in pairs) == 3  # only what differs from the ner defaults
+    args = shlex.split(command)
+    assert {"--attention-temperature", "--sketch-steps", "--no-crf", "--reduction"} <= set(args)
+    assert args.count("--set") == 1  # the class weights: a table, which only --set gives whole
+
+
+def test_the_cards_command_names_the_vectors_and_leaves_what_they_decide(monkeypatch, tmp_path):
+    """A run with a named uncased set: the command gives --pretrained NAME, and not the word size or the
+    lower-cased lookups that the vectors set (training sets them again from the same vectors)."""
+    config = Config.for_task("pos")
+    config.model.pretrained, config.model.word_dim, config.model.lowercase = "glove-6b-50d", 50, True
+    config.model.pretrained_covered = 9000
+    command = training_command(config)
+    args = shlex.split(command)
+    assert args[args.index("--pretrained") + 1] == "glove-6b-50d"
+    assert "--set" not in args and "--lowercase" not in args and "--word-dim" not in args
+    rebuilt = _config_of(command, monkeypatch, tmp_path)
+    assert rebuilt.model.pretrained == "glove-6b-50d" and rebuilt.model.word_dim != 50  # set by training
+    # a set of vectors given by path may be cased: lower-cased lookups stay in the command
+    config.model.pretrained = "/vectors/cased.txt"
+    assert "model.lowercase=true" in training_command(config)
 
 
 def test_export_needs_one_output_folder(run_dir, tmp_path):

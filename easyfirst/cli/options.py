@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from easyfirst.fields import Option
+from easyfirst.fields import Option, flag_of
 
 
 def _plain(annotation) -> type:
@@ -42,11 +42,6 @@ def _show(spec: Option, value: Any) -> str:
 # parameter name → the registry names it takes, looked up only when --help shows them (the attention
 # registry imports torch: building the commands must not, or every `easyfirst ...` waits for it)
 LAZY_CHOICES: dict[str, Callable[[], list[str]]] = {}
-
-
-def flag_of(f: Field) -> str:
-    spec: Option = f.metadata["option"]
-    return spec.flag or "--" + f.name.replace("_", "-")
 
 
 def config_parameters(section: str, cls: type, defaults: dict[str, Any]) -> list[inspect.Parameter]:

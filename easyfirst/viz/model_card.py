@@ -10,6 +10,7 @@ vocabularies; nothing is measured here.
 from __future__ import annotations
 
 import shlex
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from easyfirst import __version__
 from easyfirst.config import Config
 from easyfirst.data.datasets import DATASETS
 from easyfirst.data.vectors import NAMED
+from easyfirst.fields import Option, flag_of
 
 MODEL_NAMES = {
     "nef-f": "NEF-F (full-state sketch)",
@@ -93,7 +95,8 @@ def _vectors(config: Config, sizes: dict[str, int]) -> str:
         covered = model.pretrained_covered
         share = "" if covered is None else f", covering {covered:,} of its {sizes['words'] - 2:,} words"
         rows.append(
-            f"`{model.pretrained}`, {model.word_dim} dimensions{share}" + (f"; {named.about}" if named else "")
+            f"`{model.pretrained}`, {model.word_dim} dimensions{share}"
+            + (f"; {named.about}" if named else "")
         )
     if model.source_pretrained:  # QE: the aligned source words' table
         covered = model.source_pretrained_covered
@@ -163,33 +166,52 @@ def _toml(value: Any) -> str:
 
 
 def training_command(config: Config) -> str:
-    """An ``easyfirst train`` command for ``config``: its task, data, seed and epochs, and a ``--set`` for
-    every other key that differs from the task's defaults."""
+    """An ``easyfirst train`` command for ``config``: its task, data, seed and epochs, and for every other
+    key that differs from the task's defaults its flag (``--pretrained glove-6b-50d``), or a ``--set``
+    where it has none or takes a table (class weights)."""
     saved, defaults = config.to_dict(), Config.for_task(config.data.task).to_dict()
     args = ["easyfirst", "train", "--task", config.data.task]
     for split, flag in SPLIT_FLAGS.items():
         if saved["data"].get(split):
             args += [flag, saved["data"][split]]
     unset = []
-    # what training wrote from the pretrained vectors: their coverage, and their size
+    # what training wrote from the pretrained vectors: their coverage, their size, lower-cased lookups
     derived = {("model", "pretrained_covered"), ("model", "source_pretrained_covered")}
     derived |= {("model", "word_dim")} if config.model.pretrained else set()
     derived |= {("model", "source_dim")} if config.model.source_pretrained else set()
+    named = NAMED.get(config.model.pretrained or "")
+    derived |= {("model", "lowercase")} if named and named.uncased else set()
     for section, values in saved.items():
         for key, value in values.items():
             if section == "data" and key in SPLIT_FLAGS or (section, key) in RUN_KEYS | derived:
                 continue
             if value == defaults.get(section, {}).get(key):
                 continue
-            if value is None:
+            option = _option(config, section, key, value)
+            if value is None and not option:
                 unset.append(f"{section}.{key}")
                 continue
-            args += ["--set", f"{section}.{key}={_toml(value)}"]
+            args += option or ["--set", f"{section}.{key}={_toml(value)}"]
     args += ["--seed", str(config.train.seed), "--epochs", str(config.train.epochs), "--output", "RUN"]
     command = " ".join(shlex.quote(a) for a in args)
     if unset:
         command += f"\n# and unset (the task's default is a value): {', '.join(unset)}"
     return command
+
+
+def _option(config: Config, section: str, key: str, value: Any) -> list[str]:
+    """The flag that sets ``section.key`` to ``value`` as a user types it; [] where the key has none, its
+    flag repeats (class weights, given as a table with --set) or no flag names the value."""
+    field = next(f for f in fields(type(getattr(config, section))) if f.name == key)
+    spec: Option | None = field.metadata.get("option")
+    if spec is None or spec.repeatable or isinstance(value, dict | list):
+        return []
+    flag = flag_of(field)
+    if value is None:  # a value only a flag names (--sketch-steps L), or none
+        return [flag, spec.show(None)] if spec.parse and spec.show else []
+    if isinstance(value, bool):
+        return [flag if value else f"--no-{flag[2:]}"]
+    return [flag, str(value)]
 
 
 def _command(config: Config) -> str:
