@@ -9,7 +9,7 @@ call `easyfirst tag` makes), measured in the same run, with the server stopped. 
 starts the server once per worker count (``easyfirst serve --workers K``) and reads each server
 process's RSS and PSS from /proc after its load.
 
-    python benchmarks/serve_load.py            # EWT dev through EASYFIRST_DATA; on an otherwise idle machine
+    python benchmarks/serve_load.py            # EWT dev through EASYFIRST_DATA; writes a new results/serve_load-TIME.json
     python benchmarks/serve_load.py --workers 1 2 --output benchmarks/results/serve_load-cpu-2core-shared.json
     python benchmarks/serve_load.py --table benchmarks/results/serve_load-cpu-2core-shared.json   # the docs' table
 
@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "samples" / "en-sample.conllu"
-RESULT = ROOT / "benchmarks" / "results" / "serve_load.json"
+RESULTS = ROOT / "benchmarks" / "results"
 
 
 def sentences_to_tag(limit: int) -> tuple[list[list[str]], str]:
@@ -211,7 +211,11 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=1000, help="at most this many sentences per level")
     parser.add_argument("--seconds", type=float, default=60, help="at most this long per level")
     parser.add_argument("--batch-window", type=float, default=2.0, help="the server's gather window (ms)")
-    parser.add_argument("--output", type=Path, default=RESULT)
+    parser.add_argument(
+        "--output",
+        type=Path,
+        help="the result file (default: results/serve_load-<UTC time>.json, a new file)",
+    )
     parser.add_argument("--table", type=Path, help="print the Markdown table of a result file and exit")
     args = parser.parse_args()
     if args.table:
@@ -253,6 +257,8 @@ def main() -> None:
         "levels": levels,
         "memory": memories,
     }
+    # never over a kept result by default: the docs' tables are rebuilt from those files
+    args.output = args.output or RESULTS / f"serve_load-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}.json"
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=2) + "\n")
     print(table(result), end="")

@@ -34,6 +34,7 @@ from easyfirst.fields import (
     positive,
 )
 from easyfirst.model.settings import LossConfig, ModelConfig
+from easyfirst.ops.kinds import KINDS
 
 if typing.TYPE_CHECKING:
     from easyfirst.data.vectors import Vectors
@@ -321,7 +322,6 @@ class Config:
                 if rule is not None and value is not None and not rule.test(value):
                     origin = self.origins.get(f"{section}.{f.name}", (source, None))
                     raise InputError(f"{section}.{f.name} must be {rule.says()}, not {value!r}", *origin)
-        from easyfirst.ops.attention import ATTENTIONS
         from easyfirst.tasks import TASKS
 
         def where(*keys: str) -> Origin:
@@ -330,14 +330,14 @@ class Config:
         TASKS[self.data.task].validate(self.data, source)
         if (
             not self.given("model.attention_temperature")
-            and ATTENTIONS[self.model.attention].scores != "attention"
+            and KINDS[self.model.attention].scores != "attention"
         ):
             # a task's default temperature (POS: 0.35) where the attention chosen has no scores to divide
             self.model.attention_temperature = 1.0
         self.model.validate(where)
         self.loss.validate(self.model.crf, where)
         m, t = self.model, self.train
-        if t.anneal_epochs and not (m.decodes and ATTENTIONS[m.attention].scores == "attention"):
+        if t.anneal_epochs and not (m.decodes and KINDS[m.attention].scores == "attention"):
             raise InputError(
                 "train.anneal_epochs anneals learned attention scores; this model has none",
                 *where("train.anneal_epochs"),
@@ -355,8 +355,8 @@ class Config:
         and case feature keep the case). A value given that disagrees is an error; returns log notes."""
         m, notes = self.model, []
         if size == "source_dim" and self.data.task != "qe":
-            where = self.origins.get("model.source_pretrained", ("command line", None))
-            raise InputError(f"model.source_pretrained is for QE's source words, not {self.data.task}", *where)
+            at = self.origins.get("model.source_pretrained", ("command line", None))
+            raise InputError(f"model.source_pretrained is for QE's source words, not {self.data.task}", *at)
         if getattr(m, size) != vectors.dim and self.given(f"model.{size}"):
             raise InputError(
                 f"model.{size} = {getattr(m, size)}, but the vectors {vectors.name} have {vectors.dim} "

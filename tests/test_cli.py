@@ -229,7 +229,12 @@ def test_the_command_skips_the_teardown_but_not_atexit_nor_its_status(args, stat
 NO_MODEL_NEEDED = [
     (["--help"], 0, ""),
     (["--version"], 0, ""),
-    (["tag", "--help"], 0, ""),
+    *(
+        ([verb, "--help"], 0, "")
+        for verb in ("train", "tag", "evaluate", "plot", "analyze", "export", "data", "serve")
+    ),
+    (["train", "--attention", "nope"], 2, "model.attention must be one of csoftmax"),
+    (["train", "--task", "pos", "--anneal-epochs", "3", "--attention", "uniform"], 2, "anneals learned"),
     (["tag", "missing.conllu"], 2, "missing.conllu: no such file"),
     (["tag", "--text", "a b", "--format", "html"], 2, "--format must be"),
     (["tag", "--text", "a b", "-m", "no-such-run"], 2, "no-such-run: model folder not found"),

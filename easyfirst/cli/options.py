@@ -39,8 +39,9 @@ def _show(spec: Option, value: Any) -> str:
     return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
-# parameter name → the registry names it takes, looked up only when --help shows them (the attention
-# registry imports torch: building the commands must not, or every `easyfirst ...` waits for it)
+# parameter name → the registry names it takes, looked up only when --help shows them (a registry may
+# import torch, as the character encoders' does: building the commands must not, or every `easyfirst ...`
+# waits for it)
 LAZY_CHOICES: dict[str, Callable[[], list[str]]] = {}
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from easyfirst.data.vocab import DEFAULT_PRETRAINED_WORDS
 from easyfirst.errors import InputError
 from easyfirst.fields import Where, at_least, checked, fraction, non_negative, option, positive, weights
+from easyfirst.ops.kinds import KINDS
 
 MODELS = ("nef-f", "nef-s", "bilstm")
 CHAR_ENCODERS = ("cnn", "bilstm")
@@ -19,12 +20,6 @@ CHAR_ENCODERS = ("cnn", "bilstm")
 LOSS_KEYS = ("loss", "alpha", "label_smoothing", "temperature", "class_weights")
 # --loss names and their α (entmax takes α from alpha)
 LOSS_ALPHA = {"softmax": 1.0, "entmax15": 1.5, "sparsemax": 2.0, "entmax": None}
-
-
-def attention_names() -> list[str]:
-    from easyfirst.ops.attention import ATTENTIONS
-
-    return list(ATTENTIONS)
 
 
 def parse_steps(value: str) -> int | None:
@@ -131,7 +126,9 @@ class ModelConfig:
     )
     attention: str = field(
         default="csoftmax",
-        metadata=option("Attention ρ (Eq. 3); hard is vanilla easy-first (Alg. 1).", choices=attention_names),
+        metadata=option(
+            "Attention ρ (Eq. 3); hard is vanilla easy-first (Alg. 1).", choices=lambda: list(KINDS)
+        ),
     )
     attention_temperature: float = field(  # scores z/T before ρ (learned attentions only)
         default=1.0,
@@ -258,9 +255,7 @@ class ModelConfig:
     def validate(self, where: Where) -> None:
         """The rules that tie fields together (each field's own: its ``check``, easyfirst.fields); an
         error points at ``where`` the keys it names were given."""
-        from easyfirst.ops.attention import ATTENTIONS
-
-        learned = ATTENTIONS[self.attention].scores == "attention"
+        learned = KINDS[self.attention].scores == "attention"
         if (self.attention_temperature != 1 or self.coverage_penalty or self.v_init != 1) and not learned:
             raise InputError(
                 f"attention_temperature, v_init and coverage_penalty act on learned attention scores; "

@@ -1,4 +1,4 @@
-"""The attention transformations ρ of Eq. 3, by name.
+"""The attention transformations ρ of Eq. 3, by name (the names and what each reads: easyfirst.ops.kinds).
 
 Each takes the scores ``z`` ``(B, L)``, the word ``mask`` ``(B, L)``, the remaining attention budget
 ``u`` ``(B, L)`` (``1 − β`` in the paper, refreshed every L steps; zero on padding) and the step ``n``
@@ -25,6 +25,7 @@ import entmax
 import torch
 
 from easyfirst.ops.constrained import csoftmax, csparsemax
+from easyfirst.ops.kinds import KINDS
 
 # Padding scores for the unbudgeted transforms: far below any score Eq. 2 can produce (|z| <= ||v||_1),
 # but finite, so sparsemax's sort-and-cumsum never meets inf - inf.
@@ -35,8 +36,8 @@ _MASKED_SCORE = -1e6
 class Attention:
     name: str
     apply: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, int], torch.Tensor]
-    budgeted: bool  # reads u = remaining budget (1 − β); "even" (β^L = 1 with N = L)
-    scores: str | None = "attention"  # "attention" (Eq. 2), "output" (Eq. 6 scores, hard) or None
+    budgeted: bool  # as easyfirst.ops.kinds.KINDS says for the name
+    scores: str | None
 
 
 def _softmax(z: torch.Tensor, mask: torch.Tensor, u: torch.Tensor, n: int) -> torch.Tensor:
@@ -94,17 +95,17 @@ def _hard(z: torch.Tensor, mask: torch.Tensor, u: torch.Tensor, n: int) -> torch
     return _one_hot(best, mask, z.dtype) * uncovered.any(-1, keepdim=True)
 
 
+_RHO = {
+    "csoftmax": _csoftmax,
+    "csparsemax": _csparsemax,
+    "softmax": _softmax,
+    "sparsemax": _sparsemax,
+    "entmax15": _entmax15,
+    "uniform": _uniform,
+    "left-to-right": _left_to_right,
+    "right-to-left": _right_to_left,
+    "hard": _hard,
+}
 ATTENTIONS: dict[str, Attention] = {
-    a.name: a
-    for a in (
-        Attention("csoftmax", _csoftmax, budgeted=True),
-        Attention("csparsemax", _csparsemax, budgeted=True),
-        Attention("softmax", _softmax, budgeted=False),
-        Attention("sparsemax", _sparsemax, budgeted=False),
-        Attention("entmax15", _entmax15, budgeted=False),
-        Attention("uniform", _uniform, budgeted=False, scores=None),
-        Attention("left-to-right", _left_to_right, budgeted=False, scores=None),
-        Attention("right-to-left", _right_to_left, budgeted=False, scores=None),
-        Attention("hard", _hard, budgeted=True, scores="output"),
-    )
+    name: Attention(name, _RHO[name], kind.budgeted, kind.scores) for name, kind in KINDS.items()
 }
