@@ -12,7 +12,6 @@ each task's values out.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 import sys
@@ -21,7 +20,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from easyfirst.errors import InputError
+from easyfirst.errors import InputError, suggest
 from easyfirst.fields import (
     Origin,
     any_integer,
@@ -220,11 +219,13 @@ class Config:
         config.update(get_task(task).defaults, f"task {task}")
         return config
 
-    def update(self, tables: dict[str, dict[str, Any]], source: str) -> None:
-        """Set the keys of ``tables`` (section → key → value), each checked against its field."""
+    def update(self, tables: dict[str, dict[str, Any]], source: str, keep_given: bool = False) -> None:
+        """Set the keys of ``tables`` (section → key → value), each checked against its field; with
+        ``keep_given``, only the keys that hold a default (a ``source`` "task …" keeps them defaults)."""
         for section, values in tables.items():
             for key, value in values.items():
-                self.assign(section, key, value, (f"{source} [{section}]", None))
+                if not (keep_given and self.given(f"{section}.{key}")):
+                    self.assign(section, key, value, (f"{source} [{section}]", None))
 
     @classmethod
     def from_dict(
@@ -328,6 +329,10 @@ class Config:
             return next(filter(None, map(self.given, keys)), (source, None))
 
         TASKS[self.data.task].validate(self.data, source)
+        if self.model.pretrained:  # the task's defaults with word vectors (POS: a sharper temperature)
+            self.update(
+                TASKS[self.data.task].with_vectors, f"task {self.data.task} with vectors", keep_given=True
+            )
         if (
             not self.given("model.attention_temperature")
             and KINDS[self.model.attention].scores != "attention"
@@ -378,13 +383,6 @@ class Config:
                 "the case)"
             )
         return notes
-
-
-def suggest(name: str, known: typing.Iterable[str]) -> str:
-    """`` (did you mean X?)`` for the nearest known name, else the known names."""
-    known = list(known)
-    near = difflib.get_close_matches(name, known, n=1)
-    return f" (did you mean {near[0]}?)" if near else f" (known: {', '.join(known)})"
 
 
 def text_line(data: bytes, offset: int) -> int:

@@ -6,7 +6,9 @@ Every error a user can cause by what they pass in is an :class:`InputError`. The
 
 from __future__ import annotations
 
+import difflib
 import os
+from collections.abc import Iterable
 
 EMPTY_NAME = "the name is empty (an unset shell variable?)"  # a file or folder given as ""
 
@@ -35,3 +37,10 @@ class WorkerFailed(RuntimeError):
     """A forked worker process (Hogwild training, tagging on every core) ended without answering:
     killed, out of memory, or failed in a way it could not report. The CLI prints it on one line and
     exits with status 1; what the command was writing is left unwritten."""
+
+
+def suggest(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean X?)`` for the nearest known name, else the known names."""
+    known = list(known)
+    near = difflib.get_close_matches(name, known, n=1)
+    return f" (did you mean {near[0]}?)" if near else f" (known: {', '.join(known)})"

@@ -139,7 +139,40 @@ def test_a_feature_table_is_initialised_from_the_vectors(vectors):
     untouched = embedder.features["source"].weight[[1, 4]].clone()  # UNK, "unseen"
     assert embedder.load_pretrained(open_vectors(vectors), vocabs, feature="source") == 2
     table = embedder.features["source"].weight
-    assert torch.equal(table[2], torch.tensor(VECTORS["the"])) and torch.equal(table[3], torch.tensor(VECTORS["barks"]))
+    assert torch.equal(table[2], torch.tensor(VECTORS["the"])) and torch.equal(
+        table[3], torch.tensor(VECTORS["barks"])
+    )
     assert torch.equal(table[[1, 4]], untouched)
     with pytest.raises(InputError, match="4 dimensions, the embeddings 3"):
         embedder.load_pretrained(open_vectors(vectors), vocabs)  # the word table has 3
+
+
+def test_train_pos_with_vectors_takes_the_sharper_temperature_and_says_so(vectors, tmp_path):
+    """`train --task pos --pretrained FILE` with no temperature given: 0.25 (issue #37), in config.json,
+    the log's model line and the card's command; --attention-temperature given still wins."""
+    import json
+
+    from conftest import SAMPLE, run_cli
+
+    common = ("train", "--task", "pos", "--train", SAMPLE, "--dev", SAMPLE, "--epochs", "1")
+    done = run_cli(*common, "--pretrained", vectors, "--workers", "1", "-o", tmp_path / "run")
+    assert done.returncode == 0, done.stderr.decode()
+    assert (
+        json.loads((tmp_path / "run" / "config.json").read_text())["model"]["attention_temperature"] == 0.25
+    )
+    assert "attention csoftmax at temperature 0.25" in (tmp_path / "run" / "train.log").read_text()
+    given = run_cli(
+        *common,
+        "--pretrained",
+        vectors,
+        "--attention-temperature",
+        "0.5",
+        "--workers",
+        "1",
+        "-o",
+        tmp_path / "given",
+    )
+    assert given.returncode == 0, given.stderr.decode()
+    assert (
+        json.loads((tmp_path / "given" / "config.json").read_text())["model"]["attention_temperature"] == 0.5
+    )

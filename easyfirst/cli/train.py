@@ -102,8 +102,8 @@ COMMON = [
                 "Figure 2, with the task's recipe from the attention study (pos: "
                 + (recipe_text(TASKS["pos"].easy_first) or "none")
                 + ", at a cost of about 0.1 points of dev accuracy against the pos default's 0.35, which is "
-                "easy-first already; docs/results.md). Applied after --config and --set, before the other "
-                "flags.",
+                "easy-first already; with --pretrained, 0.25 is the pos default; docs/results.md). Applied "
+                "after --config and --set, before the other flags.",
             ),
         ],
     ),

@@ -132,7 +132,11 @@ class ModelConfig:
     )
     attention_temperature: float = field(  # scores z/T before ρ (learned attentions only)
         default=1.0,
-        metadata=option("Divide the attention scores by T before ρ.", check=positive(), metavar="T"),
+        metadata=option(
+            "Divide the attention scores by T before ρ (pos with --pretrained: 0.25).",
+            check=positive(),
+            metavar="T",
+        ),
     )
     v_init: float = field(  # v of Eq. 2 starts as Glorot-uniform × this: the initial scale of the scores
         default=1.0,

@@ -67,6 +67,9 @@ class Task:
     # `easyfirst train --easy-first`: the config changes of the task's recipe for sharp (easy-first)
     # attention, from the attention study (docs/results.md); empty: none measured for the task
     easy_first: ClassVar[dict[str, dict[str, Any]]] = {}
+    # changes to the defaults when pretrained word vectors are given (model.pretrained), for the keys not
+    # given (easyfirst.config.Config.validate applies them)
+    with_vectors: ClassVar[dict[str, dict[str, Any]]] = {}
     # the tag of words outside any entity ("O"): set, `analyze` says where the first focus goes against
     # the entities (easyfirst.viz.analysis.EntityFocus); None: the task tags no entities
     outside: ClassVar[str | None] = None
