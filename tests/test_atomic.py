@@ -56,7 +56,9 @@ def test_an_interrupt_during_a_deferred_write_comes_after_the_file_is_in_place(t
 
     def write(out):
         out.write(b"first half ")
-        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the middle of the write
+        # Ctrl-C in the middle of the write, raised in this thread: os.kill to the process could be
+        # taken by another thread (pytest-xdist's) and seen only after the block, on a loaded machine
+        signal.raise_signal(signal.SIGINT)
         out.write(b"second half")
 
     with pytest.raises(KeyboardInterrupt):

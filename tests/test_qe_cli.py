@@ -201,7 +201,8 @@ def test_source_vectors_set_the_source_table_and_name_it(tmp_path):
     card = (tmp_path / "exported" / "README.md").read_text()
     assert f"source words: `{vectors}`, 3 dimensions, covering" in card
     command = card.split("```bash\n", 1)[1].split("\n", 1)[0]  # what the vectors decide is left out
-    assert "source_pretrained=" in command and "source_dim" not in command and "covered" not in command
+    assert f"--source-pretrained {vectors}" in command  # its flag, as a user types it
+    assert "source_dim" not in command and "covered" not in command
 
 
 def test_source_vectors_are_a_qe_option(tmp_path):

@@ -36,11 +36,11 @@ def note_if_diffuse(tagger, largest: float, what: str) -> None:
     """One line on stderr when a model with learned attention scores attends diffusely (largest α of an
     early step under DIFFUSE on average) and its task has an easy-first recipe the model was not trained
     with: name the flag."""
-    from easyfirst.ops.attention import ATTENTIONS
+    from easyfirst.ops.kinds import KINDS
     from easyfirst.viz.analysis import DIFFUSE
 
     task, _ = task_of(tagger)
-    learned = ATTENTIONS[tagger.config.model.attention].scores == "attention"
+    learned = KINDS[tagger.config.model.attention].scores == "attention"
     recipe = [
         (getattr(tagger.config, s), key, value)
         for s, keys in task.easy_first.items()
