@@ -120,10 +120,12 @@ def option(help: str, check: Rule | None = None, **settings) -> dict[str, Any]:
     return {"option": spec} | checked(check)
 
 
-def flag_of(f: Field) -> str:
-    """The option of the optioned field ``f``: ``--key-with-dashes`` unless its ``flag`` says otherwise."""
+def flag_of(f: Field, value: Any = None) -> str:
+    """The option of the optioned field ``f``: ``--key-with-dashes`` unless its ``flag`` says otherwise;
+    for the ``value`` False, a boolean's ``--no-`` form."""
     spec: Option = f.metadata["option"]
-    return spec.flag or "--" + f.name.replace("_", "-")
+    flag = spec.flag or "--" + f.name.replace("_", "-")
+    return f"--no-{flag[2:]}" if value is False else flag
 
 
 def checked(rule: Rule | None) -> dict[str, Any]:

@@ -148,8 +148,8 @@ def test_a_feature_table_is_initialised_from_the_vectors(vectors):
 
 
 def test_train_pos_with_vectors_takes_the_sharper_temperature_and_says_so(vectors, tmp_path):
-    """`train --task pos --pretrained FILE` with no temperature given: 0.25 (issue #37), in config.json,
-    the log's model line and the card's command; --attention-temperature given still wins."""
+    """`train --task pos --pretrained FILE` with no temperature given: 0.25 (issue #37), in config.json
+    and the log's model line; --attention-temperature given still wins."""
     import json
 
     from conftest import SAMPLE, run_cli

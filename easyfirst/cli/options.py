@@ -102,8 +102,7 @@ def config_values(section: str, cls: type, given: dict[str, Any]) -> dict[str, t
             value = spec.parse(value)
         elif isinstance(value, Path):
             value = str(value)
-        flag = flag_of(f)
-        values[f.name] = (value, f"--no-{flag[2:]}" if value is False else flag)
+        values[f.name] = (value, flag_of(f, value))
     return values
 
 

@@ -206,12 +206,10 @@ def _option(config: Config, section: str, key: str, value: Any) -> list[str]:
     spec: Option | None = field.metadata.get("option")
     if spec is None or spec.repeatable or isinstance(value, dict | list):
         return []
-    flag = flag_of(field)
+    flag = flag_of(field, value)
     if value is None:  # a value only a flag names (--sketch-steps L), or none
         return [flag, spec.show(None)] if spec.parse and spec.show else []
-    if isinstance(value, bool):
-        return [flag if value else f"--no-{flag[2:]}"]
-    return [flag, str(value)]
+    return [flag] if isinstance(value, bool) else [flag, str(value)]
 
 
 def _command(config: Config) -> str:
