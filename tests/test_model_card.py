@@ -93,6 +93,19 @@ def test_the_cards_command_names_the_vectors_and_leaves_what_they_decide(monkeyp
     assert "model.lowercase=true" in training_command(config)
 
 
+@pytest.mark.parametrize(("temperature", "said"), [(0.25, False), (0.35, True)])
+def test_the_cards_command_leaves_the_tasks_defaults_with_vectors(monkeypatch, tmp_path, temperature, said):
+    """POS with vectors trains at temperature 0.25 unless told otherwise: a run at 0.25 needs no
+    --attention-temperature in its command, a run given 0.35 with vectors does, and both rebuild."""
+    config = Config.for_task("pos")
+    config.model.pretrained, config.model.word_dim, config.model.lowercase = "glove-6b-50d", 50, True
+    config.model.attention_temperature = temperature
+    command = training_command(config)
+    assert ("--attention-temperature" in shlex.split(command)) is said
+    rebuilt = _config_of(command, monkeypatch, tmp_path)
+    assert rebuilt.model.attention_temperature == temperature
+
+
 def test_export_needs_one_output_folder(run_dir, tmp_path):
     none = run_cli("export", run_dir)
     assert none.returncode == 2 and "no output folder" in none.stderr.decode()

@@ -19,6 +19,7 @@ from easyfirst.config import Config
 from easyfirst.data.datasets import DATASETS
 from easyfirst.data.vectors import NAMED
 from easyfirst.fields import Option, flag_of
+from easyfirst.tasks import get_task
 
 MODEL_NAMES = {
     "nef-f": "NEF-F (full-state sketch)",
@@ -169,7 +170,10 @@ def training_command(config: Config) -> str:
     """An ``easyfirst train`` command for ``config``: its task, data, seed and epochs, and for every other
     key that differs from the task's defaults its flag (``--pretrained glove-6b-50d``), or a ``--set``
     where it has none or takes a table (class weights)."""
-    saved, defaults = config.to_dict(), Config.for_task(config.data.task).to_dict()
+    task_defaults = Config.for_task(config.data.task)
+    if config.model.pretrained:  # what training takes with vectors (POS: temperature 0.25) goes unsaid
+        task_defaults.update(get_task(config.data.task).with_vectors, "task with vectors")
+    saved, defaults = config.to_dict(), task_defaults.to_dict()
     args = ["easyfirst", "train", "--task", config.data.task]
     for split, flag in SPLIT_FLAGS.items():
         if saved["data"].get(split):
