@@ -4,6 +4,8 @@ the README's results table (Markdown) from their metrics.json files.
     python benchmarks/ner_table.py --epochs 10 --seed 1 --out runs/ner-table          # all 8 rows
     python benchmarks/ner_table.py --rows nef-crf-f-5,bilstm-crf --epochs 10 ...       # some rows
     python benchmarks/ner_table.py --out runs/ner-table --report-only                  # table only
+    python benchmarks/ner_table.py --out runs/ner-table --report-only --keep DIR       # and keep JSON
+    python benchmarks/ner_table.py --out benchmarks/results/ner20-now-s1 --report-only # from kept JSON
     python benchmarks/ner_table.py --rows bilstm-crf,nef-crf-f-5 --dropout 0.5 ...     # another dropout
     python benchmarks/ner_table.py --rows nef-crf-f-5,bilstm-crf --epochs 20 --seeds 1,2,3 \
         --out 'runs/ner20-s{seed}'               # several seeds: a table per seed, then mean ± sd
@@ -52,16 +54,32 @@ def seed_folder(out: Path, seed: int, several: bool) -> Path:
     return out / f"seed-{seed}" if several else out
 
 
-def read_metrics(folder: Path) -> dict | None:
-    path = folder / "metrics.json"
-    return json.loads(path.read_text()) if path.is_file() else None
+def read_metrics(folder: Path, key: str) -> dict | None:
+    """Row ``key``'s metrics: a run folder's ``folder/key/metrics.json``, or one kept by ``--keep`` as
+    ``folder/key.json`` (benchmarks/results/ner20-now-s1/, so a fresh clone rebuilds the table)."""
+    for path in (folder / key / "metrics.json", folder / f"{key}.json"):
+        if path.is_file():
+            return json.loads(path.read_text())
+    return None
+
+
+def keep(folders: dict[int, Path], kept: Path, rows: list, several: bool) -> None:
+    """Copy each finished row's metrics.json to ``kept/ROW.json`` (``{seed}`` in ``kept`` filled in)."""
+    for seed, folder in folders.items():
+        target = seed_folder(kept, seed, several)
+        for key, _, _ in rows:
+            metrics = folder / key / "metrics.json"
+            if metrics.is_file():
+                target.mkdir(parents=True, exist_ok=True)
+                (target / f"{key}.json").write_text(metrics.read_text())
+                print(f"kept {target / f'{key}.json'}", file=sys.stderr)
 
 
 def print_table(out: Path, rows: list) -> None:
     print("| model | dev F1 (eng.testa) | test F1 (eng.testb) | test P / R | best epoch | s/epoch |")
     print("|---|---:|---:|---:|---:|---:|")
     for key, name, _ in rows:
-        m = read_metrics(out / key)
+        m = read_metrics(out, key)
         if m is None:
             print(f"| {name} | not run | | | | |")
             continue
@@ -89,7 +107,7 @@ def print_summary(folders: dict[int, Path], rows: list) -> None:
     )
     print("|---|---:|---:|---:|---|")
     for key, name, _ in rows:
-        runs = {seed: read_metrics(folder / key) for seed, folder in folders.items()}
+        runs = {seed: read_metrics(folder, key) for seed, folder in folders.items()}
         done = {seed: m for seed, m in runs.items() if m is not None}
         if not done:
             continue
@@ -120,7 +138,13 @@ def main() -> None:
     )
     parser.add_argument("--dropout", type=float, help="every row's dropout (default: §5.2's 0.3)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time")
-    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--report-only", action="store_true", help="the table from --out's files")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="copy each finished row's metrics.json to KEEP/ROW.json ({seed} as in --out), which "
+        "--report-only --out KEEP reads back",
+    )
     args = parser.parse_args()
     known = ROWS + EXTRA_ROWS
     chosen = [row for row in known if row[0] in args.rows.split(",")] if args.rows else ROWS
@@ -143,6 +167,8 @@ def main() -> None:
             },
             args.jobs,
         )
+    if args.keep:
+        keep(folders, args.keep, chosen, len(seeds) > 1)
     for seed, folder in folders.items():
         if len(seeds) > 1:
             print(f"\nseed {seed} ({folder}):\n")
