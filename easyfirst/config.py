@@ -356,8 +356,8 @@ class Config:
 
     def follow_vectors(self, vectors: Vectors, size: str = "word_dim") -> list[str]:
         """Set the keys that the pretrained ``vectors`` decide: their table's size (``size``: the words',
-        or QE's ``source_dim``) and, for an uncased set of word vectors, lower-cased lookups (the affixes
-        and case feature keep the case). A value given that disagrees is an error; returns log notes."""
+        or QE's ``source_dim``) and, for an uncased set of word vectors, lower-cased lookups (a note says
+        which other parts of a word keep the case). A value given that disagrees is an error; returns log notes."""
         m, notes = self.model, []
         if size == "source_dim" and self.data.task != "qe":
             at = self.origins.get("model.source_pretrained", ("command line", None))
@@ -377,11 +377,7 @@ class Config:
                     *self.given("model.lowercase"),
                 )
             m.lowercase = True
-            kept = "prefixes, suffixes and case feature" if m.case_dim else "prefixes and suffixes"
-            notes.append(
-                f"the vectors {vectors.name} are uncased: words are looked up lower-cased (their {kept} keep "
-                "the case)"
-            )
+            notes.append(vectors.uncased_note(m.affix_dim > 0, m.char_dim > 0, m.case_dim > 0))
         return notes
 
 

@@ -109,6 +109,16 @@ class Vectors:
             refs.append(ref)
         return found, self.rows(refs) if refs else np.zeros((0, self.dim), np.float32)
 
+    def uncased_note(self, affixes: bool, characters: bool, case: bool) -> str:
+        """The log's note for an uncased set: words are looked up lower-cased, and which other parts of
+        the model's word representation (affix n-grams, characters, the case feature) keep the case."""
+        parts = ["prefixes", "suffixes"] * affixes + ["characters"] * characters + ["case feature"] * case
+        if len(parts) > 1:
+            kept = f"their {', '.join(parts[:-1])} and {parts[-1]} keep"
+        else:
+            kept = f"their {parts[0]} keeps" if parts else "no other part of the word keeps"
+        return f"the vectors {self.name} are uncased: words are looked up lower-cased ({kept} the case)"
+
     def lookup_folded(self, ids: dict[str, int]) -> tuple[list[int], np.ndarray]:
         """:meth:`lookup` for a vocabulary that keeps the case (QE's aligned source words): with an
         uncased set, every spelling of a word ("Paris", "paris") takes the vector of its lower-cased
