@@ -106,15 +106,15 @@ def test_a_model_saved_before_characters_loads_without_them():
 
 
 @pytest.mark.slow
-def test_train_ner_with_characters_and_tag(tmp_path):
+def test_train_ner_with_characters_instead_of_affixes_and_tag(tmp_path):
     run = run_cli(
         "train", "--task", "ner", "--train", NER_SAMPLE, "--dev", NER_SAMPLE, "--epochs", "1",
-        "--char-dim", "8", "--char-filters", "7", "--output", tmp_path / "run",
+        "--char-dim", "8", "--char-filters", "7", "--affix-dim", "0", "--output", tmp_path / "run",
     )  # fmt: skip
     assert run.returncode == 0, run.stderr.decode()
     assert "characters: 8-d, a CNN of 7 filters of 3" in run.stderr.decode()
     model = json.loads((tmp_path / "run" / "config.json").read_text())["model"]
-    assert (model["char_dim"], model["char_filters"]) == (8, 7)
+    assert (model["char_dim"], model["char_filters"], model["affix_dim"]) == (8, 7, 0)
     tagged = run_cli("tag", NER_SAMPLE, "-m", tmp_path / "run")
     assert tagged.returncode == 0, tagged.stderr.decode()
     assert len(tagged.stdout.decode().split("\n")) > 100

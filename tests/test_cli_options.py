@@ -39,7 +39,8 @@ ADDED = {  # new since: generic config overrides (issue #14); plain text, pretra
     | {"--reduction", "--shuffle", "--no-shuffle", "--v-init", "--max-train-length"}
     | {"--anneal-epochs", "--anneal-from", "--anneal-to", "--easy-first"}
     | {"--workers"}  # Hogwild (#27)
-    | {"--char-dim", "--char-encoder", "--char-filters", "--source-pretrained"},  # characters, QE sources (#36)
+    # characters, QE sources; the NER recipe leaves the affixes out (#36)
+    | {"--char-dim", "--char-encoder", "--char-filters", "--source-pretrained", "--affix-dim"},
     "tag": {"--format", "--pretokenized"},
     "plot": {"--pretokenized"},
     "export": {"--overwrite", "--no-overwrite", "--output", "-o"},  # -o OUT beside the positional OUT (#28)

@@ -77,8 +77,15 @@ class ModelConfig:
     )
     # the word embedding size; with pretrained vectors, theirs (easyfirst.config.Config.follow_vectors)
     word_dim: int = field(default=64, metadata=checked(at_least(1)))
-    # prefix and suffix n-gram embeddings, summed per word (0: none)
-    affix_dim: int = field(default=50, metadata=checked(at_least(0)))
+    affix_dim: int = field(
+        default=50,
+        metadata=option(
+            "Size of the embeddings of prefixes and suffixes of up to 4 characters, summed per word: the "
+            "paper's 50 (0: none).",
+            check=at_least(0),
+            metavar="D",
+        ),
+    )
     max_affix: int = field(default=4, metadata=checked(at_least(1)))  # n-grams with n <= max_affix
     # training words seen fewer times map to UNK (so UNK gets trained)
     word_min_freq: int = field(default=2, metadata=checked(at_least(0)))
