@@ -115,6 +115,8 @@ def test_train_ner_with_characters_instead_of_affixes_and_tag(tmp_path):
     assert "characters: 8-d, a CNN of 7 filters of 3" in run.stderr.decode()
     model = json.loads((tmp_path / "run" / "config.json").read_text())["model"]
     assert (model["char_dim"], model["char_filters"], model["affix_dim"]) == (8, 7, 0)
+    vocab = json.loads((tmp_path / "run" / "vocab.json").read_text())  # no n-grams kept for nothing
+    assert vocab["prefixes"]["symbols"] == vocab["suffixes"]["symbols"] == []
     tagged = run_cli("tag", NER_SAMPLE, "-m", tmp_path / "run")
     assert tagged.returncode == 0, tagged.stderr.decode()
     assert len(tagged.stdout.decode().split("\n")) > 100

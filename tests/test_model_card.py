@@ -106,6 +106,29 @@ def test_the_cards_command_leaves_the_tasks_defaults_with_vectors(monkeypatch, t
     assert rebuilt.model.attention_temperature == temperature
 
 
+def test_export_drops_the_affix_vocabularies_a_model_without_affixes_never_reads(tmp_path):
+    """A run with affix_dim = 0 saved before training left the n-grams out (its vocab.json holds them):
+    the export carries none, says so on its card, and tags as the run does."""
+    from easyfirst.api import Tagger
+
+    config = Config.for_task("pos")
+    config.data.train = config.data.dev = str(SAMPLE)
+    config.train.epochs, config.model.affix_dim = 1, 0
+    run = tmp_path / "run"
+    train(config, run)
+    vocab = json.loads((run / "vocab.json").read_text())
+    vocab["prefixes"]["symbols"] = vocab["suffixes"]["symbols"] = ["T", "Th", "e", "he"]  # as before
+    (run / "vocab.json").write_text(json.dumps(vocab))
+    done = run_cli("export", run, "-o", tmp_path / "out")
+    assert done.returncode == 0, done.stderr.decode()
+    exported = json.loads((tmp_path / "out" / "vocab.json").read_text())
+    assert exported["prefixes"]["symbols"] == exported["suffixes"]["symbols"] == []
+    assert exported["words"] == vocab["words"]
+    assert "| affix n-grams | none |" in (tmp_path / "out" / "README.md").read_text()
+    text = "The cat sat on the mat . Dogs bark ."
+    assert Tagger.load(tmp_path / "out").tag(text) == Tagger.load(run).tag(text)
+
+
 def test_export_needs_one_output_folder(run_dir, tmp_path):
     none = run_cli("export", run_dir)
     assert none.returncode == 2 and "no output folder" in none.stderr.decode()

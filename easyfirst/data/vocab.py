@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # a sentence's word ids, and its prefix and suffix ids (max_affix per word, in a row): Vocabularies.index
 WordIds = tuple[list[int], list[int], list[int]]
@@ -131,6 +131,11 @@ class Vocabularies:
             max_affix=max_affix,
             lowercase=lowercase,
         )
+
+    def without_affixes(self) -> Vocabularies:
+        """These vocabularies with empty prefix and suffix n-gram ones (padding and UNK only): for a model
+        without affix embeddings (``affix_dim = 0``), whose vocab.json need not carry them."""
+        return replace(self, prefixes=Vocab.build(Counter()), suffixes=Vocab.build(Counter()))
 
     def add_pretrained_words(self, words: Iterable[str]) -> int:
         """Add a set of vectors' first words (its most frequent ones: easyfirst.data.vectors) to the word

@@ -323,6 +323,8 @@ def build_vocabularies(config: Config, train_sents: list[Sentence]) -> Vocabular
         max_affix=m.max_affix,
         lowercase=m.lowercase,
     )
+    if not m.affix_dim:  # no affix embeddings: vocab.json carries no n-grams
+        vocabs = vocabs.without_affixes()
     vocabs.features = build_feature_vocabs(active_features(m), train_sents)
     class_weight_vector(config.loss.class_weights, vocabs.tags.itos)  # unknown tag: fail before writing
     return vocabs

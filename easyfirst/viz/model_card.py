@@ -75,6 +75,7 @@ def _summary(config: Config, sizes: dict[str, int], parameters: int, half: bool)
         ("tags", f"{sizes['tags']}" + (f" ({config.data.tag_column.upper()})" if task == "pos" else "")),
         ("vocabulary", f"{sizes['words']:,} words (those seen at least {model.word_min_freq} times{added})"),
         ("pretrained vectors", _vectors(config, sizes)),
+        ("affix n-grams", _affixes(config)),
         ("character features", _characters(config)),
         ("parameters", f"{parameters:,}"),
         ("weights", "float16 (loaded as float32)" if half else "float32"),
@@ -104,6 +105,13 @@ def _vectors(config: Config, sizes: dict[str, int]) -> str:
         share = "" if covered is None else f", covering {covered:,} of them"
         rows.append(f"source words: `{model.source_pretrained}`, {model.source_dim} dimensions{share}")
     return "; ".join(rows) or "none"
+
+
+def _affixes(config: Config) -> str:
+    m = config.model
+    if not m.affix_dim:
+        return "none"
+    return f"prefixes and suffixes of up to {m.max_affix} characters, {m.affix_dim}-d, summed per word"
 
 
 def _characters(config: Config) -> str:
@@ -291,13 +299,13 @@ def _use_and_limits(config: Config, half: bool) -> str:
     if not config.model.pretrained:
         limits.append(
             "It was trained without pretrained word vectors: a word unseen in training (or seen once) "
-            "is an unknown word, tagged from its prefixes, suffixes and context."
+            f"is an unknown word, tagged from {_unknown_word(config)}."
         )
     else:
         limits.append(
             "Its word embeddings started from the pretrained vectors above; the rows of the words it "
             "knows are part of its weights, so tagging needs neither the vectors nor their package. A "
-            "word outside its vocabulary is an unknown word, tagged from its prefixes, suffixes and context."
+            f"word outside its vocabulary is an unknown word, tagged from {_unknown_word(config)}."
         )
     if config.data.max_train_length:
         limits.append(
@@ -313,6 +321,14 @@ def _use_and_limits(config: Config, half: bool) -> str:
         "Tagging and studying text like its training data: the scores above were measured on that data's "
         "dev and test splits only.\n\n" + "\n".join(f"- {limit}" for limit in limits) + "\n"
     )
+
+
+def _unknown_word(config: Config) -> str:
+    """What the model reads of a word it does not know: its affixes, characters, case, and the context."""
+    m = config.model
+    seen = [("prefixes", m.affix_dim), ("suffixes", m.affix_dim), ("characters", m.char_dim)]
+    parts = [name for name, on in seen + [("capitalization", m.case_dim)] if on] + ["context"]
+    return "its " + (f"{', '.join(parts[:-1])} and {parts[-1]}" if len(parts) > 1 else parts[0])
 
 
 def _cell(text: str) -> str:
