@@ -176,3 +176,22 @@ def test_train_pos_with_vectors_takes_the_sharper_temperature_and_says_so(vector
     assert (
         json.loads((tmp_path / "given" / "config.json").read_text())["model"]["attention_temperature"] == 0.5
     )
+
+
+def test_train_ner_with_vectors_leaves_the_affixes_out_and_says_so(vectors, tmp_path):
+    """`train --task ner --pretrained FILE`: no affix n-grams (issue #36), in config.json, the log's
+    model line and vocab.json; --affix-dim given puts them back."""
+    import json
+
+    from conftest import NER_SAMPLE, run_cli
+
+    common = ("train", "--task", "ner", "--train", NER_SAMPLE, "--dev", NER_SAMPLE, "--epochs", "1")
+    done = run_cli(*common, "--pretrained", vectors, "-o", tmp_path / "run")
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["model"]["affix_dim"] == 0
+    assert "words (no affixes)" in (tmp_path / "run" / "train.log").read_text()
+    assert json.loads((tmp_path / "run" / "vocab.json").read_text())["prefixes"]["symbols"] == []
+    given = run_cli(*common, "--pretrained", vectors, "--affix-dim", "50", "-o", tmp_path / "given")
+    assert given.returncode == 0, given.stderr.decode()
+    assert "words (50-d affixes)" in (tmp_path / "given" / "train.log").read_text()
+    assert json.loads((tmp_path / "given" / "vocab.json").read_text())["prefixes"]["symbols"]

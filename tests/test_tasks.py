@@ -50,6 +50,16 @@ def test_the_pos_task_is_the_built_in_defaults_in_the_papers_regime_at_lr_0_05_a
     assert reference.to_dict() == pos
 
 
+def validated(task: str, source: str, *assignments: str) -> Config:
+    """``task``'s built-in defaults (``source`` "task") or the config file ``source``, with
+    ``assignments`` as --set gives them, validated as training does."""
+    config = Config.for_task(task) if source == "task" else Config.load(ROOT / source)
+    for assignment in assignments:
+        config.set_dotted(assignment)
+    config.validate("test")
+    return config
+
+
 @pytest.mark.parametrize("source", ["task", "configs/pos.toml"])
 def test_pos_with_word_vectors_defaults_to_temperature_0_25_and_a_value_given_holds(source):
     """With --pretrained the POS default temperature is 0.25 (issue #37: sharp on every seed with GloVe,
@@ -57,11 +67,7 @@ def test_pos_with_word_vectors_defaults_to_temperature_0_25_and_a_value_given_ho
     keeps 1; NER has no such change."""
 
     def pos(*assignments: str) -> Config:
-        config = Config.for_task("pos") if source == "task" else Config.load(ROOT / source)
-        for assignment in assignments:
-            config.set_dotted(assignment)
-        config.validate("test")
-        return config
+        return validated("pos", source, *assignments)
 
     assert pos().model.attention_temperature == 0.35
     with_vectors = pos('model.pretrained="glove-6b-50d"')
@@ -77,11 +83,28 @@ def test_pos_with_word_vectors_defaults_to_temperature_0_25_and_a_value_given_ho
     assert ner.model.attention_temperature == Config.for_task("ner").model.attention_temperature
 
 
+@pytest.mark.parametrize("source", ["task", "configs/ner.toml"])
+def test_ner_with_word_vectors_leaves_the_affixes_out_and_a_value_given_holds(source):
+    """With --pretrained the NER default is no affix n-grams (issue #36: 1.5 test F1 on CoNLL-2003 with
+    GloVe); without vectors they stay the paper's 50; an --affix-dim given holds."""
+
+    def ner(*assignments: str) -> Config:
+        return validated("ner", source, *assignments)
+
+    english = ner('model.pretrained="glove-6b-50d"')
+    assert english.model.affix_dim == 0 and english.given("model.affix_dim") is None
+    assert ner('model.pretrained="v.txt"', "model.affix_dim=50").model.affix_dim == 50
+    if source == "task":
+        assert ner().model.affix_dim == 50  # no vectors: the paper's affixes
+
+
 def test_configs_ner_toml_holds_the_ner_task_defaults_and_the_english_vectors():
     config = Config.load(ROOT / "configs" / "ner.toml")
     assert config.model.pretrained == "glove-6b-50d"  # the English recipe (issue #36)
-    config.model.pretrained = None
-    assert config.to_dict() == Config.for_task("ner").to_dict()
+    recipe = Config.for_task("ner")  # = --task ner --pretrained glove-6b-50d
+    recipe.set_dotted('model.pretrained="glove-6b-50d"')
+    recipe.validate("test")
+    assert config.to_dict() == recipe.to_dict()
     m = config.model
     assert (m.model, m.sketch_steps, m.attention, m.dropout, m.crf) == (
         "nef-f",

@@ -81,7 +81,7 @@ class ModelConfig:
         default=50,
         metadata=option(
             "Size of the embeddings of prefixes and suffixes of up to 4 characters, summed per word: the "
-            "paper's 50 (0: none).",
+            "paper's 50 (0: none; ner with --pretrained: 0).",
             check=at_least(0),
             metavar="D",
         ),

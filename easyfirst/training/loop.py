@@ -203,7 +203,8 @@ def log_settings(
     )
     log(
         f"[bold]model[/] {kind}, attention {attention}, {steps}; "
-        f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(vocabs.words):,} words, "
+        f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(vocabs.words):,} words "
+        f"({f'{m.affix_dim}-d affixes' if m.affix_dim else 'no affixes'}), "
         f"{len(vocabs.tags)} tags{chars if m.char_dim else ''}"
     )
     log(f"[bold]output[/] {model.describe_output()}")
