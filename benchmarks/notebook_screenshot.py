@@ -38,7 +38,7 @@ CELLS = [
 POINT = (4, 3)  # in the second raindrop, the cell pointed at: step, word (from 0)
 
 
-def notebook(folder: Path, env: dict[str, str]) -> Path:
+def notebook(folder: Path) -> Path:
     """The notebook of CELLS, executed and trusted (its scripts run when JupyterLab opens it)."""
     import nbformat
     from nbclient import NotebookClient
@@ -48,17 +48,17 @@ def notebook(folder: Path, env: dict[str, str]) -> Path:
     NotebookClient(book, timeout=300, kernel_name="python3").execute()
     path = folder / "raindrops.ipynb"
     nbformat.write(book, path)
-    subprocess.run([sys.executable, "-m", "jupyter", "trust", str(path)], env=env, check=True)
+    subprocess.run([sys.executable, "-m", "jupyter", "trust", str(path)], check=True)
     return path
 
 
-def jupyterlab(folder: Path, port: int, env: dict[str, str]) -> subprocess.Popen:
+def jupyterlab(folder: Path, port: int) -> subprocess.Popen:
     """JupyterLab serving ``folder`` on loopback ``port``, without a token, once it answers."""
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
          "--IdentityProvider.token=", f"--ServerApp.root_dir={folder}",
          *(["--allow-root"] if os.geteuid() == 0 else [])],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     for _ in range(120):
         try:
@@ -77,13 +77,11 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="efr-notebook-") as tmp:
         folder = Path(tmp)
-        env = dict(os.environ)
         for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR"):
-            env[name] = str(folder / name.lower())
-        os.environ.update(env)  # nbclient's kernel, started here, reads them too
-        path = notebook(folder, env)
+            os.environ[name] = str(folder / name.lower())  # for the kernel, `jupyter trust` and the server
+        path = notebook(folder)
         port = free_port()
-        server = jupyterlab(folder, port, env)
+        server = jupyterlab(folder, port)
         try:
             with chromium() as browser:
                 page = browser.new_page()

@@ -377,7 +377,7 @@ class Config:
                     *self.given("model.lowercase"),
                 )
             m.lowercase = True
-            notes.append(vectors.uncased_note(m.affix_dim > 0, m.char_dim > 0, m.case_dim > 0))
+            notes.append(vectors.uncased_note(m.spelling()))
         return notes
 
 

@@ -109,10 +109,9 @@ class Vectors:
             refs.append(ref)
         return found, self.rows(refs) if refs else np.zeros((0, self.dim), np.float32)
 
-    def uncased_note(self, affixes: bool, characters: bool, case: bool) -> str:
-        """The log's note for an uncased set: words are looked up lower-cased, and which other parts of
-        the model's word representation (affix n-grams, characters, the case feature) keep the case."""
-        parts = ["prefixes", "suffixes"] * affixes + ["characters"] * characters + ["case feature"] * case
+    def uncased_note(self, parts: list[str]) -> str:
+        """The log's note for an uncased set: words are looked up lower-cased, and the other ``parts``
+        of the model's word representation (``ModelConfig.spelling``) keep the case."""
         if len(parts) > 1:
             kept = f"their {', '.join(parts[:-1])} and {parts[-1]} keep"
         else:

@@ -263,6 +263,12 @@ class ModelConfig:
         """Whether the model has a sketch decoder (N != 0 and not the BiLSTM baseline)."""
         return self.model != "bilstm" and self.sketch_steps != 0
 
+    def spelling(self) -> list[str]:
+        """The parts of a word's representation that read the word as written (its embedding may be
+        looked up lower-cased): its prefixes, suffixes, characters and case feature, those the model has."""
+        parts = ["prefixes", "suffixes"] * (self.affix_dim > 0) + ["characters"] * (self.char_dim > 0)
+        return parts + ["case feature"] * (self.case_dim > 0)
+
     def validate(self, where: Where) -> None:
         """The rules that tie fields together (each field's own: its ``check``, easyfirst.fields); an
         error points at ``where`` the keys it names were given."""

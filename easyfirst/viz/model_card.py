@@ -325,9 +325,7 @@ def _use_and_limits(config: Config, half: bool) -> str:
 
 def _unknown_word(config: Config) -> str:
     """What the model reads of a word it does not know: its affixes, characters, case, and the context."""
-    m = config.model
-    seen = [("prefixes", m.affix_dim), ("suffixes", m.affix_dim), ("characters", m.char_dim)]
-    parts = [name for name, on in seen + [("capitalization", m.case_dim)] if on] + ["context"]
+    parts = ["capitalization" if p == "case feature" else p for p in config.model.spelling()] + ["context"]
     return "its " + (f"{', '.join(parts[:-1])} and {parts[-1]}" if len(parts) > 1 else parts[0])
 
 
