@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
+from easyfirst.data.schemes import learned_scheme, to_bio
 from easyfirst.model.qe_heads import HEADS
 from easyfirst.resources import DEFAULT_MODEL, default_model_path, model_folder
 from easyfirst.runs import load_model
@@ -32,6 +33,8 @@ class Tagger:
 
     def __init__(self, model, config, vocabs, device: str | torch.device = "cpu"):
         self.model, self.config, self.vocabs, self.device = model, config, vocabs, torch.device(device)
+        # the scheme of the model's entity tags: BIOES predictions are read out as BIO (easyfirst.data.schemes)
+        self.scheme = learned_scheme(vocabs.tags.itos)
         # processes that tag a large call (easyfirst.tagging.pool); None: one per core, 1: this one alone
         self.processes: int | None = None
         self._pool: TaggingPool | None = None
@@ -265,7 +268,7 @@ class Tagger:
             lengths, best = out["lengths"], out["best"]
             for row, index in enumerate(out["order"]):
                 k, n = keep[index], lengths[row]
-                tags[k] = [itos[t] for t in best[row, :n].tolist()]
+                tags[k] = to_bio([itos[t] for t in best[row, :n].tolist()], self.scheme)
                 if return_attention:
                     alpha = out["attention"]
                     matrix = alpha[row, : out["steps"][row], :n] if alpha is not None else torch.zeros(0, n)

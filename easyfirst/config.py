@@ -27,6 +27,7 @@ from easyfirst.fields import (
     at_least,
     checked,
     encoding,
+    fraction,
     non_negative,
     one_of,
     option,
@@ -45,7 +46,7 @@ else:  # Python 3.10: the same parser, as a package
 
 SECTIONS = ("data", "model", "loss", "train")
 REDUCTIONS = ("mean", "sum")
-OPTIMIZERS = ("adagrad", "adam", "sgd")
+OPTIMIZERS = ("adagrad", "adam", "nadam", "adamw", "sgd")
 
 
 def task_names() -> list[str]:
@@ -91,6 +92,16 @@ class DataConfig:
             "Encoding of column files (ner; the original CoNLL-2002/2003 files: latin-1).", check=encoding()
         ),
     )
+    # the entity tags a model learns (easyfirst.data.schemes): files are read in any scheme, converted to
+    # this one for training, and the model's tags are converted back (to the input's scheme when written)
+    scheme: str = field(
+        default="bio",
+        metadata=option(
+            "ner: the tagging scheme the model learns, bio or bioes (IOBES); files are read in any scheme "
+            "and tagged in the input's.",
+            choices=lambda: ["bio", "bioes"],
+        ),
+    )
 
 
 # config keys added after runs were first saved, with the value that matches how those runs behaved
@@ -108,11 +119,40 @@ SAVED_BEFORE = {
 @dataclass
 class TrainConfig:
     epochs: int = field(default=20, metadata=option("Training epochs.", check=at_least(1)))
-    # adagrad (the paper's), adam or sgd (easyfirst.training.optim)
-    optimizer: str = field(default="adagrad", metadata=checked(one_of(lambda: OPTIMIZERS)))
+    # easyfirst.training.optim: adagrad (the paper's), adam, nadam, adamw or sgd (with momentum)
+    optimizer: str = field(
+        default="adagrad",
+        metadata=option(
+            "adagrad (the paper's), adam, nadam, adamw, or sgd (with --momentum).",
+            choices=lambda: list(OPTIMIZERS),
+        ),
+    )
     lr: float = field(default=0.1, metadata=option("Learning rate.", check=positive()))
-    # gradient-norm clipping (inf: none)
-    clip: float = field(default=5.0, metadata=checked(positive(finite=False)))
+    momentum: float = field(
+        default=0.0, metadata=option("SGD's momentum (0: none).", check=fraction(), metavar="M")
+    )
+    lr_decay: float = field(  # epoch e at lr / (1 + d·(e − 1)), as Ma & Hovy's (2016) SGD
+        default=0.0,
+        metadata=option(
+            "Epoch e trains at lr / (1 + D·(e - 1)) (0: a constant rate).", check=non_negative(), metavar="D"
+        ),
+    )
+    clip: float = field(  # gradient-norm rescaling (inf: none)
+        default=5.0,
+        metadata=option(
+            "Rescale the gradient to this global norm when it is larger (inf: never).",
+            check=positive(finite=False),
+            metavar="NORM",
+        ),
+    )
+    patience: int = field(  # early stopping on the dev score (0: every epoch runs)
+        default=0,
+        metadata=option(
+            "Stop when the dev score has not improved for P epochs (0: train all --epochs).",
+            check=at_least(0),
+            metavar="P",
+        ),
+    )
     # the learning rate of the embedding tables (words, affixes, features); unset: lr, like the rest
     embedding_lr: float | None = field(default=None, metadata=checked(non_negative()))
     batch_size: int = field(default=16, metadata=option("Sentences per update.", check=at_least(1)))
@@ -328,7 +368,13 @@ class Config:
         def where(*keys: str) -> Origin:
             return next(filter(None, map(self.given, keys)), (source, None))
 
-        TASKS[self.data.task].validate(self.data, source)
+        task = TASKS[self.data.task]
+        task.validate(self.data, source)
+        if self.data.scheme not in task.schemes:
+            raise InputError(
+                f"data.scheme = {self.data.scheme!r}: the {task.name} task learns {' or '.join(task.schemes)}",
+                *where("data.scheme"),
+            )
         if self.model.pretrained:  # the task's defaults with word vectors (POS: a sharper temperature)
             self.update(
                 TASKS[self.data.task].with_vectors, f"task {self.data.task} with vectors", keep_given=True
@@ -342,6 +388,10 @@ class Config:
         self.model.validate(where)
         self.loss.validate(self.model.crf, where)
         m, t = self.model, self.train
+        if t.momentum and t.optimizer != "sgd":
+            raise InputError(
+                f"train.momentum is SGD's; optimizer {t.optimizer!r} has its own", *where("train.momentum")
+            )
         if t.anneal_epochs and not (m.decodes and KINDS[m.attention].scores == "attention"):
             raise InputError(
                 "train.anneal_epochs anneals learned attention scores; this model has none",

@@ -40,7 +40,11 @@ ADDED = {  # new since: generic config overrides (issue #14); plain text, pretra
     | {"--anneal-epochs", "--anneal-from", "--anneal-to", "--easy-first"}
     | {"--workers"}  # Hogwild (#27)
     # characters, QE sources; the NER recipe leaves the affixes out (#36)
-    | {"--char-dim", "--char-encoder", "--char-filters", "--source-pretrained", "--affix-dim"},
+    | {"--char-dim", "--char-encoder", "--char-filters", "--source-pretrained", "--affix-dim"}
+    # the options of the classic NER recipes (#44)
+    | {"--hidden-dim", "--encoder-layers", "--dropout-kind", "--embedding-dropout", "--encoder-dropout"}
+    | {"--output-dropout", "--word-dropout", "--optimizer", "--momentum", "--lr-decay", "--clip"}
+    | {"--patience", "--scheme"},
     "tag": {"--format", "--pretokenized"},
     "plot": {"--pretokenized"},
     "export": {"--overwrite", "--no-overwrite", "--output", "-o"},  # -o OUT beside the positional OUT (#28)

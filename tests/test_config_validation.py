@@ -173,8 +173,8 @@ REFUSED = [
     (["--set", "train.clip=nan"], "--set: train.clip must be a number > 0 (inf: no limit), not nan"),
     (["--set", "train.lr=inf"], "--set: train.lr must be a finite number > 0, not inf"),
     (
-        ["--set", "train.optimizer=adamw"],
-        "--set: train.optimizer must be one of adagrad, adam, sgd, not 'adamw'",
+        ["--set", "train.optimizer=adamax"],
+        "--set: train.optimizer must be one of adagrad, adam, nadam, adamw, sgd, not 'adamax'",
     ),
     (["--set", "model.hidden_dim=wide"], "--set: model.hidden_dim must be an integer, not str 'wide'"),
     (["--set", "modle.hidden_dim=1"], "--set: unknown section 'modle' (did you mean model?)"),

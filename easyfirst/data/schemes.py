@@ -5,7 +5,9 @@
   entity that directly follows another of the same type.
 - **BIOES** (IOBES): ``S-TYPE`` for one-word entities, ``B-`` … ``I-`` … ``E-TYPE`` for longer ones.
 
-Models are trained and scored in BIO; files are read into BIO and written back in their own scheme.
+Files are read into BIO and written back in their own scheme; models are scored in BIO. A model learns
+BIO tags, or BIOES ones (``[data] scheme = "bioes"``): its tag set then has ``E-`` and ``S-`` tags, and
+:func:`to_bio` converts what it predicts back to BIO wherever tags are read out of it.
 A ``I-TYPE`` that does not continue an entity of its type is read, as the CoNLL evaluation script
 reads it, as the start of a new entity.
 """
@@ -119,3 +121,18 @@ def detect(sentences: Sequence[Sequence[str]]) -> str:
                 bio += 1
             previous = kind
     return "iob1" if iob1 > bio else "bio"
+
+
+def learned_scheme(tags: Sequence[str]) -> str:
+    """The scheme a model's tag set ``tags`` is in: ``bioes`` when every tag is ``O`` or ``B/I/E/S-TYPE``
+    and some are ``E-`` or ``S-``, else ``bio`` (also for tags that are no entity tags: POS)."""
+    parts = [split_tag(tag) for tag in tags]
+    if all(parts) and any(p[0] in ("E", "S") for p in parts if p):
+        return "bioes"
+    return "bio"
+
+
+def to_bio(tags: list[str], scheme: str) -> list[str]:
+    """One sentence's predicted tags in the model's ``scheme`` → BIO (unchanged for ``bio``). A sequence
+    that breaks BIOES (a model without CRF constraints) is read leniently, as :func:`spans` does."""
+    return tags if scheme == "bio" else convert(tags, scheme, "bio")

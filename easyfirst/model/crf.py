@@ -11,7 +11,10 @@ best sequence from Viterbi, and the per-word marginals p(y_t = k) from forward�
 Masks: ``mask`` ``(B, L)`` is true on real words; each row must be a prefix of trues (padding at the
 end) with at least one true. Padded positions do not count anywhere.
 
-BIO constraints (optional): I-X may only follow B-X or I-X, and no sentence starts with I-X. Forbidden
+Scheme constraints (optional), for entity tags in BIO or BIOES (easyfirst.data.schemes): in BIO, I-X
+may only follow B-X or I-X, and no sentence starts with I-X; in BIOES, after B-X or I-X only I-X or E-X
+may come, after O, E-Y or S-Y only O, B-Z or S-Z, no sentence starts with I-X or E-X, and none ends with
+B-X or I-X. Forbidden
 transitions get a score of −10⁴ (as AllenNLP does) rather than −∞, so a training sentence that breaks
 the scheme (IOB1 data) costs a large but finite loss instead of a NaN; exp(−10⁴) is 0 in float32 and
 float64, so Z, Viterbi and the marginals are those of the constrained model.
@@ -27,31 +30,59 @@ from torch import nn
 
 FORBIDDEN = -1.0e4
 BIO_TAG = re.compile(r"^(?:O|[BI]-.+)$")
+BIOES_TAG = re.compile(r"^(?:O|[BIES]-.+)$")
+
+
+def entity_scheme(tags: Sequence[str]) -> str | None:
+    """``"bioes"`` when every tag is ``O`` or ``B/I/E/S-X`` and some are ``E-`` or ``S-``; ``"bio"`` when
+    every tag is ``O``, ``B-X`` or ``I-X`` and at least one is ``I-X``; else None."""
+    if tags and all(BIOES_TAG.match(t) for t in tags) and any(t[:2] in ("E-", "S-") for t in tags):
+        return "bioes"
+    if tags and all(BIO_TAG.match(t) for t in tags) and any(t.startswith("I-") for t in tags):
+        return "bio"
+    return None
 
 
 def is_bio(tags: Sequence[str]) -> bool:
     """Whether every tag is ``O``, ``B-X`` or ``I-X`` and at least one is ``I-X``."""
-    return bool(tags) and all(BIO_TAG.match(t) for t in tags) and any(t.startswith("I-") for t in tags)
+    return entity_scheme(tags) == "bio"
 
 
 def bio_allowed(tags: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Allowed first tags ``(K,)`` and allowed transitions ``(K, K)`` (``[i, j]``: tag i → tag j)."""
-    k = len(tags)
-    start = torch.ones(k, dtype=torch.bool)
-    allowed = torch.ones(k, k, dtype=torch.bool)
-    for j, tag in enumerate(tags):
-        if tag.startswith("I-"):
-            start[j] = False
-            kind = tag[2:]
-            for i, previous in enumerate(tags):
-                allowed[i, j] = previous in (f"B-{kind}", f"I-{kind}")
+    """Allowed first tags ``(K,)`` and allowed transitions ``(K, K)`` (``[i, j]``: tag i → tag j) in BIO."""
+    start, allowed, _ = scheme_allowed(tags, "bio")
     return start, allowed
 
 
-class CRF(nn.Module):
-    """Linear-chain CRF over ``num_tags`` tags; ``constrain_tags`` (tag names) turns on BIO constraints."""
+def scheme_allowed(tags: Sequence[str], scheme: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Allowed first tags ``(K,)``, transitions ``(K, K)`` (``[i, j]``: tag i → tag j) and last tags
+    ``(K,)`` of ``scheme`` (bio or bioes; see the module)."""
+    if scheme not in ("bio", "bioes"):
+        raise ValueError(f"scheme must be bio or bioes, not {scheme!r}")
+    k = len(tags)
+    start = torch.ones(k, dtype=torch.bool)
+    end = torch.ones(k, dtype=torch.bool)
+    allowed = torch.ones(k, k, dtype=torch.bool)
+    inside = ("I", "E") if scheme == "bioes" else ("I",)  # what continues an entity
+    for j, tag in enumerate(tags):
+        prefix, kind = tag[:1], tag[2:]
+        if tag != "O" and prefix in inside:
+            start[j] = False
+            for i, previous in enumerate(tags):
+                allowed[i, j] = previous in (f"B-{kind}", f"I-{kind}")
+        elif scheme == "bioes":  # O, B- and S- may only follow an entity's end (or O)
+            for i, previous in enumerate(tags):
+                allowed[i, j] = previous == "O" or previous[:1] in ("E", "S")
+        if scheme == "bioes" and tag != "O" and prefix in ("B", "I"):
+            end[j] = False
+    return start, allowed, end
 
-    def __init__(self, num_tags: int, constrain_tags: Sequence[str] | None = None):
+
+class CRF(nn.Module):
+    """Linear-chain CRF over ``num_tags`` tags; ``constrain_tags`` (tag names) turns on the constraints
+    of ``scheme`` (bio or bioes)."""
+
+    def __init__(self, num_tags: int, constrain_tags: Sequence[str] | None = None, scheme: str = "bio"):
         super().__init__()
         self.num_tags = num_tags
         self.start = nn.Parameter(torch.empty(num_tags))
@@ -59,15 +90,21 @@ class CRF(nn.Module):
         self.transitions = nn.Parameter(torch.empty(num_tags, num_tags))
         start_penalty = torch.zeros(num_tags)
         transition_penalty = torch.zeros(num_tags, num_tags)
+        end_penalty = torch.zeros(num_tags)
+        self.scheme = None  # the scheme whose constraints apply, when any transition is forbidden
         if constrain_tags is not None:
             if len(constrain_tags) != num_tags:
                 raise ValueError("constrain_tags must name every tag")
-            start_ok, allowed = bio_allowed(constrain_tags)
+            start_ok, allowed, end_ok = scheme_allowed(constrain_tags, scheme)
             start_penalty[~start_ok] = FORBIDDEN
             transition_penalty[~allowed] = FORBIDDEN
+            end_penalty[~end_ok] = FORBIDDEN
+            if not (start_ok.all() and allowed.all() and end_ok.all()):
+                self.scheme = scheme
         # derived from the tag names at construction: not part of the saved state
         self.register_buffer("start_penalty", start_penalty, persistent=False)
         self.register_buffer("transition_penalty", transition_penalty, persistent=False)
+        self.register_buffer("end_penalty", end_penalty, persistent=False)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -76,7 +113,11 @@ class CRF(nn.Module):
 
     def potentials(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Start ``(K,)``, transition ``(K, K)`` and end ``(K,)`` scores with the constraints applied."""
-        return self.start + self.start_penalty, self.transitions + self.transition_penalty, self.end
+        return (
+            self.start + self.start_penalty,
+            self.transitions + self.transition_penalty,
+            self.end + self.end_penalty,
+        )
 
     def log_partition(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """log Z per sentence ``(B,)`` by the forward algorithm; ``emissions`` ``(B, L, K)``."""

@@ -1,4 +1,14 @@
-"""The BiLSTM encoder: embeddings ``(B, L, D_in)`` → states ``H`` ``(B, L, 2·hidden)``, zero on padding."""
+"""The BiLSTM encoder: embeddings ``(B, L, D_in)`` → states ``H`` ``(B, L, 2·hidden)``, zero on padding.
+
+``layers`` BiLSTMs are stacked (``[model] encoder_layers``), each reading the states of the one below
+through ``between`` (the dropout between layers, ``encoder_dropout``). The first layer is ``lstm``, so a
+one-layer model's saved weights keep the names they always had (``encoder.lstm.weight_ih_l0``); the
+layers above are ``upper.0``, ``upper.1``, ... Each layer is its own ``nn.LSTM`` rather than one
+``nn.LSTM(num_layers=k)``, whose built-in dropout between layers can only be naive.
+
+One sentence on the CPU takes the NumPy path layer by layer (easyfirst.model.fast.lean), the same
+arithmetic on the same parameters; batches take ``nn.LSTM`` over packed sequences.
+"""
 
 from __future__ import annotations
 
@@ -17,17 +27,32 @@ LSTM_WEIGHTS = [
 
 
 class BiLSTMEncoder(nn.Module):
-    def __init__(self, input_dim: int, hidden_dim: int):
+    def __init__(self, input_dim: int, hidden_dim: int, layers: int = 1, between: nn.Module | None = None):
         super().__init__()
         self.lstm = nn.LSTM(input_dim, hidden_dim, batch_first=True, bidirectional=True)
+        self.upper = nn.ModuleList(
+            nn.LSTM(2 * hidden_dim, hidden_dim, batch_first=True, bidirectional=True)
+            for _ in range(layers - 1)
+        )
+        self.between = between if between is not None else nn.Identity()
         self.output_dim = 2 * hidden_dim
 
+    @property
+    def layers(self) -> list[nn.LSTM]:
+        return [self.lstm, *self.upper]
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        if lean_applies(x) and bool(mask.all()):  # one sentence on the CPU: NumPy (easyfirst.model.fast.lean)
-            lstm = self.lstm
-            return lean_bilstm(x[0], *(getattr(lstm, name) for name in LSTM_WEIGHTS))[None]
-        lengths = mask.sum(1).cpu()
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        out, _ = self.lstm(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
-        return out
+        lean = lean_applies(x) and bool(
+            mask.all()
+        )  # one sentence on the CPU: NumPy (easyfirst.model.fast.lean)
+        lengths = None if lean else mask.sum(1).cpu()
+        for k, lstm in enumerate(self.layers):
+            if k:
+                x = self.between(x)
+            if lean:
+                x = lean_bilstm(x[0], *(getattr(lstm, name) for name in LSTM_WEIGHTS))[None]
+                continue
+            packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+            out, _ = lstm(packed)
+            x, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+        return x

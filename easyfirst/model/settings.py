@@ -16,6 +16,9 @@ from easyfirst.ops.kinds import KINDS
 
 MODELS = ("nef-f", "nef-s", "bilstm")
 CHAR_ENCODERS = ("cnn", "bilstm")
+# naive: a fresh dropout mask at every word; locked (variational, Gal & Ghahramani 2016): one mask per
+# sentence and layer, the same at every word (easyfirst.model.dropout)
+DROPOUT_KINDS = ("naive", "locked")
 # the keys a CRF output layer leaves unused (its loss is the sequence likelihood)
 LOSS_KEYS = ("loss", "alpha", "label_smoothing", "temperature", "class_weights")
 # --loss names and their α (entmax takes α from alpha)
@@ -108,7 +111,18 @@ class ModelConfig:
     )
     # written by training: how many of the vocabulary's words (not padding or UNK) the vectors covered
     pretrained_covered: int | None = field(default=None, metadata=checked(at_least(0)))
-    hidden_dim: int = field(default=50, metadata=checked(at_least(1)))  # BiLSTM units per direction
+    hidden_dim: int = field(  # BiLSTM units per direction
+        default=50,
+        metadata=option("BiLSTM units per direction (each layer).", check=at_least(1), metavar="D"),
+    )
+    encoder_layers: int = field(  # stacked BiLSTM layers (Reimers & Gurevych 2017: two for NER)
+        default=1,
+        metadata=option(
+            "Stacked BiLSTM layers, each reading the one below (--encoder-dropout between them).",
+            check=at_least(1),
+            metavar="K",
+        ),
+    )
     window: int = field(default=2, metadata=checked(at_least(0)))  # w in Eq. 1
     attention_dim: int = field(default=50, metadata=checked(at_least(1)))  # D_z in Eq. 2
     sketch_dim: int = field(default=50, metadata=checked(at_least(1)))  # D_s
@@ -165,9 +179,45 @@ class ModelConfig:
     dropout: float = field(
         default=0.2,
         metadata=option(
-            "Dropout after the embeddings, the BiLSTM and before the output layer.",
+            "Dropout after the embeddings, between BiLSTM layers, after the BiLSTM and before the output "
+            "layer; --embedding-dropout, --encoder-dropout and --output-dropout override it per place.",
             check=fraction(),
             metavar="P",
+        ),
+    )
+    dropout_kind: str = field(
+        default="naive",
+        metadata=option(
+            "naive: a new dropout mask at every word; locked (variational): one mask per sentence, the "
+            "same units dropped at every word.",
+            choices=lambda: list(DROPOUT_KINDS),
+        ),
+    )
+    embedding_dropout: float | None = field(
+        default=None,
+        metadata=option(
+            "Dropout on the word representations (the BiLSTM's input).",
+            check=fraction(),
+            metavar="P",
+            show=lambda value: "--dropout" if value is None else f"{value:g}",
+        ),
+    )
+    encoder_dropout: float | None = field(
+        default=None,
+        metadata=option(
+            "Dropout between stacked BiLSTM layers (--encoder-layers > 1).",
+            check=fraction(),
+            metavar="P",
+            show=lambda value: "--dropout" if value is None else f"{value:g}",
+        ),
+    )
+    output_dropout: float | None = field(
+        default=None,
+        metadata=option(
+            "Dropout on the BiLSTM's output and the sketches (the decoder's and output layer's input).",
+            check=fraction(),
+            metavar="P",
+            show=lambda value: "--dropout" if value is None else f"{value:g}",
         ),
     )
     # NER features (easyfirst.data.features), off by default
@@ -206,15 +256,23 @@ class ModelConfig:
     )
     char_window: int = field(default=3, metadata=checked(at_least(1)))  # characters each CNN filter spans
     # α: a training word seen c times becomes UNK with probability α/(α+c)
-    word_dropout: float = field(default=0.0, metadata=checked(non_negative()))
+    word_dropout: float = field(
+        default=0.0,
+        metadata=option(
+            "α: a training word seen c times is replaced by UNK with probability α / (α + c) (0: never).",
+            check=non_negative(),
+            metavar="α",
+        ),
+    )
     crf: bool = field(  # a linear-chain CRF over the output scores (§5.2) instead of per-word outputs
         default=False, metadata=option("A linear-chain CRF output layer (Viterbi decoding).")
     )
     bio_constraints: bool | None = field(  # None: on for BIO tag sets
         default=None,
         metadata=option(
-            "CRF: forbid I-X after anything but B-X/I-X and at the start.",
-            show=lambda value: "on for BIO tag sets" if value is None else str(value).lower(),
+            "CRF: forbid the transitions the tags' scheme does not allow (BIO: I-X only after B-X or "
+            "I-X; BIOES: also E-X, S-X and the sentence's ends).",
+            show=lambda value: "on for BIO and BIOES tag sets" if value is None else str(value).lower(),
         ),
     )
     # QE features (easyfirst.data.features), off by default: the aligned source words (averaged; a learned
@@ -258,6 +316,11 @@ class ModelConfig:
         ),
     )
 
+    def dropout_at(self, place: str) -> float:
+        """The dropout rate at ``place`` (embedding, encoder, output): its own key, else ``dropout``."""
+        rate = getattr(self, f"{place}_dropout")
+        return self.dropout if rate is None else rate
+
     @property
     def decodes(self) -> bool:
         """Whether the model has a sketch decoder (N != 0 and not the BiLSTM baseline)."""
@@ -286,6 +349,11 @@ class ModelConfig:
                 f"model.char_filters = {self.char_filters}: a character BiLSTM has char_filters / 2 units per "
                 "direction, so it must be even",
                 *where("model.char_filters", "model.char_encoder"),
+            )
+        if self.encoder_dropout is not None and self.encoder_layers == 1:
+            raise InputError(
+                "encoder_dropout acts between stacked BiLSTM layers: it needs encoder_layers >= 2",
+                *where("model.encoder_dropout", "model.encoder_layers"),
             )
         if not self.concat and not self.decodes:
             raise InputError(

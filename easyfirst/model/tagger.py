@@ -16,7 +16,8 @@ from easyfirst.data.batching import IGNORE, Batch
 from easyfirst.data.features import active_features
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.losses import class_weight_vector, fenchel_young_loss, output_distribution
-from easyfirst.model.crf import CRF, is_bio
+from easyfirst.model.crf import CRF, entity_scheme
+from easyfirst.model.dropout import make_dropout
 from easyfirst.model.embedder import Embedder
 from easyfirst.model.encoder import BiLSTMEncoder
 from easyfirst.model.qe_heads import HeadLoss, QEHeads
@@ -36,8 +37,16 @@ class EasyFirstTagger(nn.Module):
         self.concat = m.concat
         characters = (m.char_encoder, m.char_filters, m.char_window)
         self.embedder = Embedder(vocabs, m.word_dim, m.affix_dim, active_features(m), characters)
-        self.encoder = BiLSTMEncoder(self.embedder.output_dim, m.hidden_dim)
-        self.dropout = nn.Dropout(m.dropout)
+        # dropout on the embeddings, between BiLSTM layers and on the output layer's inputs
+        # (easyfirst.model.dropout); modules without parameters, so a model's saved state is the same
+        self.embedding_dropout = make_dropout(m.dropout_kind, m.dropout_at("embedding"))
+        self.encoder = BiLSTMEncoder(
+            self.embedder.output_dim,
+            m.hidden_dim,
+            m.encoder_layers,
+            make_dropout(m.dropout_kind, m.dropout_at("encoder")),
+        )
+        self.dropout = make_dropout(m.dropout_kind, m.dropout_at("output"))
         self.decoder = None
         output_in = self.encoder.output_dim
         if m.decodes:
@@ -59,8 +68,9 @@ class EasyFirstTagger(nn.Module):
         self.register_buffer("class_weight", class_weight_vector(loss.class_weights, tags), persistent=False)
         self.crf = None
         if m.crf:
-            constrained = is_bio(tags) if m.bio_constraints is None else m.bio_constraints
-            self.crf = CRF(len(tags), tags if constrained else None)
+            scheme = entity_scheme(tags)
+            constrained = scheme is not None if m.bio_constraints is None else m.bio_constraints
+            self.crf = CRF(len(tags), tags if constrained else None, scheme or "bio")
         # QE: gap and source tags from the same features (easyfirst.model.qe_heads); registered last, so
         # that the other parameters are initialised as in a model without them
         self.heads = None
@@ -100,7 +110,7 @@ class EasyFirstTagger(nn.Module):
     def forward(self, batch: Batch, heads: bool = False):
         """Tag scores ``(B, L, K)`` and the attention history ``(B, N, L)`` (None without a decoder); with
         ``heads``, also the QE heads' scores (name → scores; empty for a model without them)."""
-        x = self.dropout(self.embedder(batch.words, batch.prefixes, batch.suffixes, batch.features))
+        x = self.embedding_dropout(self.embedder(batch.words, batch.prefixes, batch.suffixes, batch.features))
         states = self.dropout(self.encoder(x, batch.mask))
         attention = None
         features = states
@@ -171,8 +181,8 @@ class EasyFirstTagger(nn.Module):
     def describe_output(self) -> str:
         """The output layer in words, for the training log."""
         if self.crf is not None:
-            constrained = bool((self.crf.start_penalty < 0).any())
-            return "linear-chain CRF" + (" with BIO constraints" if constrained else "")
+            scheme = self.crf.scheme
+            return "linear-chain CRF" + (f" with {scheme.upper()} constraints" if scheme else "")
         o = self.objective
         words = [f"{o.loss} loss (α = {o.entmax_alpha:g})"]
         words += [f"label smoothing ε = {o.label_smoothing:g}"] if o.label_smoothing else []

@@ -79,6 +79,8 @@ class Task:
     # what `easyfirst tag` says when the input is not one this task claims (None: any file will do)
     unclaimed_input: ClassVar[str | None] = None
     TagOptions: ClassVar[type] = NoOptions  # the options of `easyfirst tag` that only this task reads
+    # the tagging schemes a model of this task may learn ([data] scheme; easyfirst.data.schemes)
+    schemes: ClassVar[tuple[str, ...]] = ("bio",)
 
     # reading
 

@@ -49,6 +49,7 @@ class NER(Task):
     input_kind = "column files"
     outside = "O"
     TagOptions = ColumnOptions
+    schemes = ("bio", "bioes")
     # paper §5.2: the POS values but dropout 0.3, N = 5, a CRF output layer; plus the NER word features.
     # N = 5 is Table 2's "maximum number of sketch steps": a sentence of L < 5 words runs L steps
     defaults = {
@@ -70,6 +71,17 @@ class NER(Task):
     # against 91.86), the recall of entities unseen in training most (rows ner-glove-noaffix, ner-glove;
     # docs/ner.md, "The English recipe")
     with_vectors = {"model": {"affix_dim": 0}}
+
+    def prepare(self, config, sentences: Sequence[Sentence]) -> None:
+        """With ``[data] scheme = "bioes"`` the model learns BIOES tags: the training sentences' BIO tags
+        (every reader gives BIO) are converted in place; the model's tags are converted back to BIO
+        wherever they are read out (easyfirst.data.schemes.to_bio)."""
+        super().prepare(config, sentences)
+        if config.data.scheme != "bio":
+            from easyfirst.data.schemes import convert
+
+            for sentence in sentences:
+                sentence.tags = convert(sentence.tags, "bio", config.data.scheme)
 
     def text_column(self, data) -> str:
         return "misc:NER"  # CoNLL-U has no column for entity tags: NER=B-PER in MISC

@@ -27,7 +27,7 @@ from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.parallel.workers import Workers
 from easyfirst.training import anneal, distributed, hogwild
 from easyfirst.training.checkpoints import save_checkpoint
-from easyfirst.training.optim import clip_gradients
+from easyfirst.training.optim import clip_gradients, schedule_lr
 from easyfirst.training.reporting import ProgressLines
 from easyfirst.training.state import Run
 
@@ -60,6 +60,15 @@ def train_epoch(run: Run, epoch: int) -> float:
 
         train_part(run, batches, p.step, epoch, after)
     return time.perf_counter() - started
+
+
+def start_epoch(run: Run, epoch: int) -> None:
+    """The epoch's attention temperature (when annealed) and learning rate (with ``lr_decay``); Hogwild's
+    forked workers call it too (easyfirst.training.epochs.hogwild_work)."""
+    t = run.config.train
+    anneal.start_epoch(run.config, run.model, epoch)
+    base = [t.embedding_lr, t.lr] if t.embedding_lr is not None else [t.lr]
+    schedule_lr(run.optimizer, base, t.lr_decay, epoch)
 
 
 def hogwild_epoch(
@@ -117,7 +126,7 @@ def hogwild_work(run: Run) -> Callable:
 
     def work(workers: Workers, rank: int, message: tuple[int, list[list[int]]]) -> None:
         epoch, part = message
-        anneal.start_epoch(run.config, run.model, epoch)  # forked before the epoch: set its temperature here
+        start_epoch(run, epoch)  # forked before the epoch: set its temperature and learning rate here
         run.model.train()
         torch.manual_seed(hash((run.config.train.seed, rank, epoch)) % 2**63)  # its own dropout stream
 

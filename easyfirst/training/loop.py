@@ -52,7 +52,7 @@ from easyfirst.training.checkpoints import (
     restore_checkpoint,
     save_checkpoint,
 )
-from easyfirst.training.epochs import hogwild_work, train_epoch
+from easyfirst.training.epochs import hogwild_work, start_epoch, train_epoch
 from easyfirst.training.optim import make_optimizer
 from easyfirst.training.reporting import RunLog, duration, evaluate_sentences, length_cap, summary_table
 from easyfirst.training.state import Run, RunProgress, Splits
@@ -134,15 +134,30 @@ def train(
             log(anneal.describe(config.train))
         log(f"[bold]ready[/] in {duration(time.perf_counter() - started)} (data read, model built)")
         for epoch in range(run.progress.epoch, config.train.epochs + 1):
-            anneal.start_epoch(config, run.model, epoch)  # the epoch's attention temperature, when annealed
+            start_epoch(run, epoch)
             seconds = train_epoch(run, epoch)
             evaluate_and_select(run, epoch, seconds)
+            if stop_early(run, epoch):
+                break
         return finish(run, started) if group.main else {}
     finally:
         if run is not None and run.workers is not None:
             run.workers.close()
         log.close()
         distributed.stop(group)
+
+
+def stop_early(run: Run, epoch: int) -> bool:
+    """Whether ``[train] patience`` epochs have passed without a better dev score (logged when so)."""
+    t, p = run.config.train, run.progress
+    if not t.patience or epoch >= t.epochs or epoch - p.best["epoch"] < t.patience:
+        return False
+    p.stopped_early = epoch
+    run.log(
+        f"stopping early after epoch {epoch} of {t.epochs}: no better dev {run.metric_label} for "
+        f"{t.patience} epochs (the best: epoch {p.best['epoch']})"
+    )
+    return True
 
 
 def build_model(
@@ -201,8 +216,14 @@ def log_settings(
         if m.char_encoder == "cnn"
         else f"a BiLSTM of {m.char_filters // 2} units per direction"
     )
+    layers = f"{m.encoder_layers} BiLSTM layers" if m.encoder_layers > 1 else "a BiLSTM"
+    rates = [m.dropout_at(place) for place in ("embedding", "encoder", "output")][
+        :: 1 if m.encoder_layers > 1 else 2
+    ]
+    dropout = f"{m.dropout_kind} dropout {'/'.join(f'{r:g}' for r in rates)}"
     log(
-        f"[bold]model[/] {kind}, attention {attention}, {steps}; "
+        f"[bold]model[/] {kind}, attention {attention}, {steps}; {layers} of {m.hidden_dim} units per "
+        f"direction, {dropout}; "
         f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(vocabs.words):,} words "
         f"({f'{m.affix_dim}-d affixes' if m.affix_dim else 'no affixes'}), "
         f"{len(vocabs.tags)} tags{chars if m.char_dim else ''}"
@@ -217,8 +238,12 @@ def log_settings(
             else "; one sentence on the CPU: NumPy loops (pip install 'easyfirst\\[fast]' compiles them, 1.3x faster)"
         )
     embedding_lr = "" if t.embedding_lr is None else f" (embedding tables {t.embedding_lr:g})"
+    momentum = f" with momentum {t.momentum:g}" if t.momentum else ""
+    decay = f" / (1 + {t.lr_decay:g}·(epoch − 1))" if t.lr_decay else ""
+    patience = f"; early stopping after {t.patience} epochs without a better dev score" if t.patience else ""
     log(
-        f"[bold]updates[/] {t.optimizer}, lr {t.lr:g}{embedding_lr}, gradient norm clipped at {t.clip:g}; {per_update} per "
+        f"[bold]updates[/] {t.optimizer}{momentum}, lr {t.lr:g}{decay}{embedding_lr}, gradient norm clipped at "
+        f"{t.clip:g}{patience}; {per_update} per "
         f"update, the loss {'summed' if t.reduction == 'sum' else 'averaged'} over its words; training "
         f"sentences {'shuffled every epoch' if t.shuffle else 'in file order'}{loops}"
     )
@@ -285,7 +310,14 @@ def prepare_run(
         vocabs,
         model,
         trainer,
-        make_optimizer(t.optimizer, t.lr, model, sparse=not group.parallel, embedding_lr=t.embedding_lr),
+        make_optimizer(
+            t.optimizer,
+            t.lr,
+            model,
+            sparse=not group.parallel,
+            embedding_lr=t.embedding_lr,
+            momentum=t.momentum,
+        ),
         generator,
         [encode(vocabs, s.words, s.tags, s.extra, task.targets(s)) for s in train_sents],
         [encode(vocabs, s.words, extra=s.extra) for s in splits.dev],
@@ -414,6 +446,8 @@ def finish(run: Run, started: float) -> dict:
         workers=1 if run.workers is None else run.workers.count,
         best_metric=run.metric,
     )
+    if p.stopped_early:
+        metrics["stopped_early"] = p.stopped_early
     for split in ("dev", "test"):
         if split in metrics:
             metrics[split].pop("per_tag", None)

@@ -1,11 +1,17 @@
 """The optimizer, gradient clipping and one update: what ``easyfirst train`` and the speed benchmarks run.
 
-Embedding tables take **sparse gradients** with Adagrad and SGD (one process): an update then touches
+The optimizers: ``adagrad`` (the paper's), ``adam``, ``nadam`` (Adam with Nesterov momentum, the best
+choice for BiLSTM-CRF NER in Reimers & Gurevych 2017), ``adamw`` (decoupled weight decay, torch's
+default 0.01) and ``sgd`` (with ``momentum``); with ``lr_decay`` d, epoch e runs at lr / (1 + d·(e − 1))
+(:func:`schedule_lr`; Ma & Hovy 2016's SGD schedule), for any of them.
+
+Embedding tables take **sparse gradients** with Adagrad and plain SGD (one process): an update then touches
 only the rows of the words, affixes and features in its batch. This is the same update as with dense
 gradients (Adagrad and SGD leave a row whose gradient is zero exactly as it is) at a fraction of the
 cost: with EWT's vocabulary, the dense per-row square roots of Adagrad were a third of an update's
 time at one sentence per update. It is what DyNet, the paper's toolkit, does for lookup parameters.
-Adam (whose moments move every row) and data-parallel training (DDP) keep dense gradients.
+The Adam family (whose moments move every row), SGD with momentum and data-parallel training (DDP) keep
+dense gradients.
 
 Clipping is by the global norm over all gradients, dense and sparse (:func:`clip_gradients`), as
 ``torch.nn.utils.clip_grad_norm_``, which refuses sparse gradients.
@@ -75,16 +81,28 @@ def _sparse_adagrad(
     param.index_add_(0, rows, values / std, alpha=-group["lr"])
 
 
+# the optimizers whose update leaves a row with a zero gradient as it is: sparse embedding gradients
+SPARSE_SAFE = ("adagrad", "sgd")
+
+
 def make_optimizer(
-    name: str, lr: float, model: nn.Module, sparse: bool = True, embedding_lr: float | None = None
+    name: str,
+    lr: float,
+    model: nn.Module,
+    sparse: bool = True,
+    embedding_lr: float | None = None,
+    momentum: float = 0.0,
 ) -> torch.optim.Optimizer:
-    """The optimizer ``name`` (adagrad, adam, sgd) over ``model``'s parameters. With ``sparse`` (and
-    Adagrad or SGD) the model's embedding tables switch to sparse gradients (see module). With
-    ``embedding_lr`` the embedding tables form a parameter group of their own at that learning rate
-    (the rest at ``lr``); unset, all parameters are one group, as a checkpoint without it expects."""
+    """The optimizer ``name`` (see :data:`easyfirst.config.OPTIMIZERS`) over ``model``'s parameters. With
+    ``sparse`` (and Adagrad, or SGD without momentum) the model's embedding tables switch to sparse
+    gradients (see module). With ``embedding_lr`` the embedding tables form a parameter group of their own
+    at that learning rate (the rest at ``lr``); unset, all parameters are one group, as a checkpoint
+    without it expects. ``momentum``: SGD's."""
     if name not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {name!r}")
-    sparse_embeddings(model, sparse and name != "adam")
+    if momentum and name != "sgd":
+        raise ValueError("momentum is SGD's")
+    sparse_embeddings(model, sparse and name in SPARSE_SAFE and not momentum)
     params = model.parameters()
     if embedding_lr is not None:
         tables = {id(table.weight) for table in embedding_tables(model)}
@@ -92,8 +110,23 @@ def make_optimizer(
             {"params": [p for p in model.parameters() if id(p) in tables], "lr": embedding_lr},
             {"params": [p for p in model.parameters() if id(p) not in tables]},
         ]
-    kind = {"adagrad": Adagrad, "adam": torch.optim.Adam, "sgd": torch.optim.SGD}[name]
-    return kind(params, lr=lr)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=momentum)
+    kind = {
+        "adagrad": Adagrad,
+        "adam": torch.optim.Adam,
+        "nadam": torch.optim.NAdam,
+        "adamw": torch.optim.AdamW,
+    }
+    return kind[name](params, lr=lr)
+
+
+def schedule_lr(optimizer: torch.optim.Optimizer, lrs: list[float], decay: float, epoch: int) -> None:
+    """Set each parameter group's learning rate for ``epoch`` (from 1): its base rate ``lrs[k]`` divided
+    by 1 + ``decay``·(epoch − 1). No decay leaves the groups as they are."""
+    if decay:
+        for group, lr in zip(optimizer.param_groups, lrs, strict=True):
+            group["lr"] = lr / (1 + decay * (epoch - 1))
 
 
 def embedding_tables(model: nn.Module) -> list[nn.Embedding]:

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from easyfirst.data.batching import IGNORE, Encoded, iterate_batches
 from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
+from easyfirst.data.schemes import convert, learned_scheme, to_bio
 from easyfirst.data.sentence import Sentence
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.metrics import distribution_report, tag_report
@@ -37,6 +38,7 @@ def evaluate_sentences(
     their tags scored, by ``score_heads(gold, predicted, heads)`` (the task's ``score_heads``)."""
     model.eval()
     itos = vocabs.tags.itos
+    scheme = learned_scheme(itos)  # a BIOES model's tags are scored as BIO (easyfirst.data.schemes)
     predicted: list[list[str]] = [[] for _ in items]
     ids: list[torch.Tensor] = [torch.zeros(0, dtype=torch.long) for _ in items]
     distributions: list[torch.Tensor] = [torch.zeros(0, len(itos)) for _ in items]
@@ -48,15 +50,16 @@ def evaluate_sentences(
             best, probabilities = (t.cpu() for t in model.predict(scores, batch.mask))
             decoded = decode_heads(head_scores, batch)
             for row, (index, n) in enumerate(zip(batch.order, batch.lengths.tolist(), strict=True)):
-                predicted[index] = [itos[t] for t in best[row, :n].tolist()]
+                predicted[index] = to_bio([itos[t] for t in best[row, :n].tolist()], scheme)
                 ids[index], distributions[index] = best[row, :n], probabilities[row, :n]
                 for name, tags in decoded.items():
                     heads.setdefault(name, [None] * len(items))[index] = tags[row]
     report = score([s.tags for s in gold], predicted)
     if heads and score_heads is not None:
         report |= score_heads(gold, predicted, heads)
+    gold_tags = [s.tags if scheme == "bio" else convert(s.tags, "bio", scheme) for s in gold]
     gold_ids = [
-        torch.tensor([vocabs.tags.stoi.get(t, IGNORE) for t in s.tags], dtype=torch.long) for s in gold
+        torch.tensor([vocabs.tags.stoi.get(t, IGNORE) for t in tags], dtype=torch.long) for tags in gold_tags
     ]
     return report | distribution_report(distributions, ids, gold_ids)
 

@@ -44,6 +44,7 @@ class RunProgress:
     history: list[dict] = field(default_factory=list)
     best: dict = field(default_factory=dict)
     worker_steps: list[int] = field(default_factory=list)  # Hogwild: each worker's updates of the epoch
+    stopped_early: int = 0  # the epoch after which [train] patience stopped the run (0: it did not)
 
 
 @dataclass
