@@ -128,6 +128,25 @@ NER_ROWS: dict[str, tuple[str, list[str], int]] = {
         20,
     ),
 }
+# issue #44: the classic BiLSTM-CRF recipes (Ma & Hovy 2016; Reimers & Gurevych 2017) with the registry's
+# GloVe 6B 50-d: characters, 100 units, two layers, locked dropout, Nadam, 32 sentences per update,
+# gradient norm 1, BIOES; the same recipe for NEF-CRF-F and the BiLSTM-CRF
+RECIPE_R1 = [
+    *("--pretrained", "glove-6b-50d", "--char-dim", "30", "--char-filters", "50", "--hidden-dim", "100"),
+    *("--encoder-layers", "2", "--dropout-kind", "locked", "--dropout", "0.5", "--optimizer", "nadam"),
+    *("--lr", "0.002", "--batch-size", "32", "--clip", "1", "--scheme", "bioes"),
+]
+# the issue's untuned probe: one layer, naive dropout, Adam, BIO
+RECIPE_PROBE = [
+    *("--pretrained", "glove-6b-50d", "--char-dim", "30", "--char-filters", "50", "--hidden-dim", "100"),
+    *("--dropout", "0.5", "--optimizer", "adam", "--lr", "0.002", "--batch-size", "32"),
+]
+NER_ROWS |= {
+    "ner-r1": ("NEF-CRF-F, N = 5, recipe R1 (GloVe)", RECIPE_R1, 30),
+    "ner-r1-bilstm": ("BiLSTM-CRF, recipe R1 (GloVe)", [*RECIPE_R1, "--model", "bilstm"], 30),
+    "ner-probe": ("NEF-CRF-F, N = 5, the issue's probe (GloVe)", RECIPE_PROBE, 20),
+    "ner-probe-bilstm": ("BiLSTM-CRF, the issue's probe (GloVe)", [*RECIPE_PROBE, "--model", "bilstm"], 20),
+}
 ROWS.update(NER_ROWS)
 RESULTS = ROOT / "benchmarks" / "results" / "attention-study"
 DEV_FILES = {
