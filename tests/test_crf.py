@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from easyfirst.model.crf import CRF, FORBIDDEN, bio_allowed, is_bio
+from easyfirst.model.crf import CRF, FORBIDDEN, bio_allowed, entity_scheme, is_bio
 
 BIO = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
@@ -154,3 +154,50 @@ def test_crf_output_layer_trains_and_decodes_on_every_model(model):
     best, marginals = net.predict(net(batch)[0], batch.mask)
     assert torch.equal(best[batch.mask], batch.tags[batch.mask])
     assert torch.allclose(marginals.sum(-1), batch.mask.float())
+
+
+BIOES = ["O", "B-PER", "I-PER", "E-PER", "S-PER", "B-LOC", "E-LOC", "S-LOC"]
+
+
+def valid_bioes(names: list[str]) -> bool:
+    """Independent statement of BIOES: an automaton over the tags, inside or outside an entity of a type."""
+    inside = None  # the type of the open entity
+    for name in names:
+        prefix, kind = name[0], name[2:]
+        if inside is None and prefix in ("I", "E"):
+            return False
+        if inside is not None and (prefix not in ("I", "E") or kind != inside):
+            return False
+        inside = kind if prefix in ("B", "I") else None
+    return inside is None
+
+
+def test_bioes_constraints_match_enumeration():
+    """With BIOES constraints, log Z and Viterbi equal enumeration over the valid sequences only, and no
+    sentence ends inside an entity (the end constraint, which BIO has not)."""
+    torch.manual_seed(4)
+    crf = CRF(len(BIOES), BIOES, scheme="bioes").double()
+    assert crf.scheme == "bioes"
+    with torch.no_grad():
+        for p in crf.parameters():
+            p.uniform_(-2, 2)
+    for n in (1, 2, 3):
+        emissions = torch.randn(1, n, len(BIOES), dtype=torch.float64) * 2
+        rows = emissions[0].tolist()
+        scores = {
+            tags: sequence_score(crf, rows, tags)
+            for tags in itertools.product(range(len(BIOES)), repeat=n)
+            if valid_bioes([BIOES[y] for y in tags])
+        }
+        top = max(scores.values())
+        log_z = top + math.log(math.fsum(math.exp(s - top) for s in scores.values()))
+        mask = torch.ones(1, n, dtype=torch.bool)
+        assert crf.log_partition(emissions, mask).item() == pytest.approx(log_z, abs=1e-9)
+        assert tuple(crf.viterbi(emissions, mask)[0].tolist()) == max(scores, key=scores.get)
+
+
+def test_entity_schemes_of_tag_sets():
+    assert entity_scheme(BIOES) == "bioes" and entity_scheme(BIO) == "bio"
+    assert entity_scheme(["NOUN", "VERB"]) is None and entity_scheme(["O", "B-X"]) is None
+    crf = CRF(len(BIO), BIO)  # the default scheme is BIO's: no end constraint
+    assert crf.scheme == "bio" and not (crf.end_penalty < 0).any()

@@ -329,3 +329,33 @@ if lean.kernels() is not None:  # with the extra fast: training takes the kernel
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "reads" in done.stdout and "VERB" in done.stdout  # it tagged
+
+
+def test_stacked_layers_take_the_lean_path_layer_by_layer(loops):
+    """Two BiLSTM layers: one sentence through the NumPy path, layer by layer, equals nn.LSTM's, forward
+    and every gradient (the second layer's weights included), in float64."""
+    torch.manual_seed(0)
+    encoder = BiLSTMEncoder(7, 5, layers=2).double()
+    assert len(encoder.layers) == 2
+    x = torch.randn(1, 6, 7, dtype=torch.float64, requires_grad=True)
+    upstream = torch.randn(1, 6, 10, dtype=torch.float64)
+    calls, original = [], lean.lean_bilstm
+    found = []
+    for use_lean in (True, False):
+        encoder.zero_grad()
+        x.grad = None
+        lean.enabled = use_lean
+        try:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(
+                    "easyfirst.model.encoder.lean_bilstm",
+                    lambda *a, used=use_lean: calls.append(used) or original(*a),
+                )
+                out = encoder(x, torch.ones(1, 6, dtype=torch.bool))
+        finally:
+            lean.enabled = True
+        (out * upstream).sum().backward()
+        found.append([out.detach(), x.grad.clone()] + [p.grad.clone() for p in encoder.parameters()])
+    assert calls == [True, True]  # both layers took it, and only when enabled
+    for a, b in zip(*found, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-10)

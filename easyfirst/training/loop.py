@@ -155,7 +155,7 @@ def stop_early(run: Run, epoch: int) -> bool:
     p.stopped_early = epoch
     run.log(
         f"stopping early after epoch {epoch} of {t.epochs}: no better dev {run.metric_label} for "
-        f"{t.patience} epochs (the best: epoch {p.best['epoch']})"
+        f"{t.patience} epoch{'s' * (t.patience > 1)} (the best: epoch {p.best['epoch']})"
     )
     return True
 
@@ -240,7 +240,10 @@ def log_settings(
     embedding_lr = "" if t.embedding_lr is None else f" (embedding tables {t.embedding_lr:g})"
     momentum = f" with momentum {t.momentum:g}" if t.momentum else ""
     decay = f" / (1 + {t.lr_decay:g}·(epoch − 1))" if t.lr_decay else ""
-    patience = f"; early stopping after {t.patience} epochs without a better dev score" if t.patience else ""
+    plural = "s" * (t.patience > 1)
+    patience = (
+        f"; early stopping after {t.patience} epoch{plural} without a better dev score" if t.patience else ""
+    )
     log(
         f"[bold]updates[/] {t.optimizer}{momentum}, lr {t.lr:g}{decay}{embedding_lr}, gradient norm clipped at "
         f"{t.clip:g}{patience}; {per_update} per "
