@@ -10,7 +10,7 @@ import pytest
 from conftest import SAMPLE, run_cli
 from easyfirst.config import Config
 from easyfirst.training.loop import train
-from easyfirst.viz.model_card import training_command
+from easyfirst.viz.model_card import model_card, training_command
 
 
 @pytest.fixture(scope="module")
@@ -169,3 +169,18 @@ def test_the_card_says_who_trained_the_model_and_both_times_per_epoch(counts, wh
     older = {k: v for k, v in metrics.items() if k != "eval_seconds_per_epoch"}
     card = model_card(Config.for_task("pos"), older, {"words": 10, "tags": 3}, 100, "runs/x", False)
     assert "43 s of training per epoch (evaluation not timed)." in card
+
+
+def test_the_card_names_the_encoder_and_the_learned_scheme():
+    config = Config.for_task("ner")
+    config.model.encoder_layers, config.model.hidden_dim, config.model.dropout_kind = 2, 100, "locked"
+    config.model.embedding_dropout, config.data.scheme = 0.5, "bioes"
+    card = model_card(config, None, {"words": 10, "tags": 3}, 100, "runs/x", False)
+    assert (
+        "| encoder | 2 stacked BiLSTM layers of 100 units per direction; locked dropout 0.5 on the "
+        "embeddings, 0.3 between layers, 0.3 on the outputs |" in card
+    )
+    assert "| output layer | CRF, BIOES tags (read out as BIO) |" in card
+    assert "--encoder-layers 2" in card and "--scheme bioes" in card  # the command to train it again
+    plain = model_card(Config.for_task("pos"), None, {"words": 10, "tags": 3}, 100, "runs/x", False)
+    assert "| encoder | a BiLSTM of 50 units per direction; naive dropout 0.2 |" in plain

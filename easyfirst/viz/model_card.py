@@ -64,7 +64,10 @@ def _summary(config: Config, sizes: dict[str, int], parameters: int, half: bool)
     ]
     if model.model != "bilstm":
         rows.append(("attention", f"{model.attention}, temperature {model.attention_temperature:g}"))
+    rows.append(("encoder", _encoder(config)))
     output = "CRF" if model.crf else f"{config.loss.loss} loss"
+    if config.data.scheme != "bio":
+        output += f", {config.data.scheme.upper()} tags (read out as BIO)"
     added = (
         f", and the vectors' first {model.pretrained_words:,}"
         if model.pretrained and model.pretrained_words
@@ -105,6 +108,25 @@ def _vectors(config: Config, sizes: dict[str, int]) -> str:
         share = "" if covered is None else f", covering {covered:,} of them"
         rows.append(f"source words: `{model.source_pretrained}`, {model.source_dim} dimensions{share}")
     return "; ".join(rows) or "none"
+
+
+DROPOUT_PLACES = {"embedding": "on the embeddings", "encoder": "between layers", "output": "on the outputs"}
+
+
+def _encoder(config: Config) -> str:
+    """The encoder's row: its BiLSTM layers and units, and its dropout."""
+    m = config.model
+    layers = f"{m.encoder_layers} stacked BiLSTM layers" if m.encoder_layers > 1 else "a BiLSTM"
+    rates = {place: m.dropout_at(place) for place in ("embedding", "encoder", "output")}
+    if m.encoder_layers == 1:
+        del rates["encoder"]
+    same = len(set(rates.values())) == 1
+    dropout = (
+        f"{m.dropout:g}"
+        if same
+        else ", ".join(f"{rate:g} {DROPOUT_PLACES[place]}" for place, rate in rates.items())
+    )
+    return f"{layers} of {m.hidden_dim} units per direction; {m.dropout_kind} dropout {dropout}"
 
 
 def _affixes(config: Config) -> str:
