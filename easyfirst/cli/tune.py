@@ -86,7 +86,7 @@ OWN = [
                 metavar="NAME",
                 help="Stop unpromising trials on their epochs' dev scores: median (below the median of "
                 "the earlier trials at that epoch, from epoch 3 and the 6th trial on), halving "
-                "(successive halving) or none. [default: median]",
+                "(successive halving) or none. \\[default: median]",
             ),
         ],
     ),
@@ -98,7 +98,7 @@ OWN = [
                 metavar="NAMES",
                 help="What is maximised: score (the task's dev score, of the best epoch), or "
                 "score,sharpness (also the attention's sharpness on dev: a Pareto front, no pruning). "
-                "[default: score]",
+                "\\[default: score]",
             ),
         ],
     ),
@@ -109,7 +109,7 @@ OWN = [
             typer.Option(
                 metavar="URL",
                 help="Optuna's storage as an RDB URL, for processes on several machines (each with a "
-                "study folder of the same name). [default: SQLite in STUDY/study.db]",
+                "study folder of the same name). \\[default: SQLite in STUDY/study.db]",
             ),
         ],
     ),
@@ -138,7 +138,7 @@ OWN = [
             typer.Option(
                 parser=given_path,
                 metavar="PATH",
-                help="The JSON of --retrain-best (e.g. benchmarks/results/...). [default: STUDY/best/results.json]",
+                help="The JSON of --retrain-best (e.g. benchmarks/results/...). \\[default: STUDY/best/results.json]",
             ),
         ],
     ),
@@ -151,7 +151,7 @@ OWN = [
                 metavar="N",
                 help="CPU threads of each trial, and one process (Hogwild's --workers 1): so several "
                 "easyfirst tune processes on one study share the cores without oversubscribing them, "
-                "one per core. [default: 1]",
+                "one per core. \\[default: 1]",
             ),
         ],
     ),
@@ -159,9 +159,9 @@ OWN = [
 
 
 def tune(**given) -> None:
-    """Search hyperparameters with Optuna: each trial trains with values drawn from a search space and is scored by its best epoch's dev score, the test set never read.
+    """Search hyperparameters (Optuna): trials of train, scored on dev.
 
-    Every trial is a run folder (STUDY/trials/NNNN). The study is kept in STUDY/study.db, so that an interrupted study goes on where it stopped and several easyfirst tune processes on one folder share its trials. At the end: a table of the best trials and pictures in STUDY (optimisation history, dev score by epoch, parameter importances).
+    A trial trains with values drawn from the search space (--space) and is scored by its best epoch's dev score; the test set is never read. Every trial is a run folder (STUDY/trials/NNNN). The study is kept in STUDY/study.db, so that an interrupted study goes on where it stopped and several easyfirst tune processes on one folder share its trials. At the end: a table of the best trials and pictures in STUDY (optimisation history, dev score by epoch, parameter importances).
     """
     from easyfirst.tuning import settings as kept
     from easyfirst.tuning.space import read_space
