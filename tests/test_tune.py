@@ -92,7 +92,11 @@ def small_study(tmp_path_factory):
     patch.setattr(studies, "make_pruner", lambda name: PruneTrialOne())
     try:
         folder = root / "study"
-        in_process(tune_args(folder, root / "space.toml", "--test", test, "--epochs", 2, "--trials", 4, data=(SAMPLE, dev)))
+        in_process(
+            tune_args(
+                folder, root / "space.toml", "--test", test, "--epochs", 2, "--trials", 4, data=(SAMPLE, dev)
+            )
+        )
     finally:
         patch.undo()
     return {"folder": folder, "reads": reads, "dev": dev, "test": test, "space": root / "space.toml"}
@@ -171,13 +175,22 @@ def test_retrain_best_scores_test_once_per_seed(small_study, tmp_path):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("[model]\nhidden_dim = { low = 8, high = 24 }\ndropout = { low = 0.0, high = 1.5 }\n", ":3: model.dropout must be"),
-        ("[model]\nhiden_dim = { low = 8, high = 24 }\n", ":2: unknown key 'hiden_dim' in [model] (did you mean hidden_dim?)"),
-        ("\n[train]\nlr = { low = 0.0, high = 0.1, log = true }\n", ":3: train.lr: a log range must start above 0"),
-        ("[train]\noptimizer = { choices = [\"adagrad\", \"adamax\"] }\n", ":2: train.optimizer must be one of"),
+        (
+            "[model]\nhidden_dim = { low = 8, high = 24 }\ndropout = { low = 0.0, high = 1.5 }\n",
+            ":3: model.dropout must be",
+        ),
+        (
+            "[model]\nhiden_dim = { low = 8, high = 24 }\n",
+            ":2: unknown key 'hiden_dim' in [model] (did you mean hidden_dim?)",
+        ),
+        (
+            "\n[train]\nlr = { low = 0.0, high = 0.1, log = true }\n",
+            ":3: train.lr: a log range must start above 0",
+        ),
+        ('[train]\noptimizer = { choices = ["adagrad", "adamax"] }\n', ":2: train.optimizer must be one of"),
         ("[model]\nhidden_dim = { low = 8.5, high = 24 }\n", ":2: model.hidden_dim must be an integer"),
         ("[model]\nhidden_dim = { low = 8, hi = 24 }\n", ":2: model.hidden_dim: unknown key 'hi'"),
-        ("[data]\ntest = { choices = [\"a\", \"b\"] }\n", ":2: data.test cannot be set in a search space"),
+        ('[data]\ntest = { choices = ["a", "b"] }\n', ":2: data.test cannot be set in a search space"),
         ("[model]\nhidden_dim = 16\n", "no key to search"),
     ],
 )

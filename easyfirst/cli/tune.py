@@ -130,7 +130,11 @@ OWN = [
         ],
         False,
     ),
-    option("seeds", Annotated[str, typer.Option(metavar="SEEDS", help="Seeds of --retrain-best: 1-5, 1,3,7.")], "1-5"),
+    option(
+        "seeds",
+        Annotated[str, typer.Option(metavar="SEEDS", help="Seeds of --retrain-best: 1-5, 1,3,7.")],
+        "1-5",
+    ),
     option(
         "results",
         Annotated[
@@ -190,10 +194,14 @@ def tune(**given) -> None:
     run_study(folder, settings, base, space, objectives, given, before, text)
 
 
-def run_study(folder: Path, settings: dict, base, space, objectives: list[str], given: dict, before, text) -> None:
+def run_study(
+    folder: Path, settings: dict, base, space, objectives: list[str], given: dict, before, text
+) -> None:
     """Open the study (recording its settings when new), then report, retrain or search as asked."""
     from easyfirst.tasks import get_task
-    from easyfirst.tuning import report, retrain, settings as kept, study as studies
+    from easyfirst.tuning import retrain
+    from easyfirst.tuning import settings as kept
+    from easyfirst.tuning import study as studies
 
     with studies.locked(folder):
         kept.record(folder, settings, base, text, before)
@@ -208,7 +216,9 @@ def run_study(folder: Path, settings: dict, base, space, objectives: list[str], 
         retrain.retrain_best(study, base, space, settle, paths, folder, seeds, results, given["device"], err)
         return
     if not given["report"]:
-        search = studies.Search(study, folder, base, space, settle, paths, given["device"], objectives, err, label)
+        search = studies.Search(
+            study, folder, base, space, settle, paths, given["device"], objectives, err, label
+        )
         if again:
             err.print(f"interrupted before, run again: trial {', '.join(map(str, again))}", highlight=False)
         search_until(search, folder, given["trials"], given["timeout"])
@@ -223,6 +233,7 @@ def search_until(search, folder: Path, trials: int, timeout: float | None) -> No
         err.print(f"the study has {have} trials (--trials {trials}): none to run", highlight=False)
         return
     err.print(f"study {folder}: {have} trials so far, running until {trials}", highlight=False)
+    err.print(f"searching {'; '.join(p.describe() for p in search.space.parameters)}", highlight=False)
     try:
         search.run(trials, timeout)
     except KeyboardInterrupt:  # Ctrl-C: say how to go on (a SystemExit, which Typer passes through)

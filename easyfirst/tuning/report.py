@@ -46,7 +46,9 @@ def best_table(study, label: str) -> Table | None:
     table.add_row(f"dev {label}", *(f"{100 * t.user_attrs['dev']:.2f}" for t in trials))
     if two:
         table.add_row("sharpness", *(f"{t.user_attrs['sharpness']:.3f}" for t in trials))
-    table.add_row("best epoch", *(f"{t.user_attrs['best_epoch']} of {t.user_attrs['epochs']}" for t in trials))
+    table.add_row(
+        "best epoch", *(f"{t.user_attrs['best_epoch']} of {t.user_attrs['epochs']}" for t in trials)
+    )
     table.add_row("state", *(t.state.name.lower() for t in trials), end_section=True)
     names = sorted({name for t in trials for name in t.params})
     for name in names:
@@ -82,7 +84,9 @@ def pictures(study, folder: Path, label: str) -> tuple[list[Path], list[str]]:
     negative = {"target": lambda t: -t.values[0], "target_name": f"dev {label}"} if two else {}
     drawings["importances.png"] = lambda: plots.plot_param_importances(study, **negative)
     if two:
-        drawings["pareto.png"] = lambda: plots.plot_pareto_front(study, target_names=[f"dev {label}", "sharpness"])
+        drawings["pareto.png"] = lambda: plots.plot_pareto_front(
+            study, target_names=[f"dev {label}", "sharpness"]
+        )
     written, skipped = [], []
     for file, draw in drawings.items():
         if file == "importances.png" and len(complete) < 3:
@@ -103,7 +107,11 @@ def pictures(study, folder: Path, label: str) -> tuple[list[Path], list[str]]:
             axes.set_xlabel("trial" if file == "history.png" else "epoch")
         if file == "history.png" and axes.get_legend() is not None:
             for text in axes.get_legend().get_texts():
-                text.set_text({"Objective Value": "a trial", "Best Value": "best so far"}.get(text.get_text(), text.get_text()))
+                text.set_text(
+                    {"Objective Value": "a trial", "Best Value": "best so far"}.get(
+                        text.get_text(), text.get_text()
+                    )
+                )
         if file == "epochs.png" and axes.get_legend() is not None:
             axes.get_legend().remove()  # one entry per trial: the curves say enough
         figure.tight_layout()

@@ -54,8 +54,16 @@ def mean_sd(values: list[float]) -> dict:
 
 
 def retrain_best(
-    study, base: Config, space: Space, settle, paths: dict, folder: Path, seeds: list[int], results: Path,
-    device: str, console: Console,
+    study,
+    base: Config,
+    space: Space,
+    settle,
+    paths: dict,
+    folder: Path,
+    seeds: list[int],
+    results: Path,
+    device: str,
+    console: Console,
 ) -> dict:
     """Train the best trial's configuration at each seed into ``folder/best/seed-K`` (a seed already
     trained there for this trial is kept), score test once per seed, and write ``results``."""
@@ -75,13 +83,20 @@ def retrain_best(
             metrics = read_json(output / "metrics.json")
             console.print(f"seed {seed}: trained before in {output}", highlight=False)
         else:
-            console.print(f"seed {seed}: training trial {trial.number}'s configuration into {output}", highlight=False)
+            console.print(
+                f"seed {seed}: training trial {trial.number}'s configuration into {output}", highlight=False
+            )
             done.unlink(missing_ok=True)
             metrics = train(cfg, output, device=device, console=Console(quiet=True))
             (output / "checkpoint.pt").unlink(missing_ok=True)
             write_json(done, {"trial": trial.number, "seed": seed})
         metric = metrics["best_metric"]
-        row = {"seed": seed, "dev": metrics["dev"][metric], "best_epoch": metrics["best_epoch"], "run": str(output)}
+        row = {
+            "seed": seed,
+            "dev": metrics["dev"][metric],
+            "best_epoch": metrics["best_epoch"],
+            "run": str(output),
+        }
         row["test"] = metrics["test"][metric] if "test" in metrics else None
         console.print(
             f"seed {seed}: dev {100 * row['dev']:.2f}"
@@ -108,7 +123,9 @@ def retrain_best(
     write_json(results, summary)
     dev, tested = summary["dev"], summary["test"]
     line = f"trial {trial.number} at {len(rows)} seeds: dev {pm(dev)}"
-    console.print(line + (f", test {pm(tested)}" if tested else "") + f"; written to {results}", highlight=False)
+    console.print(
+        line + (f", test {pm(tested)}" if tested else "") + f"; written to {results}", highlight=False
+    )
     return summary
 
 

@@ -88,11 +88,15 @@ def comparable(cfg: Config) -> dict[str, Any]:
     return tables
 
 
-def record(folder: Path, settings: dict[str, Any], base: Config, space_text: str, before: dict | None) -> None:
+def record(
+    folder: Path, settings: dict[str, Any], base: Config, space_text: str, before: dict | None
+) -> None:
     """Write ``study.json`` for a new study; for one under way, check that the settings still make the
     same base config and the same space."""
     if before is None:
-        write_json(folder / STUDY_FILE, {"command": settings, "base": comparable(base), "space_text": space_text})
+        write_json(
+            folder / STUDY_FILE, {"command": settings, "base": comparable(base), "space_text": space_text}
+        )
         return
     if space_text != before["space_text"]:
         raise InputError(f"the search space {settings['space']} has changed since the study began", folder)

@@ -76,7 +76,7 @@ class Parameter:
         """``model.hidden_dim 50–200 (step 25)``, ``train.lr 0.0001–0.1 (log)``, ``x: a, b``."""
         if self.choices is not None:
             return f"{self.name}: {', '.join(map(str, self.choices))}"
-        notes = [f"step {self.step:g}"] * (self.step is not None) + ["log"] * self.log
+        notes = ([f"step {self.step:g}"] if self.step is not None else []) + ["log"] * self.log
         return f"{self.name} {self.low:g}–{self.high:g}" + (f" ({', '.join(notes)})" if notes else "")
 
 
@@ -125,7 +125,9 @@ def read_space(text: str, path: str, base: Config, settle: Callable[[Config, str
             else:
                 space.fixed[name] = (value, line)
     if not space.parameters:
-        raise InputError("the search space has no key to search (key = { low = …, high = … } or { choices = […] })", path)
+        raise InputError(
+            "the search space has no key to search (key = { low = …, high = … } or { choices = […] })", path
+        )
     check_space(space, base, settle)
     return space
 
@@ -147,7 +149,9 @@ def parameter(name: str, spec: dict[str, Any], path: str, line: int | None) -> P
             raise InputError(f"{name}: choices must be a list of values, not {choices!r}", path, line)
         for choice in choices:
             if not isinstance(choice, bool | int | float | str):
-                raise InputError(f"{name}: a choice must be a number, a string or true/false, not {choice!r}", path, line)
+                raise InputError(
+                    f"{name}: a choice must be a number, a string or true/false, not {choice!r}", path, line
+                )
         return Parameter(name, line, choices=choices)
     if not {"low", "high"} <= set(spec):
         raise InputError(f"{name}: a range needs both low and high", path, line)
@@ -184,4 +188,6 @@ def check_space(space: Space, base: Config, settle: Callable[[Config, str], None
             if p.choices is None and isinstance(getattr(getattr(trial, p.section), p.key), int):
                 p.integer = True
         if p.integer and not all(isinstance(v, int) for v in (p.low, p.high, p.step or 1)):
-            raise InputError(f"{p.name} is an integer: low, high and step must be integers", space.path, p.line)
+            raise InputError(
+                f"{p.name} is an integer: low, high and step must be integers", space.path, p.line
+            )

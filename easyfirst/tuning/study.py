@@ -85,12 +85,19 @@ def open_study(folder: Path, storage: str | None, directions: list[str], pruner=
     engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}  # wait for a writer
     try:
         rdb = optuna.storages.RDBStorage(
-            url, engine_kwargs=engine, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=3 * HEARTBEAT_SECONDS
+            url,
+            engine_kwargs=engine,
+            heartbeat_interval=HEARTBEAT_SECONDS,
+            grace_period=3 * HEARTBEAT_SECONDS,
         )
     except Exception as error:  # noqa: BLE001 (SQLAlchemy's errors: a bad URL, no driver, no server)
         raise InputError(f"--storage: cannot open {url}: {error}") from None
     return optuna.create_study(
-        storage=rdb, study_name=folder.resolve().name, directions=directions, load_if_exists=True, pruner=pruner
+        storage=rdb,
+        study_name=folder.resolve().name,
+        directions=directions,
+        load_if_exists=True,
+        pruner=pruner,
     )
 
 
@@ -130,7 +137,9 @@ def split_paths(cfg: Config) -> dict[str, str | None]:
     d = cfg.data
     if d.train is None and d.dev is None and d.test is None:
         dataset = DATASETS[get_task(d.task).dataset]
-        found = {s: str(resolve_split(dataset.name, s)) for s in ("train", "dev", "test") if s in dataset.splits}
+        found = {
+            s: str(resolve_split(dataset.name, s)) for s in ("train", "dev", "test") if s in dataset.splits
+        }
         return {s: found.get(s) for s in ("train", "dev", "test")}
     if d.train is None or d.dev is None:
         raise InputError("give both --train and --dev (the dev set is what a study maximises), or neither")
@@ -204,7 +213,9 @@ class Search:
         try:
             metrics = train(cfg, output, device=self.device, console=Console(quiet=True), on_epoch=on_epoch)
         except KeyboardInterrupt:
-            self.console.print(f"trial {trial.number} interrupted: the next easyfirst tune on the study runs it again")
+            self.console.print(
+                f"trial {trial.number} interrupted: the next easyfirst tune on the study runs it again"
+            )
             trial.set_user_attr("interrupted", True)
             raise
         except FloatingPointError as error:  # diverged (a learning rate too high)
