@@ -286,3 +286,22 @@ def test_every_task_can_be_tuned(tmp_path, task, data):
     assert result.returncode == 0, result.stderr.decode()
     label = {"ner": "dev F1", "qe": "dev F1-MULT"}[task]
     assert result.stderr.decode().count(f"finished: {label}") == 2
+
+
+def test_two_objectives_keep_the_pareto_front_of_score_and_sharpness(tmp_path):
+    space = tmp_path / "space.toml"
+    space.write_text(
+        "[model]\nattention_temperature = { low = 0.1, high = 1.0, log = true }\n[train]\nbatch_size = 8\n"
+    )
+    folder = tmp_path / "study"
+    args = tune_args(folder, space, "--epochs", 1, "--trials", 3, "--objectives", "score,sharpness")
+    result = run_cli(*args)
+    assert result.returncode == 0, result.stderr.decode()
+    trials = study_trials(folder)
+    assert states(trials) == ["COMPLETE"] * 3 and all(len(t.values) == 2 for t in trials)
+    analyzed = run_cli("analyze", SAMPLE, "-m", folder / "trials" / "0001", "--json")
+    assert analyzed.returncode == 0, analyzed.stderr.decode()
+    sharpness = json.loads(analyzed.stdout)["sharpness"]["max_weight_first_half"]
+    assert trials[1].values[1] == pytest.approx(sharpness)
+    assert "Pareto-optimal trials" in result.stderr.decode()
+    assert (folder / "pareto.png").stat().st_size > 10_000

@@ -4,6 +4,7 @@ the pruned ones cut short, the parameters' importances, and for two objectives t
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -63,6 +64,14 @@ TITLES = {
     "pareto.png": "Dev {label} against sharpness: the Pareto front",
 }
 
+# Optuna's legends, in the words of the titles
+LEGEND = {
+    "Objective Value": "a trial",
+    "Best Value": "best so far",
+    "Trial": "a trial",
+    "Best Trial": "on the Pareto front",
+}
+
 
 def pictures(study, folder: Path, label: str) -> tuple[list[Path], list[str]]:
     """Write the study's pictures into ``folder``; returns those written and why any was not."""
@@ -93,27 +102,29 @@ def pictures(study, folder: Path, label: str) -> tuple[list[Path], list[str]]:
             skipped.append(f"{file} (after 3 complete trials; {len(complete)} so far)")
             continue
         try:
-            axes = draw()
+            with warnings.catch_warnings():  # the target negated on purpose, for PedAnova (above)
+                warnings.filterwarnings("ignore", message="PedAnovaImportanceEvaluator computes")
+                axes = draw()
         except (ValueError, RuntimeError, ZeroDivisionError) as error:
             skipped.append(f"{file} ({error})")
             continue
         figure = axes.figure
         figure.set_size_inches(8, 5)
-        axes.set_title(TITLES[file].format(label=label))
+        axes.set_title("", loc="left")  # Optuna's own title, where it puts it
+        title = TITLES[file].format(label=label)
+        axes.set_title(title.replace(", and the best so far", "") if two else title)
         if file in ("history.png", "epochs.png"):
             axes.set_ylabel(f"dev {label}")
             axes.yaxis.set_major_formatter(PercentFormatter(1.0))
             axes.xaxis.set_major_locator(MaxNLocator(integer=True))
             axes.set_xlabel("trial" if file == "history.png" else "epoch")
-        if file == "history.png" and axes.get_legend() is not None:
+        if file == "pareto.png":
+            axes.xaxis.set_major_formatter(PercentFormatter(1.0))
+        if file in ("epochs.png", "importances.png") and axes.get_legend() is not None:
+            axes.get_legend().remove()  # one entry per trial; the one target, named in the title
+        elif axes.get_legend() is not None:
             for text in axes.get_legend().get_texts():
-                text.set_text(
-                    {"Objective Value": "a trial", "Best Value": "best so far"}.get(
-                        text.get_text(), text.get_text()
-                    )
-                )
-        if file == "epochs.png" and axes.get_legend() is not None:
-            axes.get_legend().remove()  # one entry per trial: the curves say enough
+                text.set_text(LEGEND.get(text.get_text(), text.get_text()))
         figure.tight_layout()
         figure.savefig(folder / file, dpi=100)
         plt.close(figure)
