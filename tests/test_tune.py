@@ -147,7 +147,8 @@ def test_the_report_shows_the_best_trials_and_says_what_it_drew(small_study):
 
 def test_retrain_best_scores_test_once_per_seed(small_study, tmp_path):
     results = tmp_path / "results" / "best.json"
-    result = run_cli("tune", small_study["folder"], "--retrain-best", "--seeds", "1-2", "--results", results)
+    args = ["tune", small_study["folder"], "--retrain-best", "--seeds", "1-2", "--epochs", "3"]
+    result = run_cli(*args, "--results", results)
     assert result.returncode == 0, result.stderr.decode()
     summary = json.loads(results.read_text())
     best = max(
@@ -161,6 +162,7 @@ def test_retrain_best_scores_test_once_per_seed(small_study, tmp_path):
         metrics = json.loads((run / "metrics.json").read_text())
         config = json.loads((run / "config.json").read_text())
         assert config["train"]["seed"] == seed
+        assert len(metrics["epochs"]) == 3  # --epochs given with --retrain-best: the trials trained 2
         assert Path(config["data"]["test"]).resolve() == small_study["test"].resolve()
         assert config["model"]["hidden_dim"] == best.params["model.hidden_dim"]
         tests.append(metrics["test"]["accuracy"])
@@ -168,7 +170,7 @@ def test_retrain_best_scores_test_once_per_seed(small_study, tmp_path):
     assert summary["test"]["mean"] == pytest.approx(sum(tests) / 2)
     assert summary["test"]["sd"] == pytest.approx(statistics.stdev(tests))
     # again: the seeds trained are kept
-    again = run_cli("tune", small_study["folder"], "--retrain-best", "--seeds", "1-2", "--results", results)
+    again = run_cli(*args, "--results", results)
     assert again.returncode == 0 and again.stderr.decode().count("trained before") == 2
 
 
@@ -248,10 +250,10 @@ def test_an_interrupted_study_goes_on_with_its_finished_trials(tmp_path):
     first = study_trials(folder)
     assert states(first) == ["COMPLETE", "FAIL"]
     finished = (folder / "trials" / "0000" / "metrics.json").read_bytes()
-    result = run_cli(*args[:2], "--trials", "3")  # `easyfirst tune STUDY` goes on
+    result = run_cli(*args[:2], "--trials", "2")  # `easyfirst tune STUDY` goes on
     assert result.returncode == 0, result.stderr.decode()
     trials = study_trials(folder)
-    assert states(trials) == ["COMPLETE", "FAIL", "COMPLETE", "COMPLETE"]
+    assert states(trials) == ["COMPLETE", "FAIL", "COMPLETE"]
     assert trials[2].user_attrs["retry_of"] == 1 and trials[2].params == first[1].params
     assert (folder / "trials" / "0000" / "metrics.json").read_bytes() == finished
 

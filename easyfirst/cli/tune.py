@@ -8,6 +8,7 @@ the same folder gives none of them, or the same.
 from __future__ import annotations
 
 import inspect
+import shutil
 from pathlib import Path
 from typing import Annotated
 
@@ -124,8 +125,9 @@ OWN = [
             bool,
             typer.Option(
                 "--retrain-best",
-                help="Train the best trial's configuration at each of --seeds, scoring test once per "
-                "seed (STUDY/best/seed-K/), and write the scores and their mean ± sd to --results.",
+                help="Train the best trial's configuration at each of --seeds (and --epochs, if given), "
+                "scoring test once per seed (STUDY/best/seed-K/), and write the scores and their mean "
+                "± sd to --results.",
             ),
         ],
         False,
@@ -173,13 +175,19 @@ def tune(**given) -> None:
     folder: Path = given["study"]
     if given["report"] and given["retrain_best"]:
         raise InputError("--report and --retrain-best are two calls: give one of them")
-    if given["train__threads"] is not None and given["train__threads"] < 1:
-        raise InputError(f"--threads must be at least 1, not {given['train__threads']}")
+    for name, flag in (("train__threads", "--threads"), ("trials", "--trials")):
+        if given[name] is not None and given[name] < 1:
+            raise InputError(f"{flag} must be at least 1, not {given[name]}")
+    if given["timeout"] is not None and not given["timeout"] > 0:
+        raise InputError(f"--timeout must be a number of seconds above 0, not {given['timeout']:g}")
     check_device(given["device"])
     before = kept.saved(folder)
     if before is None and (given["report"] or given["retrain_best"]):
         raise InputError("no study here: start one with --space", folder)
-    settings = kept.merged({name: given[name] for name in (*SETTINGS, *FLAGS)}, before, folder)
+    command = {name: given[name] for name in (*SETTINGS, *FLAGS)}
+    if given["retrain_best"]:  # --epochs is then retraining's, not a setting of the study
+        command["train__epochs"] = None
+    settings = kept.merged(command, before, folder)
     base = configured(settings)
     base.assign("train", "threads", given["train__threads"] or 1, ("--threads", None))
     if not base.given("train.workers"):
@@ -190,37 +198,61 @@ def tune(**given) -> None:
     text = read_toml(given["space"], "search space")[1] if given["space"] else before["space_text"]
     space = read_space(text, settings["space"], base, settle)
     objectives = kept.objectives(settings["objectives"])
+    created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
-    run_study(folder, settings, base, space, objectives, given, before, text)
+    try:
+        study = open_study(folder, settings, base, objectives, before, text)
+    except InputError:  # a storage that cannot be opened: no study folder left behind
+        if created:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    run_study(study, folder, base, space, objectives, given)
 
 
-def run_study(
-    folder: Path, settings: dict, base, space, objectives: list[str], given: dict, before, text
-) -> None:
-    """Open the study (recording its settings when new), then report, retrain or search as asked."""
-    from easyfirst.tasks import get_task
-    from easyfirst.tuning import retrain
+def open_study(folder: Path, settings: dict, base, objectives: list[str], before, text: str):
+    """The study in its storage, its settings recorded (a new study) or checked (one under way)."""
     from easyfirst.tuning import settings as kept
     from easyfirst.tuning import study as studies
 
     with studies.locked(folder):
-        kept.record(folder, settings, base, text, before)
         pruner = studies.make_pruner(settings["pruner"] if len(objectives) == 1 else "none")
         study = studies.open_study(folder, settings["storage"], ["maximize"] * len(objectives), pruner)
-        again = [] if given["report"] else studies.retry_interrupted(study)
+        kept.record(folder, settings, base, text, before)
+    return study
+
+
+def run_study(study, folder: Path, base, space, objectives: list[str], given: dict) -> None:
+    """Report, retrain or search as asked; a search ends with the report."""
+    from easyfirst.tasks import get_task
+    from easyfirst.tuning import retrain
+    from easyfirst.tuning import study as studies
+
     label = get_task(base.data.task).selection(base)[1]
-    paths = studies.split_paths(base)
     if given["retrain_best"]:
+        if given["train__epochs"] is not None:  # the trials' epochs unless given (the trials' early stop)
+            base.assign("train", "epochs", given["train__epochs"], ("--epochs", None))
         results = given["results"] or folder / "best" / "results.json"
         seeds = retrain.parse_seeds(given["seeds"])
+        paths = studies.split_paths(base)
         retrain.retrain_best(study, base, space, settle, paths, folder, seeds, results, given["device"], err)
         return
     if not given["report"]:
-        search = studies.Search(
-            study, folder, base, space, settle, paths, given["device"], objectives, err, label
-        )
+        with studies.locked(folder):  # one process queues an interrupted trial again
+            again = studies.retry_interrupted(study)
         if again:
             err.print(f"interrupted before, run again: trial {', '.join(map(str, again))}", highlight=False)
+        search = studies.Search(
+            study,
+            folder,
+            base,
+            space,
+            settle,
+            studies.split_paths(base),
+            given["device"],
+            objectives,
+            err,
+            label,
+        )
         search_until(search, folder, given["trials"], given["timeout"])
     show_report(study, folder, label)
 

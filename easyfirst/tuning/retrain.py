@@ -17,7 +17,7 @@ from easyfirst.config import Config
 from easyfirst.errors import InputError
 from easyfirst.tuning.space import Space
 
-RUN_FILE = "tune.json"  # in a seed's run folder: which trial and seed it trained (so that it is kept)
+RUN_FILE = "tune.json"  # in a seed's run folder: the trial, seed and epochs it trained (so it is kept)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -79,7 +79,7 @@ def retrain_best(
         settle(cfg, f"trial {trial.number}")
         output = folder / "best" / f"seed-{seed}"
         done = output / RUN_FILE
-        if done.is_file() and read_json(done) == {"trial": trial.number, "seed": seed}:
+        if done.is_file() and read_json(done) == {"trial": trial.number, "seed": seed, "epochs": cfg.train.epochs}:
             metrics = read_json(output / "metrics.json")
             console.print(f"seed {seed}: trained before in {output}", highlight=False)
         else:
@@ -89,7 +89,7 @@ def retrain_best(
             done.unlink(missing_ok=True)
             metrics = train(cfg, output, device=device, console=Console(quiet=True))
             (output / "checkpoint.pt").unlink(missing_ok=True)
-            write_json(done, {"trial": trial.number, "seed": seed})
+            write_json(done, {"trial": trial.number, "seed": seed, "epochs": cfg.train.epochs})
         metric = metrics["best_metric"]
         row = {
             "seed": seed,

@@ -57,8 +57,8 @@ def merged(command: dict[str, Any], before: dict | None, folder: Path) -> dict[s
             raise InputError(f"--pruner must be one of {', '.join(PRUNERS)}, not {settings['pruner']!r}")
         return settings
     first = before["command"]
-    for name, value in command.items():
-        if value is not None and value != first.get(name):
+    for name, value in command.items():  # the space: its text is compared (record)
+        if value is not None and value != first.get(name) and name != "space":
             raise InputError(
                 f"the study was started with {flag(name)} {show(first.get(name))}, not {show(value)}: a study "
                 "keeps its settings (give none of them to go on, or start another study folder)",
@@ -99,7 +99,10 @@ def record(
         )
         return
     if space_text != before["space_text"]:
-        raise InputError(f"the search space {settings['space']} has changed since the study began", folder)
+        raise InputError(
+            f"the search space {settings['space']} is not the one the study began with (kept in study.json)",
+            folder,
+        )
     now = comparable(base)
     for section, values in before["base"].items():
         for key, value in values.items():
