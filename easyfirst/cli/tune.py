@@ -279,7 +279,7 @@ def show_report(study, folder: Path, label: str) -> None:
     from easyfirst.tuning.report import best_table, counts, pictures
 
     err.print(counts(study), highlight=False)
-    table = best_table(study, label)
+    table = best_table(study, label, err.width)
     if table is not None:
         err.print(table)
     written, skipped = pictures(study, folder, label)

@@ -33,11 +33,15 @@ def best_trials(study, shown: int = BEST_SHOWN) -> list:
     return sorted(scored, key=lambda t: -t.user_attrs["dev"])[:shown]
 
 
-def best_table(study, label: str) -> Table | None:
-    """The best trials side by side, one column each: dev score, epochs, state, then every parameter."""
+def best_table(study, label: str, width: int = 80) -> Table | None:
+    """The best trials side by side, one column each: dev score, epochs, state, then every parameter;
+    as many as fit in ``width`` columns (at least one, at most five)."""
     trials = best_trials(study)
     if not trials:
         return None
+    names = sorted({name for t in trials for name in t.params})
+    room = (width - 4 - max(len(n) for n in names + [f"dev {label}", "best epoch"])) // 11  # 8 + borders
+    trials = trials[: max(1, room)]
     two = len(study.directions) > 1
     title = "Pareto-optimal trials (dev score and sharpness)" if two else "Best trials by dev score"
     table = Table(title=title, title_justify="left")
@@ -51,7 +55,6 @@ def best_table(study, label: str) -> Table | None:
         "best epoch", *(f"{t.user_attrs['best_epoch']} of {t.user_attrs['epochs']}" for t in trials)
     )
     table.add_row("state", *(t.state.name.lower() for t in trials), end_section=True)
-    names = sorted({name for t in trials for name in t.params})
     for name in names:
         table.add_row(name, *(show(t.params[name]) if name in t.params else "-" for t in trials))
     return table
@@ -120,6 +123,9 @@ def pictures(study, folder: Path, label: str) -> tuple[list[Path], list[str]]:
             axes.set_xlabel("trial" if file == "history.png" else "epoch")
         if file == "pareto.png":
             axes.xaxis.set_major_formatter(PercentFormatter(1.0))
+        if file == "importances.png":
+            axes.set_xlabel("importance (a share: they add up to 1)")
+            axes.set_ylabel("")
         if file in ("epochs.png", "importances.png") and axes.get_legend() is not None:
             axes.get_legend().remove()  # one entry per trial; the one target, named in the title
         elif axes.get_legend() is not None:

@@ -79,7 +79,11 @@ def retrain_best(
         settle(cfg, f"trial {trial.number}")
         output = folder / "best" / f"seed-{seed}"
         done = output / RUN_FILE
-        if done.is_file() and read_json(done) == {"trial": trial.number, "seed": seed, "epochs": cfg.train.epochs}:
+        if done.is_file() and read_json(done) == {
+            "trial": trial.number,
+            "seed": seed,
+            "epochs": cfg.train.epochs,
+        }:
             metrics = read_json(output / "metrics.json")
             console.print(f"seed {seed}: trained before in {output}", highlight=False)
         else:

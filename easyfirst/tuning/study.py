@@ -16,6 +16,7 @@ import contextlib
 import copy
 import math
 import os
+import platform
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -197,7 +198,7 @@ class Search:
         cfg = self.trial_config(trial)
         output = self.folder / TRIALS / f"{trial.number:04d}"
         trial.set_user_attr("run", f"{TRIALS}/{trial.number:04d}")
-        trial.set_user_attr("process", f"{os.uname().nodename}:{os.getpid()}")
+        trial.set_user_attr("process", f"{platform.node()}:{os.getpid()}")
         self.say(trial, "started")
         pruned = []
 
