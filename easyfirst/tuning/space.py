@@ -137,12 +137,9 @@ def parameter(name: str, spec: dict[str, Any], path: str, line: int | None) -> P
     allowed = ("choices",) if "choices" in spec else RANGE_KEYS
     for key in spec:
         if key not in allowed:
-            kind = "a list of choices takes no other key" if "choices" in spec else "a range takes"
-            raise InputError(
-                f"{name}: unknown key {key!r} ({kind}{' ' + ', '.join(RANGE_KEYS) if allowed is RANGE_KEYS else ''})",
-                path,
-                line,
-            )
+            takes = "a list of choices takes no other key" if "choices" in spec else "a range takes "
+            takes += ", ".join(RANGE_KEYS) * (allowed is RANGE_KEYS)
+            raise InputError(f"{name}: unknown key {key!r} ({takes})", path, line)
     if "choices" in spec:
         choices = spec["choices"]
         if not isinstance(choices, list) or not choices:
