@@ -307,3 +307,29 @@ def test_two_objectives_keep_the_pareto_front_of_score_and_sharpness(tmp_path):
     assert trials[1].values[1] == pytest.approx(sharpness)
     assert "Pareto-optimal trials" in result.stderr.decode()
     assert (folder / "pareto.png").stat().st_size > 10_000
+
+
+def test_the_trial_of_a_killed_process_is_run_again(tmp_path, monkeypatch):
+    """kill -9 leaves a trial "running": once its heartbeat is stale (3 × the interval; shortened here to
+    3 s) the next call marks it failed and runs it again."""
+    from easyfirst.tuning import study as studies
+
+    space, folder = tmp_path / "space.toml", tmp_path / "study"
+    space.write_text(SPACE)
+    args = tune_args(folder, space, "--epochs", 12, "--trials", 2, "--pruner", "none")
+    process = start(args)
+    try:
+        log = folder / "trials" / "0001" / "train.log"
+        deadline = time.monotonic() + 240
+        while not (log.is_file() and "epoch   1" in log.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        process.kill()
+    finally:
+        stop(process)
+    assert states(study_trials(folder)) == ["COMPLETE", "RUNNING"]
+    monkeypatch.setattr(studies, "HEARTBEAT_SECONDS", 1)
+    time.sleep(4)
+    in_process(args[:2] + ["--trials", "2"])
+    trials = study_trials(folder)
+    assert states(trials) == ["COMPLETE", "FAIL", "COMPLETE"]
+    assert trials[2].user_attrs["retry_of"] == 1 and trials[2].params == trials[1].params

@@ -106,8 +106,10 @@ def retry_interrupted(study) -> list[int]:
     """Queue again, with the same values, every failed trial that was interrupted rather than refused
     or broken (an error, kept in its ``error`` attribute, would fail again) and not queued yet; returns
     their numbers. Call it under :func:`locked`, so that two processes do not both queue one."""
+    from optuna.storages import fail_stale_trials
     from optuna.trial import TrialState
 
+    fail_stale_trials(study)  # a killed process's trial, once its heartbeat is 3 × 60 s old
     trials = study.get_trials(deepcopy=False)
     queued = {t.user_attrs.get("retry_of") for t in trials}
     again = [t for t in trials if t.state == TrialState.FAIL and "error" not in t.user_attrs]
