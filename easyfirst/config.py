@@ -314,23 +314,7 @@ class Config:
     @classmethod
     def load(cls, path: str | Path, task: str | None = None) -> Config:
         """A TOML config file; every error names the file and, where there is one, the line."""
-        path = Path(path)
-        try:
-            text = path.read_bytes().decode("utf-8")
-            raw = tomllib.loads(text)
-        except FileNotFoundError:
-            raise InputError("config file not found", path) from None
-        except IsADirectoryError:
-            raise InputError("is a folder, not a TOML config file", path) from None
-        except OSError as error:
-            raise InputError(f"cannot read the config file: {error.strerror}", path) from None
-        except UnicodeDecodeError as error:
-            line = text_line(error.object, error.start)
-            raise InputError("not valid TOML: the file is not UTF-8 text", path, line) from None
-        except tomllib.TOMLDecodeError as error:
-            found = re.search(r"\s*\(at line (\d+), column \d+\)$", str(error))
-            message = str(error)[: found.start()] if found else str(error)
-            raise InputError(f"not valid TOML: {message}", path, int(found[1]) if found else None) from None
+        raw, text = read_toml(path)
         return cls.from_dict(raw, str(path), task, toml_lines(text))
 
     def set_dotted(self, assignment: str) -> None:
@@ -429,6 +413,28 @@ class Config:
             m.lowercase = True
             notes.append(vectors.uncased_note(m.spelling()))
         return notes
+
+
+def read_toml(path: str | Path, what: str = "config file") -> tuple[dict[str, Any], str]:
+    """A TOML file's tables and its text; every error names the file and, where there is one, the line
+    (``what`` the file is, for the errors: "config file", "search space")."""
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+        return tomllib.loads(text), text
+    except FileNotFoundError:
+        raise InputError(f"{what} not found", path) from None
+    except IsADirectoryError:
+        raise InputError(f"is a folder, not a TOML {what}", path) from None
+    except OSError as error:
+        raise InputError(f"cannot read the {what}: {error.strerror}", path) from None
+    except UnicodeDecodeError as error:
+        line = text_line(error.object, error.start)
+        raise InputError("not valid TOML: the file is not UTF-8 text", path, line) from None
+    except tomllib.TOMLDecodeError as error:
+        found = re.search(r"\s*\(at line (\d+), column \d+\)$", str(error))
+        message = str(error)[: found.start()] if found else str(error)
+        raise InputError(f"not valid TOML: {message}", path, int(found[1]) if found else None) from None
 
 
 def text_line(data: bytes, offset: int) -> int:

@@ -26,10 +26,13 @@ BEFORE = {
     "export": "ARG:run_dir ARG:output --half --no-half",
     "data": "",
 }
-# verbs new since: serve (#25)
+# verbs new since: serve (#25), tune (#44)
 NEW_VERBS = {
     "serve": "--model -m --host --port --device --max-body --max-sentences --max-words --batch-window "
     "--access-log --no-access-log",
+    "tune": "ARG:study --space --trials --timeout --pruner --objectives --storage --report --retrain-best "
+    "--seeds --results --threads --task --config --device --set --train --dev --test --pretrained --epochs "
+    "--seed",
 }
 ADDED = {  # new since: generic config overrides (issue #14); plain text, pretrained words, export (#17);
     # QE gap and source heads (#16); the paper's code's training regime (#15); the length cap per task (#29);

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import run_cli
 
-VERBS = ("train", "tag", "evaluate", "plot", "analyze", "export", "data", "serve")
+VERBS = ("train", "tune", "tag", "evaluate", "plot", "analyze", "export", "data", "serve")
 
 
 def panel_lines(text: str, title: str) -> list[str]:

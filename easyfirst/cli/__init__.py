@@ -1,6 +1,6 @@
 """The ``easyfirst`` command line: one module per verb on one Typer app.
 
-train (easyfirst.cli.train), tag (tag), evaluate (evaluate), plot and analyze (plot), export and
+train (easyfirst.cli.train), tune (tune), tag (tag), evaluate (evaluate), plot and analyze (plot), export and
 data (export), serve (serve). User mistakes (bad files, bad options) are reported as ``path:line: what is wrong`` on
 stderr with exit status 2 and no traceback; see easyfirst.errors.
 
@@ -49,6 +49,7 @@ def _main(
 
 # the verbs register themselves on ``app``, in the order --help lists them
 from easyfirst.cli import train  # noqa: E402, F401, I001
+from easyfirst.cli import tune  # noqa: E402, F401
 from easyfirst.cli import tag  # noqa: E402, F401
 from easyfirst.cli import evaluate  # noqa: E402, F401
 from easyfirst.cli import plot  # noqa: E402, F401

@@ -139,24 +139,7 @@ def train(**given) -> None:
     resume: Path | None = given["resume"]
     if resume is not None:
         return resume_training(resume, given)
-    task = given["task"]
-    if task is not None and task not in TASKS:
-        raise InputError(f"--task must be one of {', '.join(TASKS)}, not {task!r}")
-    config = given["config"]
-    cfg = Config.load(config, task) if config else Config.for_task(task or DEFAULT_TASK)
-    for assignment in given["assignments"] or []:
-        cfg.set_dotted(assignment)
-    if given["easy_first"]:
-        recipe = TASKS[cfg.data.task].easy_first
-        if not recipe:
-            raise InputError(f"--easy-first: no easy-first recipe has been measured for task {cfg.data.task}")
-        cfg.update(recipe, "--easy-first")
-    for section, cls in SECTIONS.items():
-        for key, (value, flag) in config_values(section, cls, given).items():
-            cfg.assign(section, key, value, (flag, None))
-    if cfg.model.model == "bilstm":
-        cfg.model.sketch_steps = 0
-    cfg.validate("command line")
+    cfg = configured(given)
     check_paths(cfg)
     note_summed_batches(cfg, given_flags("train", TrainConfig, given))
     check_device(given["device"])
@@ -173,6 +156,38 @@ def train(**given) -> None:
         if created and {p.name for p in output.iterdir()} <= {"train.log"}:
             shutil.rmtree(output, ignore_errors=True)
         raise
+
+
+def configured(given: dict) -> Config:
+    """The run's config from the command line: the task's defaults or ``--config``, then ``--set``, then
+    ``--easy-first``'s recipe, then the flags; checked. ``given`` holds the verb's parameters (the flags
+    that are not given, or that the verb lacks, count as not given)."""
+    task = given.get("task")
+    if task is not None and task not in TASKS:
+        raise InputError(f"--task must be one of {', '.join(TASKS)}, not {task!r}")
+    config = given.get("config")
+    cfg = Config.load(config, task) if config else Config.for_task(task or DEFAULT_TASK)
+    for assignment in given.get("assignments") or []:
+        cfg.set_dotted(assignment)
+    if given.get("easy_first"):
+        recipe = TASKS[cfg.data.task].easy_first
+        if not recipe:
+            raise InputError(f"--easy-first: no easy-first recipe has been measured for task {cfg.data.task}")
+        cfg.update(recipe, "--easy-first")
+    for section, cls in SECTIONS.items():
+        for key, (value, flag) in config_values(section, cls, given).items():
+            cfg.assign(section, key, value, (flag, None))
+    settle(cfg)
+    return cfg
+
+
+def settle(cfg: Config, source: str = "command line") -> None:
+    """What a run's config goes through once its values are all set: a BiLSTM has no sketch steps, and
+    every field and the rules between fields are checked (errors name where a value was given, else
+    ``source``)."""
+    if cfg.model.model == "bilstm":
+        cfg.model.sketch_steps = 0
+    cfg.validate(source)
 
 
 def check_paths(cfg: Config) -> None:

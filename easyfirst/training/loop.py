@@ -25,6 +25,7 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -106,12 +107,15 @@ def train(
     device: str = "cpu",
     console: Console | None = None,
     resume: bool = False,
+    on_epoch: Callable[[int, float], bool] | None = None,
 ) -> dict:
     """Train a tagger as configured, writing the run folder ``output``; returns the metrics.
 
     With ``resume``, continue the run in ``output`` from its ``checkpoint.pt`` (model, optimizer, random
     number generators, data order and position within the epoch), reaching the same result as a run
-    that was never interrupted.
+    that was never interrupted. ``on_epoch(epoch, dev_score)``, called after each epoch's dev score
+    (the one that chooses the best epoch), ends the training there when it returns True (a pruned
+    trial of ``easyfirst tune``); the run then finishes with the epochs it has.
     """
     started = time.perf_counter()
     console = console or Console(stderr=True)
@@ -137,7 +141,8 @@ def train(
             start_epoch(run, epoch)
             seconds = train_epoch(run, epoch)
             evaluate_and_select(run, epoch, seconds)
-            if stop_early(run, epoch):
+            pruned = on_epoch is not None and on_epoch(epoch, run.progress.history[-1][f"dev_{run.metric}"])
+            if pruned or stop_early(run, epoch):
                 break
         return finish(run, started) if group.main else {}
     finally:
