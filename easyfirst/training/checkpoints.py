@@ -11,12 +11,21 @@ from pathlib import Path
 
 import torch
 
-from easyfirst.atomic import atomic_write, signals_deferred
+from easyfirst.atomic import atomic_write, remove_stale_temporaries, signals_deferred
 from easyfirst.errors import InputError
+from easyfirst.resources import CONFIG_FILE, MODEL_FILE, VOCAB_FILE
 from easyfirst.training import distributed
 from easyfirst.training.state import Run
 
 CHECKPOINT_FILE = "checkpoint.pt"
+METRICS_FILE = "metrics.json"
+RUN_FILES = (MODEL_FILE, CONFIG_FILE, VOCAB_FILE, CHECKPOINT_FILE, METRICS_FILE)  # written atomically
+
+
+def remove_run_temporaries(output: Path) -> None:
+    """Remove the temporary files that a killed run left in its folder ``output`` beside the files it
+    writes (easyfirst.atomic.remove_stale_temporaries), before the run (or its resumption) writes them."""
+    remove_stale_temporaries(output / name for name in RUN_FILES)
 
 
 def load_checkpoint(path: Path, epochs: int | None = None) -> dict:

@@ -49,6 +49,7 @@ from easyfirst.training import anneal, distributed, hogwild
 from easyfirst.training.checkpoints import (
     CHECKPOINT_FILE,
     load_checkpoint,
+    remove_run_temporaries,
     restore_checkpoint,
     save_checkpoint,
 )
@@ -126,6 +127,7 @@ def train(
         raise
     if group.main:
         output.mkdir(parents=True, exist_ok=True)
+        remove_run_temporaries(output)
     log = RunLog(console, output / "train.log", append=resume) if group.main else distributed.SilentLog()
     run = None
     try:
