@@ -194,6 +194,16 @@ class TrainConfig:
             show=lambda value: "the task's (qe with gaps: target_f1_mult)" if value is None else value,
         ),
     )
+    # also checkpoint within an epoch once M minutes of training have passed since the last checkpoint
+    # (easyfirst.training.checkpoints.CheckpointClock; one process or Hogwild, not under torchrun)
+    checkpoint_minutes: float = field(
+        default=5.0,
+        metadata=option(
+            "Also checkpoint every M minutes of training, so that a kill loses at most that (0: off).",
+            check=non_negative(),
+            metavar="M",
+        ),
+    )
 
 
 @dataclass

@@ -15,8 +15,8 @@ then :func:`easyfirst.training.checkpoints.save_checkpoint`), and
 - ``metrics.json``: ``{"dev": {"accuracy": …}, "test": {"accuracy": …}, "best_epoch": …, "epochs": […]}``
   with accuracies as fractions (for NER also ``f1``, ``precision``, ``recall`` and ``per_type``);
 - ``train.log``: what was printed, without colours;
-- ``checkpoint.pt``: the training state at the end of the last epoch (and every ``checkpoint_every``
-  steps), from which ``easyfirst train --resume`` continues; kept when the run ends, since ``--resume
+- ``checkpoint.pt``: the training state at the end of the last epoch (and every ``checkpoint_minutes``
+  of training and ``checkpoint_every`` steps within one), from which ``easyfirst train --resume`` continues; kept when the run ends, since ``--resume
   RUN --epochs N`` trains a finished run longer (docs/training.md, "Interrupted training").
 """
 
