@@ -194,14 +194,10 @@ class TrainConfig:
             show=lambda value: "the task's (qe with gaps: target_f1_mult)" if value is None else value,
         ),
     )
-    # also checkpoint within an epoch once M minutes of training have passed since the last checkpoint
-    # (easyfirst.training.checkpoints.CheckpointClock; one process or Hogwild, not under torchrun)
-    checkpoint_minutes: float = field(
+    checkpoint_minutes: float = field(  # easyfirst.training.checkpoints.CheckpointClock (not under torchrun)
         default=5.0,
         metadata=option(
-            "Also checkpoint every M minutes of training, so that a kill loses at most that (0: off).",
-            check=non_negative(),
-            metavar="M",
+            "Also checkpoint every M minutes of training (0: off).", check=non_negative(), metavar="M"
         ),
     )
 

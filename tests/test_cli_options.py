@@ -40,7 +40,8 @@ ADDED = {  # new since: generic config overrides (issue #14); plain text, pretra
     | {"--anneal-epochs", "--anneal-from", "--anneal-to", "--easy-first"}
     | {"--workers"}  # Hogwild (#27)
     # characters, QE sources; the NER recipe leaves the affixes out (#36)
-    | {"--char-dim", "--char-encoder", "--char-filters", "--source-pretrained", "--affix-dim"},
+    | {"--char-dim", "--char-encoder", "--char-filters", "--source-pretrained", "--affix-dim"}
+    | {"--checkpoint-minutes"},  # a checkpoint every few minutes of training (#47)
     "tag": {"--format", "--pretokenized"},
     "plot": {"--pretokenized"},
     "export": {"--overwrite", "--no-overwrite", "--output", "-o"},  # -o OUT beside the positional OUT (#28)

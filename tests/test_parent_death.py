@@ -9,9 +9,9 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from processes import alive, children_of, shared_memory_of
 
 from conftest import ROOT, SAMPLE, sample_training
 from easyfirst.parallel.cores import available_cores
@@ -35,44 +35,6 @@ workers = Workers(3, lambda workers, rank, message: None, columns=2)
 print(reader.pid, *(p.pid for p in workers.processes), flush=True)
 time.sleep(600)
 """
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, dead but not yet collected by its new parent, does not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
-
-
-def children_of(pid: int) -> set[int]:
-    """The living processes whose parent is ``pid``."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
-                found.add(int(entry.name))
-    return found
-
-
-def shared_memory_of(pid: int) -> list[str]:
-    """The /dev/shm files that ``pid`` made (torch's and multiprocessing's name them after it) that are
-    still there or still held open by a process."""
-    prefixes = (f"torch_{pid}_", f"pym-{pid}-")
-    held = [name for name in os.listdir("/dev/shm") if name.startswith(prefixes)]
-    for fd in Path("/proc").glob("[0-9]*/fd/*"):
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("/dev/shm/") and target[9:].startswith(prefixes):
-            held.append(f"{target} (held by {fd})")
-    return held
 
 
 def kill_and_check(process: subprocess.Popen, children: set[int]) -> None:
