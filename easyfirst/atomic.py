@@ -8,6 +8,10 @@ half-written file where a good one was. The file's mode follows the umask, as a 
 Interrupts (SIGINT, SIGTERM) are here too, as what such a write must survive: :func:`signals_deferred`
 holds them over a write that must not be cut (or a fork), and :class:`Interrupts` keeps the one a
 command received, so that no file is put in place after it and the command never ends as a success.
+
+And what a kill (SIGKILL, which no handler sees) leaves: the temporary file of a write in progress, which
+the next command writing that output removes (:func:`remove_stale_temporaries`), and forked children,
+which the kernel ends with their parent (:func:`die_with_parent`, in :func:`child_signals`).
 """
 
 from __future__ import annotations
@@ -177,7 +181,7 @@ def die_with_parent(number: int = signal.SIGKILL) -> None:
     ``PR_SET_PDEATHSIG``), so that no worker outlives a parent killed with SIGKILL, and its shared
     memory (the deleted /dev/shm files it holds) is released with it; exit at once if the parent has
     died already (between the fork and this call). Every process the project starts calls it, first
-    thing (:func:`child_signals`; docs/cores.md, "No process outlives its parent").
+    thing (:func:`child_signals`; docs/cores.md, "Nothing left behind").
 
     The parent is the process that forked this one (noted by a hook before every fork), or for a process
     started otherwise (by torchrun) the parent it has now. The signal comes when the parent's *thread*
