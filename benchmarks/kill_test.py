@@ -5,11 +5,14 @@ the output folder, after the kill and again after a rerun of the same command to
     python benchmarks/kill_test.py --runs 5 --json benchmarks/results/kill-test-cpu-2core.json
 
 Reads UD English EWT through EASYFIRST_DATA. `tag`: ``--copies`` copies of the dev file (2,001 sentences
-each) tagged into a fresh folder, killed ``--tag-after`` seconds in (uniform at random); the rerun is the
-same command, which tags what is missing. `train`: the POS default (one sentence per update) with
-``--workers 2`` for one epoch on the first 1,500 training sentences (dev: the first 300 dev sentences),
-killed ``--train-after`` seconds in; the rerun is ``easyfirst train --resume RUN`` (a run stopped before
-its first checkpoint is trained again from the start), or the first command if no run had begun.
+each) tagged into a fresh folder; the rerun is the same command, which tags what is missing. `train`: the
+POS default (one sentence per update) with ``--workers 2`` for one epoch on the first 1,500 training
+sentences (dev: the first 300 dev sentences); the rerun is ``easyfirst train --resume RUN`` (a run
+stopped before its first checkpoint is trained again from the start), or the first command if no run
+had begun. Each is killed at a moment drawn uniformly from ``--after`` seconds after it has started its
+children (tag: its reader and, with two cores, a tagging process; train: the second Hogwild worker; at
+most 120 s waited for them), since a kill during the start of Python and torch, before any child,
+tells nothing.
 
 Only the parent is killed (its process id alone, never its group), as ``kill -9 PID`` does: whether its
 children end is what is measured. A process counts as left if it still runs ``--grace`` seconds after
@@ -71,18 +74,22 @@ def temporaries(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.glob("*.tmp")) if folder.is_dir() else []
 
 
-def trial(
-    kind: str, command: list[str], rerun, folder: Path, after: float, grace: float, limit: float
-) -> dict:
-    """One kill: start ``command``, SIGKILL it ``after`` seconds in, count what is left, rerun."""
+def trial(kind: str, command: list[str], rerun, folder: Path, after: float, args, children: int) -> dict:
+    """One kill: start ``command``, SIGKILL it ``after`` seconds after its ``children`` have appeared,
+    count what is left, rerun."""
     started = time.monotonic()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while process.poll() is None and time.monotonic() - started < 120:
+        if len(processes_naming(str(folder))) >= 1 + children:
+            break
+        time.sleep(0.05)
+    appeared = time.monotonic() - started
     time.sleep(after)
     finished_first = process.poll() is not None
-    children = processes_naming(str(folder))
+    running = processes_naming(str(folder))
     process.send_signal(signal.SIGKILL)
     process.wait()
-    time.sleep(grace)
+    time.sleep(args.grace)
     left = [pid for pid in processes_naming(str(folder)) if pid != process.pid]
     shm = shared_memory_of(process.pid)
     tmp_after_kill = temporaries(folder)
@@ -91,12 +98,13 @@ def trial(
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    again = subprocess.run(rerun(), capture_output=True, timeout=limit)
+    again = subprocess.run(rerun(), capture_output=True, timeout=args.rerun_limit)
     return {
         "kind": kind,
-        "killed_after_s": round(after, 2),
+        "children_after_s": round(appeared, 2),
+        "killed_after_s": round(appeared + after, 2),
         "finished_before_kill": finished_first,
-        "processes_at_kill": len(children),
+        "processes_at_kill": len(running),
         "processes_left": len(left),
         "shm_left": len(shm),
         "tmp_after_kill": len(tmp_after_kill),
@@ -110,7 +118,7 @@ def trial(
 def tag_trial(scratch: Path, k: int, copies: Path, after: float, args) -> dict:
     out = scratch / f"tag-{k}.out"
     command = [*EASYFIRST, "tag", *map(str, sorted(copies.iterdir())), "-o", str(out)]
-    return trial("tag", command, lambda: command, out, after, args.grace, args.rerun_limit)
+    return trial("tag", command, lambda: command, out, after, args, min(2, len(os.sched_getaffinity(0))))
 
 
 def train_trial(scratch: Path, k: int, train: Path, dev: Path, after: float, args) -> dict:
@@ -121,7 +129,7 @@ def train_trial(scratch: Path, k: int, train: Path, dev: Path, after: float, arg
     def rerun() -> list[str]:
         return [*EASYFIRST, "train", "--resume", str(run)] if (run / "config.json").is_file() else command
 
-    return trial("train", command, rerun, run, after, args.grace, args.rerun_limit)
+    return trial("train", command, rerun, run, after, args, 1)
 
 
 def main() -> None:
@@ -129,8 +137,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="kills of each command")
     parser.add_argument("--kinds", default="tag,train", help="which commands: tag, train or both")
     parser.add_argument("--copies", type=int, default=30, help="copies of EWT dev that tag is given")
-    parser.add_argument("--tag-after", type=float, nargs=2, default=(2.0, 12.0), metavar=("LOW", "HIGH"))
-    parser.add_argument("--train-after", type=float, nargs=2, default=(6.0, 16.0), metavar=("LOW", "HIGH"))
+    parser.add_argument("--after", type=float, nargs=2, default=(0.0, 6.0), metavar=("LOW", "HIGH"))
     parser.add_argument("--grace", type=float, default=2.0, help="seconds between the kill and the count")
     parser.add_argument("--rerun-limit", type=float, default=600.0, help="seconds a rerun may take")
     parser.add_argument("--seed", type=int, default=1)
@@ -148,10 +155,10 @@ def main() -> None:
         dev = first_sentences(ewt("dev"), 300, scratch / "dev300.conllu")
         for k in range(args.runs):
             if "tag" in args.kinds:
-                rows.append(tag_trial(scratch, k, copies, draw.uniform(*args.tag_after), args))
+                rows.append(tag_trial(scratch, k, copies, draw.uniform(*args.after), args))
                 print(json.dumps(rows[-1]), flush=True)
             if "train" in args.kinds:
-                rows.append(train_trial(scratch, k, train, dev, draw.uniform(*args.train_after), args))
+                rows.append(train_trial(scratch, k, train, dev, draw.uniform(*args.after), args))
                 print(json.dumps(rows[-1]), flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
