@@ -8,12 +8,19 @@ half-written file where a good one was. The file's mode follows the umask, as a 
 Interrupts (SIGINT, SIGTERM) are here too, as what such a write must survive: :func:`signals_deferred`
 holds them over a write that must not be cut (or a fork), and :class:`Interrupts` keeps the one a
 command received, so that no file is put in place after it and the command never ends as a success.
+
+And what a kill (SIGKILL, which no handler sees) leaves: the temporary file of a write in progress, which
+the next command writing that output removes (:func:`remove_stale_temporaries`), and forked children,
+which the kernel ends with their parent (:func:`die_with_parent`, in :func:`child_signals`).
 """
 
 from __future__ import annotations
 
+import ctypes
+import fcntl
 import json
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -32,20 +39,82 @@ def _umask() -> int:
 
 
 def atomic_write(path: str | Path, write) -> None:
-    """Call ``write(binary_file)`` on a temporary file beside ``path``, then rename it to ``path``."""
+    """Call ``write(binary_file)`` on a temporary file beside ``path``, then rename it to ``path``.
+
+    The temporary (``.NAME.XXXXXXXX.tmp``) is locked (``flock``) for as long as it is written, so that
+    :func:`remove_stale_temporaries` tells the one a killed process left (no one holds its lock: the
+    kernel released it with the process) from one being written now."""
     path = Path(path)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    handle, temporary = _locked_temporary(path)
     try:
         os.fchmod(handle, 0o666 & ~_umask())
         with os.fdopen(handle, "wb") as out:
             write(out)
             out.flush()
             os.fsync(out.fileno())
-        INTERRUPTS.check()  # one that a finalizer lost (see Interrupts): the file is not finished
-        os.replace(temporary, path)
+            INTERRUPTS.check()  # one that a finalizer lost (see Interrupts): the file is not finished
+            os.replace(temporary, path)  # still locked: no cleaner takes it before it has its name
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _locked_temporary(path: Path) -> tuple[int, str]:
+    """A new temporary file for ``path``, open and locked: a cleaner that took it between its creation
+    and the lock (and removed it) makes another one."""
+    while True:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            if os.stat(temporary).st_ino == os.fstat(handle).st_ino:
+                return handle, temporary
+        except FileNotFoundError:
+            pass
+        os.close(handle)
+
+
+# the name of atomic_write's temporary for NAME: tempfile's 8 random characters between
+TEMPORARY = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp")
+
+
+def remove_stale_temporaries(paths) -> int:
+    """Remove the temporaries that :func:`atomic_write` left beside ``paths`` (files about to be
+    written) when a kill ended it, and only those: ``.NAME.XXXXXXXX.tmp`` for a NAME of ``paths``, that
+    no living process holds locked; returns how many. One listing per folder, for a corpus's outputs."""
+    wanted: dict[Path, set[str]] = {}
+    for path in map(Path, paths):
+        wanted.setdefault(path.parent, set()).add(path.name)
+    removed = 0
+    for folder, names in wanted.items():
+        try:
+            entries = list(os.scandir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in entries:
+            match = TEMPORARY.fullmatch(entry.name)
+            if match and match["name"] in names and entry.is_file(follow_symlinks=False):
+                removed += _remove_if_unlocked(entry.path)
+    return removed
+
+
+def _remove_if_unlocked(temporary: str) -> bool:
+    """Remove ``temporary`` unless a process holds its lock (it is being written)."""
+    try:
+        handle = os.open(temporary, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:  # gone meanwhile (renamed into place), or not ours to open
+        return False
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(handle)
+        return False
+    try:
+        os.unlink(temporary)  # under its lock: a writer that locks it now finds it gone
+        return True
+    except FileNotFoundError:
+        return False
+    finally:
+        os.close(handle)
 
 
 SIGNALS = (
@@ -85,13 +154,46 @@ def signals_deferred() -> Iterator[None]:
 
 
 def child_signals() -> None:
-    """In a forked child that works for this process (a reader, a tagging or training worker): Ctrl-C
-    ignored, as it is the parent's to handle (it ends its children), SIGTERM ending it at once and
-    silently, then both unblocked (a child forked inside :func:`signals_deferred` starts with them
-    blocked, so that none reaches the parent's handlers in it)."""
+    """In a forked child that works for this process (a reader, a tagging or training worker): ended
+    when the parent dies (:func:`die_with_parent`), Ctrl-C ignored, as it is the parent's to handle (it
+    ends its children), SIGTERM ending it at once and silently, then both unblocked (a child forked
+    inside :func:`signals_deferred` starts with them blocked, so that none reaches the parent's handlers
+    in it)."""
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_forking: list[int] = []  # the id of the process that last forked (noted before each fork): a child's parent
+
+
+def _note_forking() -> None:
+    _forking[:] = [os.getpid()]
+
+
+os.register_at_fork(before=_note_forking)
+
+
+def die_with_parent(number: int = signal.SIGKILL) -> None:
+    """Ask the kernel to send this process signal ``number`` when its parent dies (Linux's
+    ``PR_SET_PDEATHSIG``), so that no worker outlives a parent killed with SIGKILL, and its shared
+    memory (the deleted /dev/shm files it holds) is released with it; exit at once if the parent has
+    died already (between the fork and this call). Every process the project starts calls it, first
+    thing (:func:`child_signals`; docs/cores.md, "Nothing left behind").
+
+    The parent is the process that forked this one (noted by a hook before every fork), or for a process
+    started otherwise (by torchrun) the parent it has now. The signal comes when the parent's *thread*
+    that forked ends: every fork of the project is made by the main thread. Elsewhere than Linux, a no-op."""
+    forked = _forking[0] if _forking else None
+    parent = forked if forked is not None and forked != os.getpid() else os.getppid()
+    if not sys.platform.startswith("linux"):
+        return
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, number, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:  # it died before the kernel was asked: no signal will come
+        os._exit(1)
 
 
 class Interrupts:

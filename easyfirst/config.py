@@ -234,6 +234,12 @@ class TrainConfig:
             show=lambda value: "the task's (qe with gaps: target_f1_mult)" if value is None else value,
         ),
     )
+    checkpoint_minutes: float = field(  # easyfirst.training.checkpoints.CheckpointClock (not under torchrun)
+        default=5.0,
+        metadata=option(
+            "Also checkpoint every M minutes of training (0: off).", check=non_negative(), metavar="M"
+        ),
+    )
 
 
 @dataclass

@@ -76,3 +76,56 @@ def test_an_interrupt_during_a_deferred_write_comes_after_the_file_is_in_place(t
     finally:
         signal.signal(signal.SIGINT, inherited)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def stale(folder, name: str) -> os.PathLike:
+    """A temporary such as a killed atomic_write of ``folder/name`` leaves (nobody holds its lock)."""
+    path = folder / f".{name}.k3x_9q0a.tmp"
+    path.write_bytes(b"")
+    return path
+
+
+def test_the_stale_temporaries_of_the_outputs_named_are_removed_and_nothing_else(tmp_path):
+    from easyfirst.atomic import remove_stale_temporaries
+
+    ours = [stale(tmp_path, "a.conllu"), stale(tmp_path, "b.conllu")]
+    kept = [
+        stale(tmp_path, "notes.txt"),  # not an output of this call
+        tmp_path / ".a.conllu.tmp",  # not atomic_write's naming: no 8 random characters
+        tmp_path / ".a.conllu.ABCDEFGH.tmp",
+        tmp_path / "a.conllu.k3x_9q0a.tmp",
+        tmp_path / "a.conllu",
+    ]
+    for path in kept[1:]:
+        path.write_bytes(b"")
+    removed = remove_stale_temporaries([tmp_path / "a.conllu", tmp_path / "b.conllu", tmp_path / "no" / "c"])
+    assert removed == 2 and not any(p.exists() for p in ours) and all(p.exists() for p in kept)
+
+
+def test_a_temporary_being_written_is_kept_by_a_cleaner(tmp_path):
+    from easyfirst.atomic import remove_stale_temporaries
+
+    target = tmp_path / "out.txt"
+    found = []
+
+    def write(out):
+        out.write(b"half ")
+        found.append(remove_stale_temporaries([target]))  # another process's rerun, meanwhile
+        out.write(b"and the rest")
+
+    atomic_write(target, write)
+    assert found == [0] and target.read_bytes() == b"half and the rest"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
+
+
+def test_a_rerun_of_tag_over_many_files_removes_what_a_killed_one_left(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    inputs = [tmp_path / "a.conllu", tmp_path / "b.conllu"]
+    for path in inputs:
+        path.write_bytes(SAMPLE.read_bytes())
+    left, other = stale(out, "a.conllu"), stale(out, "notes.txt")
+    result = run_cli("tag", *inputs, "-o", out)
+    assert result.returncode == 0, result.stderr.decode()
+    assert not left.exists() and other.exists()
+    assert sorted(p.name for p in out.iterdir()) == [".notes.txt.k3x_9q0a.tmp", "a.conllu", "b.conllu"]

@@ -47,7 +47,8 @@ ADDED = {  # new since: generic config overrides (issue #14); plain text, pretra
     # the options of the classic NER recipes (#44)
     | {"--hidden-dim", "--encoder-layers", "--dropout-kind", "--embedding-dropout", "--encoder-dropout"}
     | {"--output-dropout", "--word-dropout", "--optimizer", "--momentum", "--lr-decay", "--clip"}
-    | {"--patience", "--scheme"},
+    | {"--patience", "--scheme"}
+    | {"--checkpoint-minutes"},  # a checkpoint every few minutes of training (#47)
     "tag": {"--format", "--pretokenized"},
     "plot": {"--pretokenized"},
     "export": {"--overwrite", "--no-overwrite", "--output", "-o"},  # -o OUT beside the positional OUT (#28)

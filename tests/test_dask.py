@@ -115,3 +115,17 @@ def test_input_and_model_errors_are_raised_before_anything_is_written(client, tm
         register(client, tmp_path / "no-model")
     with pytest.raises(TypeError, match="no tag option nothing"):
         tag_file(client, SAMPLE, out, nothing=True)
+
+
+def test_the_temporaries_a_killed_worker_left_are_removed_by_a_rerun(client, tmp_path):
+    outputs = [tmp_path / "a.conllu", tmp_path / "b.conllu"]
+    left = [tmp_path / f".{path.name}.k3x_9q0a.tmp" for path in outputs]
+    other = tmp_path / ".notes.txt.k3x_9q0a.tmp"
+    for path in [*left, other]:
+        path.write_bytes(b"")
+    tag_files(client, [(SAMPLE, path) for path in outputs])
+    assert not any(path.exists() for path in left) and other.exists()
+    left[0].write_bytes(b"")
+    tag_file(client, SAMPLE, outputs[0])
+    assert not left[0].exists() and other.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [other.name, "a.conllu", "b.conllu"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -63,14 +64,15 @@ def train_args(train, output, *extra):
 
 
 @pytest.mark.slow
-def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_result(bigger_sample, tmp_path):
+@pytest.mark.parametrize("every", [("--checkpoint-every", "10"), ("--checkpoint-minutes", "0.002")])
+def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_result(bigger_sample, tmp_path, every):
     straight = tmp_path / "straight"
     done = run_cli(*train_args(bigger_sample, straight), timeout=600)
     assert done.returncode == 0, done.stderr.decode()
 
     interrupted = tmp_path / "interrupted"
     process = subprocess.Popen(
-        command(*train_args(bigger_sample, interrupted, "--checkpoint-every", "10")),
+        command(*train_args(bigger_sample, interrupted, *every)),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -215,9 +217,13 @@ def test_ctrl_c_while_training_says_how_to_resume(bigger_sample, tmp_path):
     log = run / "train.log"
     done = interrupt(args, lambda: log.is_file() and "epoch   2" in log.read_text())
     assert done.returncode == 130
-    assert done.stderr.decode().strip().splitlines()[-1] == (
-        f"interrupted; continue from the last checkpoint with: easyfirst train --resume {run}"
-    )
+    kept, last = done.stderr.decode().strip().splitlines()[-2:]
+    assert last == f"interrupted; continue from the last checkpoint with: easyfirst train --resume {run}"
+    assert re.fullmatch(
+        r"kept: the checkpoint at (the end of epoch \d+|epoch \d+, update [\d,]+) and the best model so far "
+        r"\(epoch \d+\); lost: the [\d.]+ s of training since it",
+        kept,
+    ), kept
     assert (run / "checkpoint.pt").is_file() and not (run / "metrics.json").exists()
 
 

@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from easyfirst.atomic import remove_stale_temporaries
 from easyfirst.cli import app
 from easyfirst.cli.common import (
     BatchOption,
@@ -115,6 +116,8 @@ def tag(
             source.read_ahead(model, batch_size)
         tagger = load_tagger(model, device)
         write = source.writer(tagger, task_options, batch_size=batch_size, output=output, model=model)
+        if output is not None:
+            remove_stale_temporaries([output])  # one a killed run left
         write_output(output, write)
     finally:
         source.close()
@@ -140,6 +143,7 @@ def tag_corpus(corpus: Corpus, model, device: str, task_options, format, probabi
         )
         err.print(said, markup=False, highlight=False)
     corpus.folder.mkdir(exist_ok=True)
+    remove_stale_temporaries(output for _, output in corpus.todo)  # those a killed run left
     tagger, failed = None, 0
     with Progress.for_files(corpus) as progress:
         for given, output in corpus.todo:

@@ -15,7 +15,7 @@ from easyfirst.cli.common import check_device, err, given_path
 from easyfirst.cli.options import config_parameters, config_values, given_flags
 from easyfirst.config import Config, DataConfig, LossConfig, ModelConfig, TrainConfig
 from easyfirst.errors import InputError
-from easyfirst.resources import CONFIG_FILE, MODEL_FILE
+from easyfirst.resources import CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, MODEL_FILE
 from easyfirst.tasks import DEFAULT_TASK, TASKS
 
 SECTIONS = {"data": DataConfig, "model": ModelConfig, "loss": LossConfig, "train": TrainConfig}
@@ -29,7 +29,12 @@ def recipe_text(recipe: dict[str, dict[str, object]]) -> str:
 
 
 # may change on --resume
-RESUMABLE = {"train__epochs": "--epochs", "train__threads": "--threads", "train__workers": "--workers"}
+RESUMABLE = {
+    "train__epochs": "--epochs",
+    "train__threads": "--threads",
+    "train__workers": "--workers",
+    "train__checkpoint_minutes": "--checkpoint-minutes",
+}
 COMMON = [
     inspect.Parameter(
         "task",
@@ -234,13 +239,34 @@ def run_folder(output: Path | None, cfg: Config, overwrite: bool) -> Path:
         if launched():  # the processes would each name a folder by their own clock
             raise InputError("under torchrun, give the run folder with --output (all processes share it)")
         output = Path("runs") / f"{cfg.data.task}-{cfg.model.model}-{datetime.now():%Y%m%d-%H%M%S}"
-    if (output / MODEL_FILE).exists() and not overwrite:
-        raise InputError("already holds a model; choose another --output or pass --overwrite", output)
+    if overwrite:
+        return output
+    if (output / CHECKPOINT_FILE).is_file() and not (output / METRICS_FILE).is_file():
+        raise InputError(
+            f"holds an unfinished run: continue it with `easyfirst train --resume {output}`, or pass "
+            "--overwrite to start it again",
+            output,
+        )
+    if (output / MODEL_FILE).exists():
+        if not stopped_before_first_checkpoint(output):
+            raise InputError("already holds a model; choose another --output or pass --overwrite", output)
+        err.print(
+            f"{output}: the run there stopped before its first checkpoint; training it again from the start"
+        )
     return output
 
 
+def stopped_before_first_checkpoint(folder: Path) -> bool:
+    """Whether ``folder`` holds a training run (config.json and train.log written) stopped before it wrote
+    a checkpoint or finished: nothing of it is kept, so it can only be trained again from the start."""
+    names = (CONFIG_FILE, "train.log", CHECKPOINT_FILE, METRICS_FILE)
+    config, log, checkpoint, metrics = ((folder / name).is_file() for name in names)
+    return config and log and not checkpoint and not metrics
+
+
 def resume_training(folder: Path, given: dict) -> None:
-    """Continue the run in ``folder``; only --epochs, --threads, --workers and --device may change."""
+    """Continue the run in ``folder``; only --epochs, --threads, --workers, --checkpoint-minutes and
+    --device may change. A run stopped before its first checkpoint is trained again from the start."""
     from easyfirst.atomic import read_json
 
     fixed = [f"--{name}" for name in ("task", "config", "output") if given[name] is not None]
@@ -251,17 +277,29 @@ def resume_training(folder: Path, given: dict) -> None:
     if fixed:
         raise InputError(
             f"--resume continues the run as it was configured: {', '.join(fixed)} cannot be "
-            "given with it (only --epochs, --threads, --workers and --device can)"
+            f"given with it (only {', '.join(RESUMABLE.values())} and --device can)"
         )
     if not folder.is_dir():
         raise InputError("run folder not found", folder)
+    if (folder / "train.log").is_file() and not (folder / CONFIG_FILE).is_file():
+        raise InputError(
+            "nothing to resume: the run stopped before it began training (no config.json); run the "
+            "command that started it again",
+            folder,
+        )
     cfg = Config.from_saved(read_json(folder / CONFIG_FILE), str(folder / CONFIG_FILE))
     for key, flag in RESUMABLE.items():
         if given[key] is not None:
             cfg.assign("train", key.split("__")[1], given[key], (flag, None))
     cfg.validate("command line")
     check_device(given["device"])
-    run_training(cfg, folder, given["device"], resume=True)
+    again = stopped_before_first_checkpoint(folder)
+    if again:
+        err.print(
+            f"{folder}: no checkpoint to resume from, the run stopped before its first one; training it "
+            "again from the start, as its config.json says"
+        )
+    run_training(cfg, folder, given["device"], resume=not again)
 
 
 def run_training(cfg: Config, output: Path, device: str, resume: bool = False) -> None:
@@ -275,11 +313,41 @@ def run_training(cfg: Config, output: Path, device: str, resume: bool = False) -
     except KeyboardInterrupt:  # Ctrl-C: say how to go on (a SystemExit, which Typer passes through)
         from easyfirst.cli import report
 
-        if (output / "checkpoint.pt").is_file():
+        kept = what_is_kept(output)
+        if kept is not None:
+            report(kept)
             report(f"interrupted; continue from the last checkpoint with: easyfirst train --resume {output}")
+        elif (output / CONFIG_FILE).is_file():
+            report(
+                f"interrupted before the first checkpoint in {output}: nothing is kept; start it again with: "
+                f"easyfirst train --resume {output}"
+            )
         else:
-            report(f"interrupted before the first checkpoint in {output}; nothing to resume")
+            report(
+                f"interrupted before training began in {output}: nothing is kept; run the same command again"
+            )
         raise SystemExit(130) from None
+
+
+def what_is_kept(output: Path) -> str | None:
+    """What an interrupted run keeps: its last checkpoint (where it stands, how long ago it was
+    written) and best model; what the interruption loses: the training since. None: no checkpoint."""
+    import time
+
+    import torch
+
+    from easyfirst.training.reporting import duration
+
+    path = output / CHECKPOINT_FILE
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        ago = time.time() - path.stat().st_mtime
+    except Exception:  # noqa: BLE001 (none, or unreadable: --resume says which)
+        return None
+    epoch, step, best = state["epoch"], state["step"], state["best"].get("epoch", 0)
+    where = f"epoch {epoch}, update {step:,}" if step else f"the end of epoch {epoch - 1}"
+    model = f" and the best model so far (epoch {best})" if best else ""
+    return f"kept: the checkpoint at {where}{model}; lost: the {duration(ago)} of training since it"
 
 
 def _register() -> None:

@@ -31,7 +31,7 @@ from typing import Any
 import distributed
 from distributed import Client, WorkerPlugin, get_worker
 
-from easyfirst.atomic import read_json
+from easyfirst.atomic import read_json, remove_stale_temporaries
 from easyfirst.config import Config
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.resources import CONFIG_FILE, VOCAB_FILE, model_folder
@@ -161,6 +161,8 @@ def tag_file(
     options of the model's task as ``easyfirst tag`` takes them (``replace=True``, ``encoding=…`` for
     column files; ``src=``, ``mt=``, ``alignments=`` paths for QE, with ``input`` None). Errors in the
     input are easyfirst.errors.InputError (``path:line: …``), raised with nothing written."""
+    if output is not None:
+        remove_stale_temporaries([output])  # one a killed call left
     write_tagged(ClusterTagger(client, model, shard), input, output, batch_size, tag_options(task_options))
 
 
@@ -175,7 +177,10 @@ def tag_files(
     """Tag each ``(input, output)`` of ``pairs`` on a worker of its own, as ``easyfirst tag INPUT -o
     OUTPUT`` does: the worker reads and writes the files (a file system every worker sees), so this
     process sends only the names, and a corpus of many files scales with the workers. The first input
-    error is raised once every file is done; the other outputs are written."""
+    error is raised once every file is done; the other outputs are written. The temporaries that a
+    killed worker (or call) left beside the outputs are removed, before and after."""
+    outputs = [Path(o) for _, o in pairs]
+    remove_stale_temporaries(outputs)
     plugin = register(client, model)
     options = tag_options(task_options)
     futures = client.map(
@@ -188,6 +193,7 @@ def tag_files(
         pure=False,
     )
     distributed.wait(futures)
+    remove_stale_temporaries(outputs)  # those of a worker killed in this call, whose task ran again
     client.gather(futures)
 
 

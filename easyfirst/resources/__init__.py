@@ -14,6 +14,7 @@ BUNDLED = {"en-upos": "en_ewt_upos", "en-ner": "en_conll03_ner"}
 DEFAULT_MODEL = BUNDLED["en-upos"]
 # the files of a model folder, this one's and every run's (written by easyfirst.runs)
 MODEL_FILE, CONFIG_FILE, VOCAB_FILE = "model.pt", "config.json", "vocab.json"
+CHECKPOINT_FILE, METRICS_FILE = "checkpoint.pt", "metrics.json"  # a run folder's, beside the model's
 
 
 def default_model_path() -> Path:

@@ -1,5 +1,6 @@
-"""Checkpoints of a training run: ``checkpoint.pt`` in the run folder, written after every epoch (and
-every ``checkpoint_every`` updates), from which ``easyfirst train --resume`` continues: the model, the
+"""Checkpoints of a training run: ``checkpoint.pt`` in the run folder, written after every epoch, every
+``checkpoint_minutes`` of training within one (:class:`CheckpointClock`, 5 by default) and every
+``checkpoint_every`` updates, from which ``easyfirst train --resume`` continues: the model, the
 optimizer's state, the random number generators, the data order and the position within the epoch
 (with Hogwild workers, each worker's; see easyfirst.training.hogwild). Tensors and plain values only, so that
 ``torch.load(..., weights_only=True)`` reads them.
@@ -7,16 +8,24 @@ optimizer's state, the random number generators, the data order and the position
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import torch
 
-from easyfirst.atomic import atomic_write, signals_deferred
+from easyfirst.atomic import atomic_write, remove_stale_temporaries, signals_deferred
 from easyfirst.errors import InputError
+from easyfirst.resources import CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, MODEL_FILE, VOCAB_FILE
 from easyfirst.training import distributed
 from easyfirst.training.state import Run
 
-CHECKPOINT_FILE = "checkpoint.pt"
+RUN_FILES = (MODEL_FILE, CONFIG_FILE, VOCAB_FILE, CHECKPOINT_FILE, METRICS_FILE)  # written atomically
+
+
+def remove_run_temporaries(output: Path) -> None:
+    """Remove the temporary files that a killed run left in its folder ``output`` beside the files it
+    writes (easyfirst.atomic.remove_stale_temporaries), before the run (or its resumption) writes them."""
+    remove_stale_temporaries(output / name for name in RUN_FILES)
 
 
 def load_checkpoint(path: Path, epochs: int | None = None) -> dict:
@@ -26,20 +35,39 @@ def load_checkpoint(path: Path, epochs: int | None = None) -> dict:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise InputError(
-            "no checkpoint to resume from (was this run started by `easyfirst train`?)", path
+            "no checkpoint to resume from: the run stopped before its first one, or is not a training run "
+            "(`easyfirst train --resume` trains one that stopped so again from the start)",
+            path,
         ) from None
     except Exception as error:  # noqa: BLE001 (any unreadable file is the user's to fix)
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise InputError(f"not a readable checkpoint: {first}", path) from None
     done = checkpoint["epoch"] - 1  # it holds the epoch to start from
     finished = epochs is not None and done >= epochs and not checkpoint["step"]
-    if finished and (path.parent / "metrics.json").is_file():
+    if finished and (path.parent / METRICS_FILE).is_file():
         raise InputError(
             f"the run has finished its {done} epochs (metrics.json written): nothing to resume; "
             f"--epochs N with N over {done} trains it longer",
             path.parent,
         )
     return checkpoint
+
+
+class CheckpointClock:
+    """Whether a time-based checkpoint is due within an epoch: ``minutes`` of training since the last
+    checkpoint (or since the epoch began: each epoch ends with one). Off (0) under torchrun, whose
+    processes must all checkpoint at the same update (``checkpoint_every`` counts updates for them)."""
+
+    def __init__(self, minutes: float, group: distributed.Group):
+        self.seconds = 0.0 if group.parallel else 60 * minutes
+        self.restart()
+
+    def due(self) -> bool:
+        return bool(self.seconds) and time.monotonic() - self.since >= self.seconds
+
+    def restart(self) -> None:
+        """A checkpoint has just been written: the next is due ``minutes`` from now."""
+        self.since = time.monotonic()
 
 
 def restore_checkpoint(run: Run, checkpoint: dict, workers: int = 1) -> None:

@@ -26,7 +26,7 @@ from easyfirst.data.features import drop_words
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.parallel.workers import Workers
 from easyfirst.training import anneal, distributed, hogwild
-from easyfirst.training.checkpoints import save_checkpoint
+from easyfirst.training.checkpoints import CheckpointClock, save_checkpoint
 from easyfirst.training.optim import clip_gradients, schedule_lr
 from easyfirst.training.reporting import ProgressLines
 from easyfirst.training.state import Run
@@ -48,14 +48,17 @@ def train_epoch(run: Run, epoch: int) -> float:
     if run.workers is not None:
         return hogwild_epoch(run, epoch, order, epoch_generator, started)
     batches = distributed.shard(run_batches(run, order), run.group)
+    clock = CheckpointClock(t.checkpoint_minutes, run.group)
     with progress_bar(run, epoch, len(batches), p.step) as update:
 
         def after(step: int, words: int, loss: float) -> bool:
             p.loss_sum += loss
             p.seen += words
             update(step, p.loss_sum / p.seen, p.seen / max(time.perf_counter() - started, 1e-9))
-            if t.checkpoint_every and step % t.checkpoint_every == 0 and step < len(batches):
+            counted = t.checkpoint_every and step % t.checkpoint_every == 0
+            if (counted or clock.due()) and step < len(batches):
                 save_checkpoint(run, epoch, step, epoch_generator, time.perf_counter() - started)
+                clock.restart()
             return False
 
         train_part(run, batches, p.step, epoch, after)
@@ -84,6 +87,7 @@ def hogwild_epoch(
         board[:, hogwild.STEPS] = torch.tensor(p.worker_steps, dtype=board.dtype)
         board[0, hogwild.LOSS], board[0, hogwild.WORDS] = p.loss_sum, p.seen
     every = max(1, t.checkpoint_every // count) if t.checkpoint_every else 0
+    clock = CheckpointClock(t.checkpoint_minutes, run.group)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the cores are the workers'
     workers.start([(epoch, part) for part in parts])
@@ -95,10 +99,11 @@ def hogwild_epoch(
                 total = board.sum(0).tolist()
                 seconds = time.perf_counter() - started
                 update(int(total[0]), total[1] / max(total[2], 1), total[2] / max(seconds, 1e-9))
-                if every and step % every == 0 and step < len(parts[0]):
+                if ((every and step % every == 0) or clock.due()) and step < len(parts[0]):
                     p.loss_sum, p.seen = total[1], int(total[2])
                     p.worker_steps = [int(k) for k in board[:, hogwild.STEPS].tolist()]
                     save_checkpoint(run, epoch, sum(p.worker_steps), epoch_generator, seconds)
+                    clock.restart()
                 return bool(workers.stop)
 
             try:

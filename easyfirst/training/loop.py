@@ -15,8 +15,8 @@ then :func:`easyfirst.training.checkpoints.save_checkpoint`), and
 - ``metrics.json``: ``{"dev": {"accuracy": …}, "test": {"accuracy": …}, "best_epoch": …, "epochs": […]}``
   with accuracies as fractions (for NER also ``f1``, ``precision``, ``recall`` and ``per_type``);
 - ``train.log``: what was printed, without colours;
-- ``checkpoint.pt``: the training state at the end of the last epoch (and every ``checkpoint_every``
-  steps), from which ``easyfirst train --resume`` continues; kept when the run ends, since ``--resume
+- ``checkpoint.pt``: the training state at the end of the last epoch (and every ``checkpoint_minutes``
+  of training and ``checkpoint_every`` steps within one), from which ``easyfirst train --resume`` continues; kept when the run ends, since ``--resume
   RUN --epochs N`` trains a finished run longer (docs/training.md, "Interrupted training").
 """
 
@@ -50,6 +50,7 @@ from easyfirst.training import anneal, distributed, hogwild
 from easyfirst.training.checkpoints import (
     CHECKPOINT_FILE,
     load_checkpoint,
+    remove_run_temporaries,
     restore_checkpoint,
     save_checkpoint,
 )
@@ -130,6 +131,7 @@ def train(
         raise
     if group.main:
         output.mkdir(parents=True, exist_ok=True)
+        remove_run_temporaries(output)
     log = RunLog(console, output / "train.log", append=resume) if group.main else distributed.SilentLog()
     run = None
     try:
