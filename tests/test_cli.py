@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import SAMPLE, run_cli, train_on_sample
+from conftest import SAMPLE, run_cli, started, train_on_sample
 
 run = run_cli
 
@@ -79,15 +79,15 @@ def test_tag_says_it_reads_stdin_only_when_stdin_is_a_terminal():
 
     primary, secondary = os.openpty()
     try:
-        child = subprocess.Popen(
+        with started(
             [sys.executable, "-m", "easyfirst", "tag"],
             stdin=secondary,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={**os.environ, "COLUMNS": "120"},
-        )
-        os.write(primary, b"She reads a book.\n\x04")  # a line, then Ctrl-D at the start of the next
-        out, err = child.communicate(timeout=300)
+        ) as child:
+            os.write(primary, b"She reads a book.\n\x04")  # a line, then Ctrl-D at the start of the next
+            out, err = child.communicate(timeout=300)
     finally:
         os.close(primary)
         os.close(secondary)

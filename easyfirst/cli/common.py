@@ -38,10 +38,11 @@ ModelOption = Annotated[
         "--model",
         "-m",
         parser=given_path,
+        metavar="NAME|PATH",
         help="Run folder written by `easyfirst train`, or a bundled model by name: en-upos (the default), en-ner.",
     ),
 ]
-DeviceOption = Annotated[str, typer.Option(help="cpu, cuda, cuda:1, ...")]
+DeviceOption = Annotated[str, typer.Option(metavar="DEVICE", help="cpu, cuda, cuda:1, ...")]
 BatchOption = Annotated[
     int, typer.Option(help="Sentences per batch (each batch also at most 1,024 padded words).")
 ]

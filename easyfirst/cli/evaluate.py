@@ -32,6 +32,7 @@ def evaluate(
         Path,
         typer.Argument(
             parser=given_path,
+            metavar="FILE",
             help="File with gold tags in the format of the model's task ("
             + "; ".join(f"{t.name}: {t.input_kind}" for t in TASKS.values())
             + ").",

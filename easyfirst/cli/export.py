@@ -16,14 +16,20 @@ from easyfirst.resources import MODEL_FILE
 @app.command()
 def export(
     run_dir: Annotated[
-        Path, typer.Argument(parser=given_path, help="Run folder written by `easyfirst train`.")
+        Path,
+        typer.Argument(parser=given_path, metavar="RUN", help="Run folder written by `easyfirst train`."),
     ],
     output: Annotated[
         Path | None,
-        typer.Argument(parser=given_path, help="Folder for the exported model (or give it with -o)."),
+        typer.Argument(
+            parser=given_path, metavar="FOLDER", help="Folder for the exported model (or give it with -o)."
+        ),
     ] = None,
     output_option: Annotated[
-        Path | None, typer.Option("--output", "-o", parser=given_path, help="Folder for the exported model.")
+        Path | None,
+        typer.Option(
+            "--output", "-o", parser=given_path, metavar="FOLDER", help="Folder for the exported model."
+        ),
     ] = None,
     half: Annotated[
         bool, typer.Option(help="Store weights as float16 (half the size; loaded as float32).")

@@ -70,7 +70,11 @@ def plot(
     input: Annotated[
         Path | None,
         typer.Option(
-            "--input", "-i", parser=given_path, help="File of the model's task (gold tags are shown)."
+            "--input",
+            "-i",
+            parser=given_path,
+            metavar="FILE",
+            help="File of the model's task (gold tags are shown).",
         ),
     ] = None,
     sentence: Annotated[int, typer.Option(help="Which sentence of --input or --text (from 1).")] = 1,
@@ -80,11 +84,14 @@ def plot(
             "--output",
             "-o",
             parser=given_path,
+            metavar="FILE",
             help="Figure file: .html (interactive, self-contained), .png, .svg or .pdf.",
         ),
     ] = None,
     terminal: Annotated[bool, typer.Option(help="Draw the matrix in the terminal.")] = False,
-    compare: Annotated[list[Path] | None, typer.Option(help="More run folders to draw side by side.")] = None,
+    compare: Annotated[
+        list[Path] | None, typer.Option(metavar="RUN", help="More run folders to draw side by side.")
+    ] = None,
     beta: Annotated[bool, typer.Option(help="Add the cumulative-attention panel.")] = True,
 ) -> None:
     """Raindrop plot of one sentence: where each sketch step looks.
@@ -145,6 +152,7 @@ def analyze(
         Path,
         typer.Argument(
             parser=given_path,
+            metavar="FILE",
             help="File to analyse, in the format of the model's task (gold tags are used where present).",
         ),
     ],

@@ -34,10 +34,11 @@ def tag(
     input: Annotated[
         list[str] | None,
         typer.Argument(
+            metavar="FILE",
             help="File to tag in the format of the model's task ("
             + "; ".join(f"{t.name}: {t.input_kind}" for t in TASKS.values())
             + "), or plain text (see --format), or - for stdin. Several files or folders (each "
-            "standing for the files in it): each is written to -o DIR under its own name."
+            "standing for the files in it): each is written to -o DIR under its own name.",
         ),
     ] = None,
     model: ModelOption = None,
@@ -47,6 +48,7 @@ def tag(
             "--output",
             "-o",
             parser=given_path,
+            metavar="FILE|DIR",
             help="Output file (default: stdout); with several inputs or a folder, the folder to write "
             "them into (made if missing; inputs whose output is there already are skipped).",
         ),
