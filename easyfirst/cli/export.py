@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from easyfirst.cli import app
-from easyfirst.cli.common import console, err, given_path
+from easyfirst.cli.common import console, err, given_path, note_stopped
 from easyfirst.errors import InputError
 from easyfirst.resources import MODEL_FILE
 
@@ -65,7 +65,8 @@ def export(
     metrics = read_json(metrics_file) if metrics_file.is_file() else None
     sizes = {"words": len(vocabs.words), "tags": len(vocabs.tags)}
     parameters = sum(p.numel() for p in model.parameters())
-    card = model_card(config, metrics, sizes, parameters, str(run_dir), half)
+    early = note_stopped(Path(run_dir), config)
+    card = model_card(config, metrics, sizes, parameters, str(run_dir), half, early)
     save_model(output, model, config, vocabs, half=half)
     atomic_write(output / "README.md", lambda out: out.write(card.encode()))
     size = sum(f.stat().st_size for f in output.iterdir()) / 2**20

@@ -115,7 +115,7 @@ def plot(
         check_output(output)
     if input is not None:
         check_input(input)
-    taggers = [load_tagger(model)] + [load_tagger(path) for path in compare or []]
+    taggers = [load_tagger(model, note=True)] + [load_tagger(path, note=True) for path in compare or []]
     raindrops = []
     for path, tagger in zip([model, *(compare or [])], taggers, strict=True):
         if tagger.model.decoder is None:
@@ -175,7 +175,7 @@ def analyze(
     if as_json and markdown:
         raise InputError("give --json or --markdown, not both")
     check_input(data)
-    tagger = load_tagger(model)
+    tagger = load_tagger(model, note=True)
     if tagger.model.decoder is None:
         raise InputError("this model has no sketch steps (N = 0): there is no attention to analyse", model)
     sentences = read_sentences(data, tagger)

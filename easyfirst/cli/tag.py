@@ -120,6 +120,8 @@ def tag(
         write_output(output, write)
     finally:
         source.close()
+    if output is not None:  # what a verb writes it says, in one line (stdout carries the tags otherwise)
+        err.print(f"wrote {output}", markup=False, highlight=False, soft_wrap=True)
 
 
 def plan_corpus(inputs: list[str], output: Path | None, text, format, pretokenized, batch_size) -> Corpus:
@@ -183,6 +185,11 @@ def tag_corpus(corpus: Corpus, model, device: str, task_options, format, probabi
             highlight=False,
         )
         raise typer.Exit(2)
+    if corpus.todo:  # what it wrote, in one line (the skipped ones were said above)
+        count = len(corpus.todo)
+        err.print(
+            f"tagged {count} input{'s' * (count > 1)} into {corpus.folder}", markup=False, highlight=False
+        )
 
 
 class Progress:
