@@ -102,11 +102,27 @@ def run_cli(
     )
 
 
+def dies_with_the_test(then=None):
+    """A ``preexec_fn`` that has the kernel kill the child when the test's process dies (a pytest killed
+    before its ``finally`` runs), then calls ``then``."""
+
+    def setup() -> None:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (linux/prctl.h)
+        if then is not None:
+            then()
+
+    return setup
+
+
 @contextlib.contextmanager
 def started(command: list[str], **options):
     """``subprocess.Popen(command, **options)`` in a session of its own, for the ``with`` block: at its
     end, however it ends (a failed assertion, a timeout), the process and every process of its session
-    (workers it forked) are killed (:func:`end_session`)."""
+    (workers it forked) are killed (:func:`end_session`); if the test's process dies first, the kernel
+    kills it (:func:`dies_with_the_test`)."""
+    options["preexec_fn"] = dies_with_the_test(options.get("preexec_fn"))
     process = subprocess.Popen(command, start_new_session=True, **options)
     try:
         yield process

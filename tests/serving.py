@@ -15,7 +15,7 @@ import time
 import urllib.error
 import urllib.request
 
-from conftest import end_session
+from conftest import dies_with_the_test, end_session
 
 
 def free_port() -> int:
@@ -34,7 +34,9 @@ class Server:
             [sys.executable, "-m", "easyfirst", "serve", "--port", str(self.port), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a terminal
+            preexec_fn=dies_with_the_test(
+                lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+            ),  # as a terminal's
             start_new_session=True,  # close() kills the workers too
         )
         deadline = time.monotonic() + 120

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from easyfirst.atomic import INTERRUPTS
 from easyfirst.errors import EMPTY_NAME, InputError
 from easyfirst.resources import BUNDLED, MODEL_FILE, NOT_FOUND, model_folder
 
@@ -49,8 +50,24 @@ BatchOption = Annotated[
 ]
 
 
+def import_torch():
+    """torch, imported with an interrupt held until the import is done, then raised (easyfirst.atomic.
+    INTERRUPTS): raised inside torch's start, a KeyboardInterrupt was swallowed by the C code that
+    imports NumPy (`serve` then came up after a SIGTERM), or aborted the process from c10d's C++ init
+    (exit status -6): both seen with SIGTERM sent 2.3 to 2.6 s into `serve --workers 2` on the loaded
+    2-core machine (issue #47)."""
+    raising, INTERRUPTS.raising = INTERRUPTS.raising, False
+    try:
+        import torch
+    finally:
+        INTERRUPTS.raising = raising
+    if raising:
+        INTERRUPTS.check()
+    return torch
+
+
 def check_device(device: str) -> None:
-    import torch
+    torch = import_torch()
 
     try:
         torch.device(device)

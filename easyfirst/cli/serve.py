@@ -11,6 +11,14 @@ from easyfirst.cli import app
 from easyfirst.cli.common import DeviceOption, ModelOption, check_device, err
 from easyfirst.errors import InputError
 
+GracefulOption = Annotated[
+    float,
+    typer.Option(
+        metavar="SECONDS",
+        help="Seconds a stop (SIGTERM, Ctrl-C) waits for the requests in flight to be answered.",
+    ),
+]
+
 
 @app.command()
 def serve(
@@ -34,13 +42,7 @@ def serve(
         float,
         typer.Option(metavar="MS", help="Milliseconds the tagger waits for more requests to tag together."),
     ] = 2.0,
-    graceful_timeout: Annotated[
-        float,
-        typer.Option(
-            metavar="SECONDS",
-            help="Seconds a stop (SIGTERM, Ctrl-C) waits for the requests in flight to be answered.",
-        ),
-    ] = 20.0,
+    graceful_timeout: GracefulOption = 20.0,
     access_log: Annotated[bool, typer.Option(help="Log each request (uvicorn's access log).")] = True,
     workers: Annotated[
         int | None,

@@ -29,18 +29,20 @@ from easyfirst.tagging.corpus import Corpus, plan, several
 from easyfirst.tagging.pipeline import Source, check_output, write_output
 from easyfirst.tasks import TASKS
 
+InputArgument = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="FILE",
+        help="File to tag in the format of the model's task ("
+        + "; ".join(f"{t.name}: {t.input_kind}" for t in TASKS.values())
+        + "), or plain text (see --format), or - for stdin. Several files or folders (each "
+        "standing for the files in it): each is written to -o DIR under its own name.",
+    ),
+]
+
 
 def tag(
-    input: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="FILE",
-            help="File to tag in the format of the model's task ("
-            + "; ".join(f"{t.name}: {t.input_kind}" for t in TASKS.values())
-            + "), or plain text (see --format), or - for stdin. Several files or folders (each "
-            "standing for the files in it): each is written to -o DIR under its own name.",
-        ),
-    ] = None,
+    input: InputArgument = None,
     model: ModelOption = None,
     output: Annotated[
         Path | None,

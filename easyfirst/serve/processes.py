@@ -24,6 +24,8 @@ import signal
 import socket
 import sys
 
+from easyfirst.atomic import INTERRUPTS
+
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
@@ -79,29 +81,37 @@ def run(app, sock: socket.socket, *, workers: int, threads: int, access_log: boo
         http=Protocol,
         timeout_graceful_shutdown=graceful,
     )
-    if workers == 1:
-        _serve(config, sock)
-        return 0
     # blocked before anything else, until each process has its own handlers: a signal meanwhile waits
     # for them (a no-op handler installed before the block swallowed one, and the server came up)
     signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        # one received during the start that was lost on its way: raised inside torch's import, whose C
+        # code imports NumPy and clears the error it gets (the server came up 6 s after a SIGTERM)
+        INTERRUPTS.check()
+    except KeyboardInterrupt:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+        raise
+    if workers == 1:
+        _serve(config, sock)
+        return 0
     parent = os.getpid()
     children = {_fork(config, sock, threads, parent): k for k in range(workers)}
     return _wait(children)
 
 
 def _serve(config, sock: socket.socket) -> None:
-    """uvicorn on ``sock`` until SIGTERM or SIGINT. Its handler of the two is in place before it runs,
-    so that a signal before uvicorn installs it (the same) is not lost: the server then stops as soon
-    as it has started. It is also the handler uvicorn puts back when it has stopped, and raises the
-    signal again to: one more call that changes nothing (the exit status stays 0: a signal is how a
-    server is told to stop)."""
+    """uvicorn on ``sock`` until SIGTERM or SIGINT. Its handler of the two is in place before the
+    signals are unblocked and before it runs, so that a signal before uvicorn installs it (the same)
+    is not lost: the server then stops as soon as it has started. It is also the handler uvicorn puts
+    back when it has stopped, and raises the signal again to: one more call that changes nothing (the
+    exit status stays 0: a signal is how a server is told to stop)."""
     import uvicorn
 
     server = uvicorn.Server(config)
     config.app.server = server  # ClosingApp: `Connection: close` once the server stops
     for number in SIGNALS:
         signal.signal(number, server.handle_exit)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
     server.run(sockets=[sock])
 
 
