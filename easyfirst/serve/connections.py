@@ -93,7 +93,7 @@ class Protocol(H11Protocol):
             h11.EndOfMessage(),
         ):
             self.transport.write(self.conn.send(event))
-        self.transport.close()
+        self._linger()  # the rest of what the client sent must not reset the answer before it is read
 
     def shutdown(self) -> None:
         """Called by uvicorn when the server stops: a request in flight is answered (with ``Connection:
@@ -107,13 +107,21 @@ class Protocol(H11Protocol):
             self.cycle.keep_alive = False
 
     def timeout_keep_alive_handler(self) -> None:
-        """An idle connection closed gently: our half first (FIN), then, while :data:`LINGER` seconds
-        pass or until the client closes its half, what it sent meanwhile is read and dropped. Closing
-        both halves at once, as uvicorn does, makes the kernel answer such bytes with a TCP reset."""
+        """An idle connection closed (uvicorn's keep-alive timeout, or the server stopping): gently."""
         if self.transport.is_closing() or self.closing:
             return
-        self.closing = True
         self.conn.send(h11.ConnectionClosed())
+        self._linger()
+
+    def _linger(self) -> None:
+        """Close the connection gently: our half first (FIN, after what was written), then, while
+        :data:`LINGER` seconds pass or until the client closes its half, what it sends is read and
+        dropped. Closing both halves at once, as uvicorn does, makes the kernel answer bytes that were
+        unread or still on their way with a TCP reset, which can also destroy an answer not yet read."""
+        self.closing = True
+        if not self.transport.can_write_eof():
+            self.transport.close()
+            return
         self.transport.write_eof()
         self.loop.call_later(LINGER, self.transport.close)
 
