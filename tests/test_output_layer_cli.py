@@ -95,7 +95,6 @@ def test_probabilities_of_a_conllu_stream_come_before_the_stream_ends(sparse_run
         ready, _, _ = select.select([process.stdout], [], [], 120)
         assert ready, "no output while the input stream was still open"
         assert process.stdout.read1(1 << 16).startswith(b"word\ttag\t")
-        process.wait()
 
 
 def test_evaluate_reports_calibration_and_support(sparse_run):
