@@ -49,7 +49,12 @@ def _cell(text: str) -> str:
 
 
 def _value(param, ctx) -> str:
-    """The value an option takes (nothing for a flag), as --help shows it."""
+    """The value an option takes (nothing for a flag), as --help shows it (a word: ``FILE``, ``N``), but
+    its choices whole however many (where --help lists them in the help)."""
+    from easyfirst.cli.options import LAZY_CHOICES
+
+    if param.name in LAZY_CHOICES and not param.is_flag:
+        return "|".join(LAZY_CHOICES[param.name]())
     shown = param.display_type(ctx)
     return shown.strip("<>") if shown else ""
 
@@ -85,17 +90,25 @@ def _command(name: str, command) -> str:
             help_text = getattr(p, "help", None)
             lines.append(f"| `{p.metavar or p.name.upper()}` | {_cell(_text(help_text))} |")
         lines.append("")
-    lines += ["| option | value | default | description |", "|---|---|---|---|"]
+    panels: dict[str, list] = {"Options": []}  # --help's panels (train's: one per config section), in order
     for p in options:
-        flags = " / ".join(f"`{o}`" for o in [*p.opts, *p.secondary_opts])
-        value = _value(p, ctx)
-        default = _default(p)
-        lines.append(
-            f"| {flags} | {_cell(f'`{value}`') if value else ''} | "
-            f"{_cell(f'`{default}`') if default else ''} | {_cell(_text(p.help))} |"
-        )
-    lines.append("| `--help` | | | Show the command's help and exit. |")
-    return "\n".join(lines) + "\n"
+        panels.setdefault(getattr(p, "rich_help_panel", None) or "Options", []).append(p)
+    for title, members in panels.items():
+        if len(panels) > 1:
+            lines += [f"**{title}**", ""]
+        lines += ["| option | value | default | description |", "|---|---|---|---|"]
+        for p in members:
+            flags = " / ".join(f"`{o}`" for o in [*p.opts, *p.secondary_opts])
+            value = _value(p, ctx)
+            default = _default(p)
+            lines.append(
+                f"| {flags} | {_cell(f'`{value}`') if value else ''} | "
+                f"{_cell(f'`{default}`') if default else ''} | {_cell(_text(p.help))} |"
+            )
+        if title == "Options":
+            lines.append("| `--help` | | | Show the command's help and exit. |")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def render() -> str:

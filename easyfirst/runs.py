@@ -18,7 +18,7 @@ from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.parallel.workers import one_thread
-from easyfirst.resources import CONFIG_FILE, MODEL_FILE, VOCAB_FILE
+from easyfirst.resources import CONFIG_FILE, MODEL_FILE, NOT_FOUND, VOCAB_FILE
 
 
 def save_model(
@@ -51,7 +51,7 @@ def load_model(
 
 def _load_model(folder: Path, device) -> tuple[EasyFirstTagger, Config, Vocabularies]:
     if not folder.is_dir():
-        raise InputError("model folder not found", folder)
+        raise InputError(NOT_FOUND, folder)
     config = Config.from_saved(read_json(folder / CONFIG_FILE), str(folder / CONFIG_FILE))
     try:
         vocabs = Vocabularies.from_json(read_json(folder / VOCAB_FILE))

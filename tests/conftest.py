@@ -6,8 +6,10 @@ variable is unset on a developer's machine; under CI (``CI`` set) a missing data
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -98,6 +100,45 @@ def run_cli(
         timeout=timeout,
         env={**os.environ, "COLUMNS": "120", **(env or {})},
     )
+
+
+def dies_with_the_test(then=None):
+    """A ``preexec_fn`` that has the kernel kill the child when the test's process dies (a pytest killed
+    before its ``finally`` runs), then calls ``then``."""
+
+    def setup() -> None:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (linux/prctl.h)
+        if then is not None:
+            then()
+
+    return setup
+
+
+@contextlib.contextmanager
+def started(command: list[str], **options):
+    """``subprocess.Popen(command, **options)`` in a session of its own, for the ``with`` block: at its
+    end, however it ends (a failed assertion, a timeout), the process and every process of its session
+    (workers it forked) are killed (:func:`end_session`); if the test's process dies first, the kernel
+    kills it (:func:`dies_with_the_test`)."""
+    options["preexec_fn"] = dies_with_the_test(options.get("preexec_fn"))
+    process = subprocess.Popen(command, start_new_session=True, **options)
+    try:
+        yield process
+    finally:
+        end_session(process)
+
+
+def end_session(process: subprocess.Popen) -> None:
+    """SIGKILL to ``process`` and to every process of its session (it leads it: start_new_session), then
+    wait for it. Nothing of a test is left running, even when the test failed half-way."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()
 
 
 def sample_training(output: Path, *extra: str, epochs: int = 3, seed: int = 3) -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import SAMPLE, run_cli, train_on_sample
+from conftest import SAMPLE, run_cli, started, train_on_sample
 
 run = run_cli
 
@@ -52,6 +52,7 @@ def test_tag_changes_only_the_upos_column(run_dir, tmp_path):
     out = tmp_path / "tagged.conllu"
     result = run("tag", str(SAMPLE), "-m", str(run_dir), "-o", str(out))
     assert result.returncode == 0, result.stderr.decode()
+    assert result.stderr.decode() == f"wrote {out}\n"  # what it wrote, as plot and export say theirs
     before = SAMPLE.read_bytes().split(b"\n")
     after = out.read_bytes().split(b"\n")
     assert len(before) == len(after)
@@ -79,15 +80,15 @@ def test_tag_says_it_reads_stdin_only_when_stdin_is_a_terminal():
 
     primary, secondary = os.openpty()
     try:
-        child = subprocess.Popen(
+        with started(
             [sys.executable, "-m", "easyfirst", "tag"],
             stdin=secondary,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={**os.environ, "COLUMNS": "120"},
-        )
-        os.write(primary, b"She reads a book.\n\x04")  # a line, then Ctrl-D at the start of the next
-        out, err = child.communicate(timeout=300)
+        ) as child:
+            os.write(primary, b"She reads a book.\n\x04")  # a line, then Ctrl-D at the start of the next
+            out, err = child.communicate(timeout=300)
     finally:
         os.close(primary)
         os.close(secondary)
@@ -281,7 +282,7 @@ def test_many_inputs_are_written_as_each_alone_and_a_rerun_redoes_none(three_inp
     out = tmp_path / "out"
     result = run("tag", *three_inputs, "-o", out)
     assert result.returncode == 0, result.stderr.decode()
-    assert result.stderr == b""  # no progress bar off a terminal
+    assert result.stderr.decode() == f"tagged 3 inputs into {out}\n"  # what it wrote; no bar off a terminal
     for path in three_inputs:
         alone = run("tag", path)
         assert alone.returncode == 0, alone.stderr.decode()
@@ -311,7 +312,9 @@ def test_a_bad_input_among_many_is_named_and_the_others_are_written(three_inputs
     bad.write_bytes(SAMPLE.read_bytes())
     again = run("tag", three_inputs[0], bad, three_inputs[2], "-o", out)
     assert again.returncode == 0, again.stderr.decode()
-    assert again.stderr.decode() == f"skipped 2 of 3 inputs: their output is in {out} already\n"
+    assert again.stderr.decode() == (
+        f"skipped 2 of 3 inputs: their output is in {out} already\ntagged 1 input into {out}\n"
+    )
     assert (out / "bad.conllu").read_bytes() == (out / "a.conllu").read_bytes()
 
 

@@ -53,7 +53,8 @@ ADDED = {  # new since: generic config overrides (issue #14); plain text, pretra
     "plot": {"--pretokenized"},
     "export": {"--overwrite", "--no-overwrite", "--output", "-o"},  # -o OUT beside the positional OUT (#28)
     "data": {"--vectors"},  # the named sets of pretrained vectors (#36)
-    "serve": {"--workers", "--max-attention"},  # worker processes (#38), the attention cap (#39)
+    # worker processes (#38), the attention cap (#39), the drain's bound (#47)
+    "serve": {"--workers", "--max-attention", "--graceful-timeout"},
 }
 REMOVED = {"tag": {"--tags"}}  # issue #16: tagging never reads gold tags, so a tags file is no input
 
@@ -91,15 +92,19 @@ def test_train_help_shows_each_tasks_default(commands):
     assert helps["--dropout"].endswith("[default: 0.2; ner 0.3, qe 0.1]")
     assert helps["--sketch-steps"].endswith("[default: L; ner 5, qe 5]")
     assert helps["--model"].endswith("[default: nef-f]")
-    # the choices come from the registries, looked up when the help is shown
+    # the choices come from the registries, looked up when the help is shown: in the value column where
+    # they fit it whole, else a word there and the list in the help (issue #47: cut inside a name)
+    from easyfirst.cli import _help_with_choices
     from easyfirst.model.settings import LOSS_ALPHA, MODELS
     from easyfirst.ops.attention import ATTENTIONS
 
-    types = {
-        p.opts[0]: p.display_type(None) for p in commands["train"].params if p.param_type_name == "option"
-    }
-    assert types["--attention"] == f"<{'|'.join(ATTENTIONS)}>"
-    assert types["--loss"] == f"<{'|'.join(LOSS_ALPHA)}>" and types["--model"] == f"<{'|'.join(MODELS)}>"
+    options = {p.opts[0]: p for p in commands["train"].params if p.param_type_name == "option"}
+    types = {flag: p.display_type(None) for flag, p in options.items()}
+    assert types["--attention"] == types["--loss"] == types["--model"] == "NAME"
+    assert types["--tag-column"] == "upos|xpos" and types["--char-encoder"] == "cnn|bilstm"
+    assert f"one of {' | '.join(ATTENTIONS)}." in _help_with_choices(options["--attention"])
+    for flag, names in (("--loss", LOSS_ALPHA), ("--model", MODELS)):  # their help names them already
+        assert all(name in _help_with_choices(options[flag]) for name in names), flag
 
 
 def test_building_the_commands_imports_no_torch():
@@ -181,4 +186,4 @@ def test_a_qe_tag_option_given_to_a_pos_model_is_refused_either_way(flag):
 
 def test_tag_format_shows_its_choices(commands):
     types = {p.opts[0]: p.display_type(None) for p in commands["tag"].params if p.param_type_name == "option"}
-    assert types["--format"] == "<auto|text|model>"
+    assert types["--format"] == "auto|text|model"

@@ -82,3 +82,80 @@ def test_every_option_name_is_whole_at_80_columns(verb):
     missing = [n for n in names if not re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text)]
     assert missing == [], f"{verb} --help at 80 columns lacks {missing}"
     assert "…" not in text
+
+
+TYPE_NAMES = re.compile(r"<(?:str|int|float|bool|path|Path|list\[[^\]]*\]|dict[^>]*)>|\{\w+\}|\blist\[")
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_no_python_type_name_is_shown_as_a_placeholder(verb):
+    """A value is named in words (FILE, NAME|PATH, TAG=W, N): Typer showed `<list[str]>`, `<Path>`,
+    `<str>`, and arguments as `{gold}` in the usage line."""
+    result = run_cli(verb, "--help", env={"COLUMNS": "80"})
+    assert result.returncode == 0
+    found = TYPE_NAMES.findall(result.stdout.decode())
+    assert found == [], f"{verb} --help shows {found}"
+
+
+def option_rows(text: str) -> dict[str, str]:
+    """Each option of a --help's panels → the words of its row (its value and help), joined."""
+    rows: dict[str, list[str]] = {}
+    name = None
+    for line in text.splitlines():
+        if not line.startswith("│"):
+            name = None
+            continue
+        inner = line.strip("│").rstrip()
+        start = re.match(r"\s{1,3}(--[\w-]+)", inner)
+        if start:
+            name = start.group(1)
+            rows[name] = []
+        if name is not None:
+            rows[name].append(inner)
+    return {name: " ".join(" ".join(lines).split()) for name, lines in rows.items()}
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_every_choice_of_an_option_is_shown_whole_at_80_columns(verb):
+    """An option whose values come from a registry shows each of them as a whole word in its row:
+    `<nef-f|nef-s|bils` / `tm>` was cut inside a word by the value column."""
+    import typer
+
+    from easyfirst.cli import app
+    from easyfirst.cli.options import LAZY_CHOICES
+
+    result = run_cli(verb, "--help", env={"COLUMNS": "80"})
+    assert result.returncode == 0
+    rows = option_rows(result.stdout.decode())
+    command = typer.main.get_command(app).commands[verb]
+    checked = 0
+    for param in command.params:
+        if param.name not in LAZY_CHOICES:
+            continue
+        row = rows[param.opts[0]]
+        for choice in LAZY_CHOICES[param.name]():
+            assert re.search(rf"(?<![\w-]){re.escape(choice)}(?![\w-])", row), f"{param.opts[0]}: {choice}"
+            checked += 1
+    assert checked > 0 or verb not in ("train", "tag")
+
+
+def test_train_help_has_a_panel_per_config_section_and_one_for_qe():
+    """Each flag generated from a config field is in its section's panel (QE's own flags, whose help
+    begins "QE:", in the QE panel), so that a field added to a section lands in its panel."""
+    from dataclasses import fields
+
+    from easyfirst.cli.options import SECTION_PANELS
+    from easyfirst.cli.train import SECTIONS
+    from easyfirst.fields import flag_of
+
+    text = run_cli("train", "--help", env={"COLUMNS": "80"}).stdout.decode()
+    titles = [line.split("─ ")[1].split(" ─")[0] for line in text.splitlines() if line.startswith("╭─ ")]
+    assert titles == ["Options", "Data", "Model", "Loss", "Training", "QE", "Output"]
+    for section, cls in SECTIONS.items():
+        for field in fields(cls):
+            spec = field.metadata.get("option")
+            if spec is None:
+                continue
+            panel = "QE" if spec.help.startswith("QE:") else SECTION_PANELS[section]
+            names = [line.split()[0] for line in panel_lines(text, panel) if line.strip()]
+            assert flag_of(field) in names, f"{flag_of(field)} not in the {panel} panel"

@@ -75,8 +75,12 @@ def test_a_workers_adagrad_step_lands_in_the_shared_parameters_and_state():
     done = context.Event()
     child = context.Process(target=_step_in_a_child, args=(model, optimizer, done))
     child.start()
-    child.join(timeout=60)
-    assert done.is_set() and child.exitcode == 0
+    try:
+        child.join(timeout=60)
+        assert done.is_set() and child.exitcode == 0
+    finally:  # a child that hangs is not left behind by the failed test
+        child.kill()
+        child.join()
     # Adagrad by hand: sum = 0 + g² = 4, p −= lr · g / (√sum + 1e-10) = 0.1 · 2 / 2
     state = optimizer.state[model.weight]["sum"]
     assert torch.equal(state, torch.full_like(state, 4.0))

@@ -184,3 +184,39 @@ def test_the_card_names_the_encoder_and_the_learned_scheme():
     assert "--encoder-layers 2" in card and "--scheme bioes" in card  # the command to train it again
     plain = model_card(Config.for_task("pos"), None, {"words": 10, "tags": 3}, 100, "runs/x", False)
     assert "| encoder | a BiLSTM of 50 units per direction; naive dropout 0.2 |" in plain
+
+
+def test_a_run_that_stopped_early_is_exported_evaluated_and_plotted_saying_so(run_dir, tmp_path):
+    """A run interrupted at epoch 1 of 20 (no metrics.json, its checkpoint at the start of epoch 2):
+    export, evaluate and plot each say so in one line, and the card states the epochs done, gives the
+    command that trains the rest, and has no "scores above" to refer to."""
+    import shutil
+
+    import torch
+
+    stopped = tmp_path / "stopped"
+    shutil.copytree(run_dir, stopped)
+    (stopped / "metrics.json").unlink()
+    config = json.loads((stopped / "config.json").read_text())
+    config["train"]["epochs"] = 20
+    (stopped / "config.json").write_text(json.dumps(config))
+    torch.save({"epoch": 2, "step": 0}, stopped / "checkpoint.pt")  # what a resume reads of it here
+    note = (
+        f"note: {stopped} stopped after epoch 1 of 20: its model is the best of those epochs "
+        f"(easyfirst train --resume {stopped} trains the rest)"
+    )
+    out = tmp_path / "shipped"
+    exported = run_cli("export", stopped, "-o", out)
+    assert exported.returncode == 0, exported.stderr.decode()
+    assert exported.stderr.decode().splitlines()[0] == note
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "This model's run stopped after epoch 1 of 20" in card
+    assert f"```bash\neasyfirst train --resume {stopped}\n```" in card
+    assert "None: the run stopped after epoch 1 of 20, before its best model was scored" in card
+    assert "scores above" not in card
+    evaluated = run_cli("evaluate", SAMPLE, "-m", stopped)
+    assert evaluated.returncode == 0 and evaluated.stderr.decode().splitlines() == [note]
+    plotted = run_cli("plot", "-m", stopped, "--text", "She reads .", "--terminal")
+    assert plotted.returncode == 0 and plotted.stderr.decode().splitlines()[0] == note
+    finished = run_cli("evaluate", SAMPLE, "-m", run_dir)  # a run that finished its epochs: no note
+    assert finished.returncode == 0 and "note:" not in finished.stderr.decode()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLE, run_cli, train_on_sample
+from conftest import SAMPLE, run_cli, started, train_on_sample
 from easyfirst.config import Config
 from easyfirst.errors import InputError
 
@@ -73,7 +73,7 @@ def test_sparse_model_reports_exact_zeros(sparse_run):
 def test_probabilities_of_a_conllu_stream_come_before_the_stream_ends(sparse_run):
     """`tag - --probabilities` reads CoNLL-U a batch at a time: with stdin still open after the whole
     sample, rows must already arrive (reading the whole input first would wait for end of file)."""
-    process = subprocess.Popen(
+    with started(
         [
             sys.executable,
             "-m",
@@ -89,16 +89,12 @@ def test_probabilities_of_a_conllu_stream_come_before_the_stream_ends(sparse_run
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-    )
-    try:
+    ) as process:  # killed at the end of the block: its stdin is still open
         process.stdin.write(SAMPLE.read_bytes())
         process.stdin.flush()  # and stdin stays open
         ready, _, _ = select.select([process.stdout], [], [], 120)
         assert ready, "no output while the input stream was still open"
         assert process.stdout.read1(1 << 16).startswith(b"word\ttag\t")
-    finally:
-        process.kill()
-        process.wait()
 
 
 def test_evaluate_reports_calibration_and_support(sparse_run):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import SAMPLE, run_cli, train_on_sample
+from conftest import SAMPLE, run_cli, started, train_on_sample
 
 TIMING = ("seconds", "eval_seconds", "tokens_per_second", "seconds_per_epoch", "eval_seconds_per_epoch")
 
@@ -71,25 +71,25 @@ def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_result(bigger_sam
     assert done.returncode == 0, done.stderr.decode()
 
     interrupted = tmp_path / "interrupted"
-    process = subprocess.Popen(
+    with started(
         command(*train_args(bigger_sample, interrupted, *every)),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-    )
-    checkpoint = interrupted / "checkpoint.pt"
-    deadline = time.monotonic() + 300
-    while not checkpoint.exists() and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.02)
-    first = None
-    while time.monotonic() < deadline and process.poll() is None:  # wait for a later, mid-epoch one
-        state = torch.load(checkpoint, weights_only=True)
-        if first is None:
-            first = (state["epoch"], state["step"])
-        elif (state["epoch"], state["step"]) != first and state["step"] > 0:
-            break
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    ) as process:
+        checkpoint = interrupted / "checkpoint.pt"
+        deadline = time.monotonic() + 300
+        while not checkpoint.exists() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.02)
+        first = None
+        while time.monotonic() < deadline and process.poll() is None:  # wait for a later, mid-epoch one
+            state = torch.load(checkpoint, weights_only=True)
+            if first is None:
+                first = (state["epoch"], state["step"])
+            elif (state["epoch"], state["step"]) != first and state["step"] > 0:
+                break
+            time.sleep(0.02)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
     assert process.returncode == -signal.SIGKILL, "training finished before it could be interrupted"
     state = torch.load(checkpoint, weights_only=True)
     assert state["step"] > 0, "the interruption must fall inside an epoch"
@@ -200,13 +200,13 @@ def test_a_data_error_leaves_no_run_folder_behind(tmp_path):
 
 def interrupt(args: list[str], ready, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run ``easyfirst ARGS``, press Ctrl-C (SIGINT) once ``ready()`` holds, and wait for it to end."""
-    process = subprocess.Popen(command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + timeout
-    while not ready() and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert process.poll() is None, "the command ended before it could be interrupted"
-    process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=timeout)
+    with started(command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        deadline = time.monotonic() + timeout
+        while not ready() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process.poll() is None, "the command ended before it could be interrupted"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=timeout)
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
@@ -295,22 +295,22 @@ def test_an_interrupt_at_any_moment_of_a_tag_run_is_no_success_and_leaves_nothin
         out.mkdir()
         one_core = None if every_core else (lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
         inputs = [str(big), str(twin)] if every_core == "many" else [str(big)]
-        process = subprocess.Popen(
+        with started(
             command("tag", *inputs, "-o", str(out if every_core == "many" else out / "big.conllu")),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             preexec_fn=one_core,
-        )
-        while not catches(process.pid, signal.SIGTERM) and process.poll() is None:
-            time.sleep(0.005)  # the interpreter's own start, before easyfirst's code runs
-        while when == "writing" and not any(out.iterdir()) and process.poll() is None:
-            time.sleep(0.005)  # the temporary output file appears once the model is loaded
-        time.sleep(seconds)
-        assert process.poll() is None, "the run ended before it could be interrupted"
-        process.send_signal(sig)
-        _, err = process.communicate(timeout=120)
-        cores = {True: "every core", False: "one core", "many": "two inputs"}[every_core]
-        moment = f"{sig.name} {seconds} s after {when}, {cores}"
-        assert (process.returncode, err.decode()) == (128 + sig, "interrupted\n"), moment
-        assert list(out.iterdir()) == [], moment
-        assert processes_naming(str(out)) == [], moment
+        ) as process:
+            while not catches(process.pid, signal.SIGTERM) and process.poll() is None:
+                time.sleep(0.005)  # the interpreter's own start, before easyfirst's code runs
+            while when == "writing" and not any(out.iterdir()) and process.poll() is None:
+                time.sleep(0.005)  # the temporary output file appears once the model is loaded
+            time.sleep(seconds)
+            assert process.poll() is None, "the run ended before it could be interrupted"
+            process.send_signal(sig)
+            _, err = process.communicate(timeout=120)
+            cores = {True: "every core", False: "one core", "many": "two inputs"}[every_core]
+            moment = f"{sig.name} {seconds} s after {when}, {cores}"
+            assert (process.returncode, err.decode()) == (128 + sig, "interrupted\n"), moment
+            assert list(out.iterdir()) == [], moment
+            assert processes_naming(str(out)) == [], moment

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from conftest import QE_GAPS, run_cli
+from conftest import QE_GAPS, run_cli, started
 from serving import Server, free_port
 
 TEXT = "The dog barks at the mailman. She reads a long book about birds, doesn't she?"
@@ -26,9 +26,9 @@ LIMITS = ["--max-words", "40", "--max-sentences", "5", "--max-body", "4000"]
 
 @pytest.fixture(scope="module")
 def server():
-    served = Server(*LIMITS)
-    yield served
-    served.stop()
+    with Server(*LIMITS) as served:
+        yield served
+        served.stop()
 
 
 def test_health_and_the_self_contained_page(server):
@@ -193,12 +193,11 @@ def test_an_address_not_of_this_machine_exits_2_naming_the_flag():
 
 def test_create_app_runs_under_uvicorn_factory_mode():
     port = free_port()
-    process = subprocess.Popen(
+    with started(
         [sys.executable, "-m", "uvicorn", "--factory", "easyfirst.serve:create_app", "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-    )
-    try:
+    ) as process:
         deadline = time.monotonic() + 120
         while process.poll() is None and time.monotonic() < deadline:
             try:
@@ -209,9 +208,31 @@ def test_create_app_runs_under_uvicorn_factory_mode():
                 time.sleep(0.2)
         else:
             raise AssertionError(process.stdout.read().decode())
-    finally:
-        process.terminate()
-        process.communicate(timeout=60)
+
+
+@pytest.mark.parametrize(
+    "request_bytes, reason",
+    [
+        (b"POST /tag HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", "bad Content-Length"),
+        (b"GARBAGE\r\n\r\n", "illegal request line"),
+        # a body behind the bad head: the server reads and drops it, so that no reset destroys the answer
+        (
+            b"POST /tag HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n" + b"x" * 200_000,
+            "bad Content-Length",
+        ),
+        (b"GET / HTTP/1.1\r\n\r\n", "Missing mandatory Host: header"),
+    ],
+)
+def test_malformed_http_is_answered_in_json_like_every_4xx(server, request_bytes, reason):
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as connection:
+        connection.sendall(request_bytes)
+        answer = b""
+        while chunk := connection.recv(65536):  # the server closes the connection after its answer
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.splitlines()[0] == b"HTTP/1.1 400 Bad Request"
+    assert b"content-type: application/json" in head.lower().splitlines()
+    assert json.loads(body) == {"error": f"malformed HTTP request: {reason}"}
 
 
 def test_unknown_routes_and_methods_answer_json(server):
@@ -283,12 +304,9 @@ def test_a_qe_model_tags_sentence_pairs_as_tag_does(tmp_path):
     cli = run_cli("tag", "-m", run, "--src", f"{QE_GAPS}.src", "--mt", f"{QE_GAPS}.mt",
                   "--alignments", f"{QE_GAPS}.src-mt.alignments", "-o", out)  # fmt: skip
     assert cli.returncode == 0, cli.stderr.decode()
-    served = Server("-m", str(run))
-    try:
+    with Server("-m", str(run)) as served:
         status, answer = served.post(lines)
         refused = served.post({"text": "a b"})
-    finally:
-        served.stop()
     assert status == 200, answer
     assert answer["task"] == "qe"
     expected = [line.split() for line in out.read_text().splitlines()[:3]]

@@ -130,9 +130,9 @@ def test_a_body_declared_as_something_other_than_json_is_415(header, refused):
 
 @pytest.fixture(scope="module")
 def server():
-    served = Server("--no-access-log")  # the default limits
-    yield served
-    served.stop()
+    with Server("--no-access-log") as served:  # the default limits
+        yield served
+        served.stop()
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,6 +4,7 @@ requests in flight), and no process is left behind, even when the parent is kill
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -15,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import run_cli
-from serving import Server, free_port
+from conftest import run_cli, started
+from serving import Server, free_port, keep_alive_load
 
 SENTENCES = [["She", "reads", "."], ["The", "dog", "barks", "at", "the", "mailman", "."], ["Birds", "fly"]]
 
@@ -33,8 +34,7 @@ def gone(pids: list[int], seconds: float = 30) -> bool:
 def test_two_workers_serve_the_acceptance_list_and_stop_cleanly():
     from easyfirst import Tagger
 
-    served = Server("--workers", "2", "--max-words", "40")
-    try:
+    with Server("--workers", "2", "--max-words", "40") as served:
         workers = served.children()
         assert len(workers) == 2
         health = json.loads(served.get("/health")[1])
@@ -60,43 +60,44 @@ def test_two_workers_serve_the_acceptance_list_and_stop_cleanly():
         assert len(results) == 80 and all(results)
         after = json.loads(served.get("/health")[1])
         assert after["requests"] == 80  # the counts of both workers (the refused requests are not tagged)
-    finally:
         code, output = served.stop()
-    assert code == 0, output
-    assert "Traceback" not in output and output.count("Finished server process") == 2, output
-    assert gone(workers)
+        assert code == 0, output
+        assert "Traceback" not in output and output.count("Finished server process") == 2, output
+        assert gone(workers)
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_or_ctrl_c_answers_the_requests_in_flight_then_exits(workers, stop):
-    served = Server("--workers", workers, "--batch-window", "1500")  # each worker's first request waits 1.5 s
-    children = served.children()
-    answers = []
+    with Server(
+        "--workers", workers, "--batch-window", "1500"
+    ) as served:  # a worker's first request waits 1.5 s
+        children = served.children()
+        answers = []
 
-    def client(text):
-        answers.append(served.post({"text": text}))
+        def client(text):
+            answers.append(served.post({"text": text}))
 
-    threads = [threading.Thread(target=client, args=(f"Request number {k} is here.",)) for k in range(6)]
-    for thread in threads:
-        thread.start()
-    time.sleep(0.5)
-    returncode, output = served.stop(stop)
-    for thread in threads:
-        thread.join(timeout=30)
-    assert [status for status, _ in answers] == [200] * 6, output
-    assert returncode == 0, output
-    assert "Traceback" not in output and output.rstrip().endswith("stopped"), output
-    assert gone(children)
+        threads = [threading.Thread(target=client, args=(f"Request number {k} is here.",)) for k in range(6)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)
+        returncode, output = served.stop(stop)
+        for thread in threads:
+            thread.join(timeout=30)
+        assert [status for status, _ in answers] == [200] * 6, output
+        assert returncode == 0, output
+        assert "Traceback" not in output and output.rstrip().endswith("stopped"), output
+        assert gone(children)
 
 
 def test_a_killed_parent_leaves_no_worker_behind():
-    served = Server("--workers", "2")
-    workers = served.children()
-    assert len(workers) == 2
-    served.process.kill()
-    served.process.communicate(timeout=30)
-    assert gone(workers)  # each asked the kernel for SIGTERM when its parent dies
+    with Server("--workers", "2") as served:
+        workers = served.children()
+        assert len(workers) == 2
+        served.process.kill()  # the parent alone
+        served.process.communicate(timeout=30)
+        assert gone(workers)  # each asked the kernel for SIGTERM when its parent dies
 
 
 def test_workers_on_a_gpu_and_zero_workers_are_refused_in_one_line():
@@ -138,18 +139,58 @@ def test_a_signal_at_any_moment_of_the_start_leaves_no_traceback_and_no_process(
         every process, without a traceback (exit 0 once serving; 130 or 143 before, as for any command). The
     start took about 2.5 s on the 2-core machine, so the delays fall in each phase there."""
     port = str(free_port())
-    process = subprocess.Popen(
+    with started(
         [sys.executable, "-m", "easyfirst", "serve", "--workers", "2", "--port", port],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    time.sleep(delay)
-    process.send_signal(stop)
-    output = process.communicate(timeout=60)[0].decode()
-    assert process.returncode in (0, 128 + stop, -stop), output
-    assert "Traceback" not in output, output
-    deadline = time.monotonic() + 30
-    while processes_with(f"--port {port}") and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert processes_with(f"--port {port}") == [], output
+    ) as process:
+        time.sleep(delay)
+        process.send_signal(stop)
+        output = process.communicate(timeout=60)[0].decode()
+        assert process.returncode in (0, 128 + stop, -stop), output
+        assert "Traceback" not in output, output
+        deadline = time.monotonic() + 30
+        while processes_with(f"--port {port}") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert processes_with(f"--port {port}") == [], output
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_sigterm_under_a_keep_alive_load_answers_every_request_sent(workers):
+    """16 clients, each sending its requests one after the other on one keep-alive connection, and
+    SIGTERM among them: each request sent is answered (none reset, none closed unanswered), the
+    answers after the signal say `Connection: close`, and the server exits within its bound."""
+    with Server("--workers", workers, "--no-access-log") as served:
+        signalled = []
+
+        def stop() -> None:
+            signalled.append(time.monotonic())
+            served.process.send_signal(signal.SIGTERM)
+
+        counts = keep_alive_load(served.port, 16, stop)
+        code, output = served.stop()
+        took = time.monotonic() - signalled[0]
+    assert counts["reset"] == counts["unanswered"] == counts["other"] == 0, counts
+    assert counts["closed"] == 16 and counts["answered"] > 16, counts  # each client was told, once
+    assert code == 0 and "Traceback" not in output, output
+    assert took < 20 + 2, took  # --graceful-timeout, then the idle connections' grace and linger
+
+
+def test_an_idle_keep_alive_connection_is_answered_during_the_grace_then_closed_without_a_reset():
+    with Server("--workers", "1", "--no-access-log") as served:
+        busy = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
+        idle = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
+        for connection in (busy, idle):
+            connection.request("GET", "/health")
+            connection.getresponse().read()
+        served.process.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        busy.request("GET", "/health")  # a request sent on an idle connection just after the signal
+        answer = busy.getresponse()
+        assert (answer.status, answer.getheader("connection")) == (200, "close")
+        assert json.loads(answer.read())["status"] == "ok"
+        code, output = served.stop()  # the other connection sends nothing: closed after its grace
+        assert code == 0, output
+        idle.sock.settimeout(5)
+        assert idle.sock.recv(1) == b""  # an orderly close (FIN), not a reset

@@ -69,32 +69,50 @@ def test_a_progress_line_is_due_every_tenth_of_an_epoch_or_30_s_never_two_within
     clock, lines = Clock(), []
     update = reporting.ProgressLines(lines.append, 1, 20, 1000, 0, clock=clock)
     clock.now = 1.0
-    update(100, 0.5, 2000.0)  # a tenth done, but within 2 s of the start: quiet
+    update(100, 0.5, 2000)  # a tenth done, but within 2 s of the start: quiet; the rates count from here
     assert lines == []
-    clock.now = 2.5
-    update(150, 0.5, 2000.0)  # a tenth since the last line (none yet), 2 s since the start
+    clock.now = 4.0
+    update(150, 0.5, 3000)  # a tenth since the last line (none yet), 2 s since the start
     assert len(lines) == 1
-    assert lines[0] == (
-        "epoch 1/20  150/1,000 updates (15%)  loss 0.5000  2,000 words/s  14.2 s left in the epoch"
+    # 50 updates and 1,000 words in the 3 s since the first update: 850 updates left take 51 s
+    assert (
+        lines[0] == "epoch 1/20  150/1,000 updates (15%)  loss 0.5000  333 words/s  51.0 s left in the epoch"
     )
-    clock.now = 33.0
-    update(200, 0.5, 2000.0)  # only 50 updates more, but 30 s after the last line
-    assert len(lines) == 2 and lines[1].endswith("2 min 12 s left in the epoch")
+    clock.now = 34.0
+    update(200, 0.5, 4000)  # only 50 updates more, but 30 s after the last line
+    assert len(lines) == 2 and lines[1].endswith(
+        "61 words/s  4 min 24 s left in the epoch"
+    )  # 800 at 100 per 33 s
     clock.now = 40.0
-    update(250, 0.5, 2000.0)  # neither a tenth nor 30 s since
-    update(1000, 0.5, 2000.0)  # the epoch's end: its epoch line follows, no progress line
+    update(250, 0.5, 5000)  # neither a tenth nor 30 s since
+    update(1000, 0.5, 20000)  # the epoch's end: its epoch line follows, no progress line
     assert len(lines) == 2
 
 
-def test_an_epochs_first_progress_line_comes_after_5_s():
+def test_an_epochs_first_progress_line_comes_after_5_s_without_an_estimate_yet():
     clock, lines = Clock(), []
     slow = reporting.ProgressLines(lines.append, 1, 20, 1000, 0, clock=clock)
     clock.now = 5.5
-    slow(10, 0.5, 100.0)  # the first line after 5 s, not 30, so that a log shows soon that it runs
-    assert len(lines) == 1 and lines[0].startswith("epoch 1/20  10/1,000 updates (1%)")
+    slow(10, 0.5, 100)  # the first line after 5 s, not 30, so that a log shows soon that it runs
+    assert lines == ["epoch 1/20  10/1,000 updates (1%)  loss 0.5000"]  # nothing measured yet
     clock.now = 11.0
-    slow(20, 0.5, 100.0)  # then every 30 s (or tenth)
+    slow(20, 0.5, 200)  # then every 30 s (or tenth)
     assert len(lines) == 1
+
+
+def test_while_numba_compiles_the_log_says_so_and_the_compiling_is_not_in_the_estimate():
+    """The first training after an install said "1 words/s, 5 min 18 s left" while Numba compiled."""
+    clock, lines = Clock(), []
+    update = reporting.ProgressLines(lines.append, 1, 20, 1000, 0, compiling=True, clock=clock)
+    assert lines == ["epoch 1/20  compiling (once per install, ~30 s)"]
+    clock.now = 31.0
+    update(1, 0.5, 20)  # the first update, after the compiling: a line is due, no estimate yet
+    assert lines[1] == "epoch 1/20  1/1,000 updates (0%)  loss 0.5000"
+    clock.now = 35.0
+    update(101, 0.5, 2020)  # 100 updates and 2,000 words in 4 s: 899 updates left take 36.0 s
+    assert (
+        lines[2] == "epoch 1/20  101/1,000 updates (10%)  loss 0.5000  500 words/s  36.0 s left in the epoch"
+    )
 
 
 def test_durations_read_as_a_person_says_them():

@@ -9,6 +9,11 @@ from test_config_validation import easyfirst
 
 from conftest import SAMPLE
 
+MISSING_MODEL = (
+    "{tmp}/nope: model folder not found (a run folder written by `easyfirst train`, or a bundled model: "
+    "en-upos, en-ner)"
+)
+
 REFUSED = [
     (["tag", SAMPLE, "--batch-size", "0"], "--batch-size must be >= 1"),
     (["tag", SAMPLE, "--device", "banana"], "--device: not a device name: 'banana'"),
@@ -27,11 +32,11 @@ REFUSED = [
     ),
     (
         ["plot", "--text", "a b", "--terminal", "--compare", "{tmp}/nope"],
-        "{tmp}/nope: model folder not found",
+        MISSING_MODEL,  # with the names -m takes: the bundled models
     ),
     (["analyze", "{tmp}/nope"], "{tmp}/nope: no such file"),
     (["analyze", SAMPLE, "--json", "--markdown"], "give --json or --markdown, not both"),
-    (["export", "{tmp}/nope", "{tmp}/out"], "{tmp}/nope: model folder not found"),
+    (["export", "{tmp}/nope", "{tmp}/out"], MISSING_MODEL),
 ]
 
 

@@ -15,6 +15,8 @@ import os
 import signal
 import sys
 import threading
+import typing
+from pathlib import PurePath
 from typing import Annotated
 
 import typer
@@ -78,22 +80,66 @@ def unwrap_command_help() -> None:
 unwrap_command_help()  # after the verbs above have registered; a verb added later registers above
 
 
-_display_type = typer.core.TyperOption.display_type
+# a value's placeholder by its type, where an option names none: words, not Python's type names
+PLACEHOLDERS = {int: "N", float: "NUMBER", str: "TEXT"}
+VALUE_WIDTH = 17  # the value column of an options panel (_options_panel): wider lists go to the help
 
 
 def _display_type_of_values(self, ctx):
-    """Typer shows a type for every option; a flag takes no value, so it shows none (``--json``, not
-    ``--json <bool>``), and an option whose values come from a registry shows them (``<csoftmax|…>``)."""
+    """The value an option takes, as --help shows it: nothing for a flag (``--json``, not ``--json
+    <bool>``); its choices where they fit the value column whole (``upos|xpos``), else a word for them
+    (``NAME``: :func:`_help_with_choices` lists them in the help); its metavar; else a word for its
+    type (:data:`PLACEHOLDERS`: ``N``, ``PATH``), never Typer's ``<int>`` or ``<list[str]>``."""
     from easyfirst.cli.options import LAZY_CHOICES
 
     if self.is_flag:
         return None
     if self.name in LAZY_CHOICES:
-        return f"<{'|'.join(LAZY_CHOICES[self.name]())}>"
-    return _display_type(self, ctx)
+        listed = "|".join(LAZY_CHOICES[self.name]())
+        return listed if len(listed) <= VALUE_WIDTH else self.metavar or "NAME"
+    if self.metavar:
+        return self.metavar
+    described = self.type_descriptor
+    kind = typing.get_args(described.annotation)[0] if described.is_list else described.annotation
+    kinds = [k for k in typing.get_args(kind) or (kind,) if k is not type(None)]  # Path | None: Path
+    if described.is_path or any(isinstance(k, type) and issubclass(k, PurePath) for k in kinds):
+        return "PATH"
+    return PLACEHOLDERS.get(kinds[0] if kinds else kind, "VALUE")
+
+
+def _argument_name(param) -> str:
+    """An argument as --help names it: its metavar, else its name in capitals (``FILE``, ``RUN``)."""
+    return param.metavar or param.name.upper()
+
+
+def _usage_name(self) -> str:
+    """An argument in the usage line, in brackets when optional (``FILE``, ``[FILE]...``; Typer wrote
+    ``{gold}``)."""
+    name = _argument_name(self)
+    return (name if self.required else f"[{name}]") + ("..." if self.nargs != 1 else "")
+
+
+def _help_with_choices(param) -> str:
+    """The help of an option whose values come from a registry, listing them (``one of a | b | c``, so
+    that a line breaks beside a ``|``, never inside a name) unless the value column or the help shows
+    them all already; before its ``[default: …]``."""
+    import re
+
+    from easyfirst.cli.options import LAZY_CHOICES
+
+    text = param.help or ""
+    names = LAZY_CHOICES.get(param.name, lambda: [])()
+    if not names or len("|".join(names)) <= VALUE_WIDTH:
+        return text
+    if all(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) for name in names):
+        return text
+    head, mark, default = text.partition(" \\[default")
+    return f"{head.rstrip('. ')}: one of {' | '.join(names)}.{mark}{default}"
 
 
 typer.core.TyperOption.display_type = _display_type_of_values
+typer.core.TyperOption.display_type_rich = lambda self, ctx: _display_type_of_values(self, ctx)
+typer.core.TyperArgument._usage_display_name = _usage_name
 
 
 def _options_panel(*, name, params, ctx, markup_mode, console) -> None:
@@ -116,8 +162,7 @@ def _options_panel(*, name, params, ctx, markup_mode, console) -> None:
     table.add_column(overflow="fold", ratio=1)  # the help
     for param in params:
         if isinstance(param, typer.core.TyperArgument):
-            many = param.metavar is None and param.nargs != 1
-            long, short = [], [param.display_name_raw + ("..." if many else "")]
+            long, short = [], [_argument_name(param) + ("..." if param.nargs != 1 else "")]
         else:
             long = [o for o in param.opts if o.startswith("--")]
             short = [o for o in param.opts if not o.startswith("--")]
@@ -127,9 +172,14 @@ def _options_panel(*, name, params, ctx, markup_mode, console) -> None:
             names.append("\n")
             names.append_text(rich_utils.negative_highlighter(Text(",".join(negative))))
         short += [o for o in param.secondary_opts if not o.startswith("--")]
-        value = Text(param.display_type_rich(ctx=ctx) or "", style=rich_utils.STYLE_TYPES)
+        is_option = isinstance(param, typer.core.TyperOption)
+        value = Text(
+            (param.display_type_rich(ctx=ctx) if is_option else None) or "", style=rich_utils.STYLE_TYPES
+        )
         if param._get_number_range_help_str():
             value.append(rich_utils.RANGE_STRING.format(param._get_number_range_help_str()))
+        if is_option:
+            param.help = _help_with_choices(param)
         shown = rich_utils._get_parameter_help(param=param, ctx=ctx, markup_mode=markup_mode)
         for text in shown.renderables:  # a long word (a flag named in the help) folds, not cut
             if isinstance(text, Text):

@@ -3,14 +3,16 @@ an input is and how its tagged output is written is easyfirst.tagging.pipeline, 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from easyfirst.atomic import INTERRUPTS
 from easyfirst.errors import EMPTY_NAME, InputError
-from easyfirst.resources import BUNDLED, MODEL_FILE, model_folder
+from easyfirst.resources import BUNDLED, MODEL_FILE, NOT_FOUND, model_folder
 
 WIDE = 1000  # off a terminal, nothing is wrapped: a record stays on one line (for grep and scripts)
 
@@ -38,17 +40,34 @@ ModelOption = Annotated[
         "--model",
         "-m",
         parser=given_path,
+        metavar="NAME|PATH",
         help="Run folder written by `easyfirst train`, or a bundled model by name: en-upos (the default), en-ner.",
     ),
 ]
-DeviceOption = Annotated[str, typer.Option(help="cpu, cuda, cuda:1, ...")]
+DeviceOption = Annotated[str, typer.Option(metavar="DEVICE", help="cpu, cuda, cuda:1, ...")]
 BatchOption = Annotated[
     int, typer.Option(help="Sentences per batch (each batch also at most 1,024 padded words).")
 ]
 
 
+def import_torch():
+    """torch, imported with an interrupt held until the import is done, then raised (easyfirst.atomic.
+    INTERRUPTS): raised inside torch's start, a KeyboardInterrupt was swallowed by the C code that
+    imports NumPy (`serve` then came up after a SIGTERM), or aborted the process from c10d's C++ init
+    (exit status -6): both seen with SIGTERM sent 2.3 to 2.6 s into `serve --workers 2` on the loaded
+    2-core machine (issue #47)."""
+    raising, INTERRUPTS.raising = INTERRUPTS.raising, False
+    try:
+        import torch
+    finally:
+        INTERRUPTS.raising = raising
+    if raising:
+        INTERRUPTS.check()
+    return torch
+
+
 def check_device(device: str) -> None:
-    import torch
+    torch = import_torch()
 
     try:
         torch.device(device)
@@ -64,20 +83,24 @@ def check_option(flag: str, value, rule) -> None:
         raise InputError(f"{flag} must be {rule.says()}, not {value!r}")
 
 
-def load_tagger(model: Path | None, device: str = "cpu"):
+def load_tagger(model: Path | None, device: str = "cpu", note: bool = False):
     """The tagger of ``model`` (None: the bundled one) on ``device``; a missing folder is reported
-    before torch is imported (for the device's check and the model)."""
+    before torch is imported (for the device's check and the model). ``note``: say so if the run
+    stopped before its last epoch (:func:`note_stopped`), where its scores or plots are studied."""
 
     folder = model_folder(model)
     if (model is None or str(model) in BUNDLED) and not (folder / MODEL_FILE).is_file():
         which = "default model" if model is None else f"model {model}"
         raise InputError(f"the bundled {which} is missing from this installation; pass --model RUN_DIR")
     if not folder.exists():
-        raise InputError("model folder not found", model)
+        raise InputError(NOT_FOUND, model)
     check_device(device)
     from easyfirst.api import Tagger
 
-    return Tagger.load(folder, device)
+    tagger = Tagger.load(folder, device)
+    if note:
+        note_stopped(folder, tagger.config)
+    return tagger
 
 
 def task_of(tagger):
@@ -99,3 +122,60 @@ def read_sentences(path: Path, tagger):
     """The sentences of ``path`` in the format of the tagger's task."""
     task, data = task_of(tagger)
     return task.read(path, data)
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """How far a run that stopped before its last epoch got (:func:`stopped`): ``done`` whole epochs of
+    its ``epochs`` (None: unknown, neither metrics.json nor a checkpoint says), ``within`` one more
+    begun."""
+
+    done: int | None
+    epochs: int
+    within: bool = False
+
+    def __str__(self) -> str:
+        if self.done is None:
+            return f"stopped before the end of its {self.epochs} epochs (no metrics.json, no checkpoint)"
+        part = " and part of the next" if self.within else ""
+        return f"stopped after epoch {self.done} of {self.epochs}{part}"
+
+
+def stopped(folder: Path, config, metrics: dict | None = None) -> Stopped | None:
+    """Whether the run in ``folder`` stopped before its configured epochs (interrupted, killed), and how
+    far it got: from metrics.json's epochs when it has one, else from its checkpoint (the epoch it
+    would resume at). None for a finished run, or a folder that is no run (an exported or bundled
+    model has no train.log)."""
+    from easyfirst.atomic import read_json
+    from easyfirst.training.checkpoints import CHECKPOINT_FILE
+
+    epochs = config.train.epochs
+    if not (folder / "train.log").is_file():
+        return None
+    if metrics is None and (folder / "metrics.json").is_file():
+        metrics = read_json(folder / "metrics.json")
+    if metrics is not None:
+        done = len(metrics.get("epochs", [])) or epochs
+        return Stopped(done, epochs) if done < epochs else None
+    if not (folder / CHECKPOINT_FILE).is_file():
+        return Stopped(None, epochs)
+    import torch
+
+    try:
+        state = torch.load(folder / CHECKPOINT_FILE, map_location="cpu", weights_only=True, mmap=True)
+        return Stopped(int(state["epoch"]) - 1, epochs, bool(state["step"]))
+    except Exception:  # noqa: BLE001 (an unreadable checkpoint: how far is unknown, not an error here)
+        return Stopped(None, epochs)
+
+
+def note_stopped(folder: Path, config) -> Stopped | None:
+    """Say on stderr, in one line, that the run in ``folder`` stopped early (:func:`stopped`) and how to
+    train the rest; the :class:`Stopped`, or None for a finished run."""
+    early = stopped(folder, config)
+    if early is not None:
+        err.print(
+            f"[yellow]note:[/] {folder} {early}: its model is the best of those epochs "
+            f"(easyfirst train --resume {folder} trains the rest)",
+            highlight=False,
+        )
+    return early

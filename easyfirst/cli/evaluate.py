@@ -32,6 +32,7 @@ def evaluate(
         Path,
         typer.Argument(
             parser=given_path,
+            metavar="FILE",
             help="File with gold tags in the format of the model's task ("
             + "; ".join(f"{t.name}: {t.input_kind}" for t in TASKS.values())
             + ").",
@@ -54,7 +55,7 @@ def evaluate(
     check_option("--batch-size", batch_size, at_least(1))
     check_option("--encoding", encoding, known_encoding())
     check_input(gold, "no such file (nor a QE prefix: PREFIX.mt is missing too)")
-    tagger = load_tagger(model, device)
+    tagger = load_tagger(model, device, note=True)
     task, data = task_of(tagger)
     if encoding is not None:
         data.encoding = encoding

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from easyfirst.cli import app
-from easyfirst.cli.common import console, err, given_path
+from easyfirst.cli.common import console, err, given_path, note_stopped
 from easyfirst.errors import InputError
 from easyfirst.resources import MODEL_FILE
 
@@ -16,14 +16,20 @@ from easyfirst.resources import MODEL_FILE
 @app.command()
 def export(
     run_dir: Annotated[
-        Path, typer.Argument(parser=given_path, help="Run folder written by `easyfirst train`.")
+        Path,
+        typer.Argument(parser=given_path, metavar="RUN", help="Run folder written by `easyfirst train`."),
     ],
     output: Annotated[
         Path | None,
-        typer.Argument(parser=given_path, help="Folder for the exported model (or give it with -o)."),
+        typer.Argument(
+            parser=given_path, metavar="FOLDER", help="Folder for the exported model (or give it with -o)."
+        ),
     ] = None,
     output_option: Annotated[
-        Path | None, typer.Option("--output", "-o", parser=given_path, help="Folder for the exported model.")
+        Path | None,
+        typer.Option(
+            "--output", "-o", parser=given_path, metavar="FOLDER", help="Folder for the exported model."
+        ),
     ] = None,
     half: Annotated[
         bool, typer.Option(help="Store weights as float16 (half the size; loaded as float32).")
@@ -59,7 +65,8 @@ def export(
     metrics = read_json(metrics_file) if metrics_file.is_file() else None
     sizes = {"words": len(vocabs.words), "tags": len(vocabs.tags)}
     parameters = sum(p.numel() for p in model.parameters())
-    card = model_card(config, metrics, sizes, parameters, str(run_dir), half)
+    early = note_stopped(Path(run_dir), config)
+    card = model_card(config, metrics, sizes, parameters, str(run_dir), half, early)
     save_model(output, model, config, vocabs, half=half)
     atomic_write(output / "README.md", lambda out: out.write(card.encode()))
     size = sum(f.stat().st_size for f in output.iterdir()) / 2**20

@@ -2,7 +2,7 @@
 
 A config field with ``option(...)`` metadata (easyfirst.fields) becomes a Typer option whose value is
 None unless given, so that a flag overrides the config file only when it is there; its help shows the
-default of each task. A tag option is a field of a task's ``TagOptions`` dataclass.
+default of each task, and ``train --help`` shows it in its section's panel (:func:`panel_of`). A tag option is a field of a task's ``TagOptions`` dataclass.
 """
 
 from __future__ import annotations
@@ -45,12 +45,26 @@ def _show(spec: Option, value: Any) -> str:
 LAZY_CHOICES: dict[str, Callable[[], list[str]]] = {}
 
 
-def config_parameters(section: str, cls: type, defaults: dict[str, Any]) -> list[inspect.Parameter]:
+# the --help panel of each config section's flags; a section not named here gets its own name
+SECTION_PANELS = {"data": "Data", "model": "Model", "loss": "Loss", "train": "Training"}
+
+
+def panel_of(section: str, help_text: str, tasks: Iterable[str]) -> str:
+    """The --help panel of a config field's flag: its task's (``QE``) when its help begins with the name
+    of a task (``"QE: …"``, a flag for that task's models only), else its section's."""
+    prefix = help_text.split(":", 1)[0]
+    return prefix if prefix.lower() in tasks else SECTION_PANELS.get(section, section.capitalize())
+
+
+def config_parameters(
+    section: str, cls: type, defaults: dict[str, Any], tasks: Iterable[str] = ()
+) -> list[inspect.Parameter]:
     """One keyword parameter ``{section}__{key}`` per optioned field of the dataclass ``cls``.
 
     ``defaults`` maps a task name to that task's defaults for this section (an instance of ``cls``), for
-    the ``[default: …]`` in the help.
+    the ``[default: …]`` in the help; ``tasks``, the task names, for :func:`panel_of`.
     """
+    tasks = set(tasks)
     hints = typing.get_type_hints(cls)
     parameters = []
     for f in fields(cls):
@@ -77,7 +91,13 @@ def config_parameters(section: str, cls: type, defaults: dict[str, Any]) -> list
             decls, annotation = (flag,), str | None
         else:
             decls, annotation = (flag,), kind | None
-        option = typer.Option(*decls, help=help_text, show_default=False, metavar=spec.metavar)
+        option = typer.Option(
+            *decls,
+            help=help_text,
+            show_default=False,
+            metavar=spec.metavar,
+            rich_help_panel=panel_of(section, spec.help, tasks),
+        )
         parameters.append(
             inspect.Parameter(
                 f"{section}__{f.name}",

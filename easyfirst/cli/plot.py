@@ -70,7 +70,11 @@ def plot(
     input: Annotated[
         Path | None,
         typer.Option(
-            "--input", "-i", parser=given_path, help="File of the model's task (gold tags are shown)."
+            "--input",
+            "-i",
+            parser=given_path,
+            metavar="FILE",
+            help="File of the model's task (gold tags are shown).",
         ),
     ] = None,
     sentence: Annotated[int, typer.Option(help="Which sentence of --input or --text (from 1).")] = 1,
@@ -80,11 +84,14 @@ def plot(
             "--output",
             "-o",
             parser=given_path,
+            metavar="FILE",
             help="Figure file: .html (interactive, self-contained), .png, .svg or .pdf.",
         ),
     ] = None,
     terminal: Annotated[bool, typer.Option(help="Draw the matrix in the terminal.")] = False,
-    compare: Annotated[list[Path] | None, typer.Option(help="More run folders to draw side by side.")] = None,
+    compare: Annotated[
+        list[Path] | None, typer.Option(metavar="RUN", help="More run folders to draw side by side.")
+    ] = None,
     beta: Annotated[bool, typer.Option(help="Add the cumulative-attention panel.")] = True,
 ) -> None:
     """Raindrop plot of one sentence: where each sketch step looks.
@@ -108,7 +115,7 @@ def plot(
         check_output(output)
     if input is not None:
         check_input(input)
-    taggers = [load_tagger(model)] + [load_tagger(path) for path in compare or []]
+    taggers = [load_tagger(model, note=True)] + [load_tagger(path, note=True) for path in compare or []]
     raindrops = []
     for path, tagger in zip([model, *(compare or [])], taggers, strict=True):
         if tagger.model.decoder is None:
@@ -145,6 +152,7 @@ def analyze(
         Path,
         typer.Argument(
             parser=given_path,
+            metavar="FILE",
             help="File to analyse, in the format of the model's task (gold tags are used where present).",
         ),
     ],
@@ -167,7 +175,7 @@ def analyze(
     if as_json and markdown:
         raise InputError("give --json or --markdown, not both")
     check_input(data)
-    tagger = load_tagger(model)
+    tagger = load_tagger(model, note=True)
     if tagger.model.decoder is None:
         raise InputError("this model has no sketch steps (N = 0): there is no attention to analyse", model)
     sentences = read_sentences(data, tagger)

@@ -11,14 +11,26 @@ from easyfirst.cli import app
 from easyfirst.cli.common import DeviceOption, ModelOption, check_device, err
 from easyfirst.errors import InputError
 
+GracefulOption = Annotated[
+    float,
+    typer.Option(
+        metavar="SECONDS",
+        help="Seconds a stop (SIGTERM, Ctrl-C) waits for the requests in flight to be answered.",
+    ),
+]
+
 
 @app.command()
 def serve(
     model: ModelOption = None,
-    host: Annotated[str, typer.Option(help="Address to listen on (0.0.0.0: every interface).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    host: Annotated[
+        str, typer.Option(metavar="ADDRESS", help="Address to listen on (0.0.0.0: every interface).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(metavar="PORT", help="Port to listen on.")] = 8000,
     device: DeviceOption = "cpu",
-    max_body: Annotated[int, typer.Option(help="Largest request body, in bytes.")] = 1_000_000,
+    max_body: Annotated[
+        int, typer.Option(metavar="BYTES", help="Largest request body, in bytes.")
+    ] = 1_000_000,
     max_sentences: Annotated[int, typer.Option(help="Most sentences in one request.")] = 100,
     max_words: Annotated[
         int, typer.Option(help="Most words in one sentence (attention with N = L steps is O(L²)).")
@@ -27,8 +39,10 @@ def serve(
         int, typer.Option(help="Most attention values (steps × words) in one answer with attention.")
     ] = 250_000,
     batch_window: Annotated[
-        float, typer.Option(help="Milliseconds the tagger waits for more requests to tag together.")
+        float,
+        typer.Option(metavar="MS", help="Milliseconds the tagger waits for more requests to tag together."),
     ] = 2.0,
+    graceful_timeout: GracefulOption = 20.0,
     access_log: Annotated[bool, typer.Option(help="Log each request (uvicorn's access log).")] = True,
     workers: Annotated[
         int | None,
@@ -43,7 +57,8 @@ def serve(
     GET / (a page: tag a text, explore its raindrops), GET /health and
     POST /tag (JSON: text, tokenized sentences or QE pairs in; tags, attention, probabilities out).
     Requests that arrive together are tagged together; --workers processes, forked after the model is
-    loaded, share its weights. SIGTERM or Ctrl-C finishes the requests in flight, then exits.
+    loaded, share its weights. SIGTERM or Ctrl-C stops taking connections, answers every request
+    received (within --graceful-timeout seconds) and closes idle connections, then exits.
     See docs/serve.md."""
     from easyfirst.parallel.cores import available_cores
     from easyfirst.serve import Limits, create_app, require
@@ -62,6 +77,8 @@ def serve(
         raise InputError(f"--port must be 0 to 65535, not {port}")
     if batch_window < 0:
         raise InputError("--batch-window must be >= 0")
+    if graceful_timeout < 0:
+        raise InputError("--graceful-timeout must be >= 0")
     cpu = device == "cpu"
     if workers is None:
         workers = available_cores() if cpu else 1
@@ -84,7 +101,9 @@ def serve(
         "(Ctrl-C or SIGTERM to stop)"
     )
     threads = max(1, available_cores() // workers) if workers > 1 else torch.get_num_threads()
-    code = run(served, sock, workers=workers, threads=threads, access_log=access_log)
+    code = run(
+        served, sock, workers=workers, threads=threads, access_log=access_log, graceful=graceful_timeout
+    )
     err.print("stopped" if code == 0 else "stopped: a worker failed")
     raise typer.Exit(code)
 

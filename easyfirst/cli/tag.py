@@ -30,17 +30,20 @@ from easyfirst.tagging.corpus import Corpus, plan, several
 from easyfirst.tagging.pipeline import Source, check_output, write_output
 from easyfirst.tasks import TASKS
 
+InputArgument = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="FILE",
+        help="File to tag in the format of the model's task ("
+        + "; ".join(f"{t.name}: {t.input_kind}" for t in TASKS.values())
+        + "), or plain text (see --format), or - for stdin. Several files or folders (each "
+        "standing for the files in it): each is written to -o DIR under its own name.",
+    ),
+]
+
 
 def tag(
-    input: Annotated[
-        list[str] | None,
-        typer.Argument(
-            help="File to tag in the format of the model's task ("
-            + "; ".join(f"{t.name}: {t.input_kind}" for t in TASKS.values())
-            + "), or plain text (see --format), or - for stdin. Several files or folders (each "
-            "standing for the files in it): each is written to -o DIR under its own name."
-        ),
-    ] = None,
+    input: InputArgument = None,
     model: ModelOption = None,
     output: Annotated[
         Path | None,
@@ -48,6 +51,7 @@ def tag(
             "--output",
             "-o",
             parser=given_path,
+            metavar="FILE|DIR",
             help="Output file (default: stdout); with several inputs or a folder, the folder to write "
             "them into (made if missing; inputs whose output is there already are skipped).",
         ),
@@ -121,6 +125,8 @@ def tag(
         write_output(output, write)
     finally:
         source.close()
+    if output is not None:  # what a verb writes it says, in one line (stdout carries the tags otherwise)
+        err.print(f"wrote {output}", markup=False, highlight=False, soft_wrap=True)
 
 
 def plan_corpus(inputs: list[str], output: Path | None, text, format, pretokenized, batch_size) -> Corpus:
@@ -185,6 +191,11 @@ def tag_corpus(corpus: Corpus, model, device: str, task_options, format, probabi
             highlight=False,
         )
         raise typer.Exit(2)
+    if corpus.todo:  # what it wrote, in one line (the skipped ones were said above)
+        count = len(corpus.todo)
+        err.print(
+            f"tagged {count} input{'s' * (count > 1)} into {corpus.folder}", markup=False, highlight=False
+        )
 
 
 class Progress:

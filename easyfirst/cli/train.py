@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import shutil
+import typing
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -12,7 +13,7 @@ import typer
 
 from easyfirst.cli import app
 from easyfirst.cli.common import check_device, err, given_path
-from easyfirst.cli.options import config_parameters, config_values, given_flags
+from easyfirst.cli.options import LAZY_CHOICES, SECTION_PANELS, config_parameters, config_values, given_flags
 from easyfirst.config import Config, DataConfig, LossConfig, ModelConfig, TrainConfig
 from easyfirst.errors import InputError
 from easyfirst.resources import CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, MODEL_FILE
@@ -43,6 +44,7 @@ COMMON = [
         annotation=Annotated[
             str | None,
             typer.Option(
+                rich_help_panel="Data",
                 help="; ".join(f"{t.name}: {t.help}" for t in TASKS.values())
                 + ". Default: the config file's, else pos.",
             ),
@@ -54,7 +56,9 @@ COMMON = [
         default=None,
         annotation=Annotated[
             Path | None,
-            typer.Option(parser=given_path, help="TOML config (see configs/); flags override it."),
+            typer.Option(
+                parser=given_path, metavar="FILE", help="TOML config (see configs/); flags override it."
+            ),
         ],
     ),
     inspect.Parameter(
@@ -64,7 +68,12 @@ COMMON = [
         annotation=Annotated[
             Path | None,
             typer.Option(
-                "--output", "-o", parser=given_path, help="Run folder (default: runs/TASK-MODEL-TIME)."
+                "--output",
+                "-o",
+                parser=given_path,
+                metavar="FOLDER",
+                rich_help_panel="Output",
+                help="Run folder (default: runs/TASK-MODEL-TIME).",
             ),
         ],
     ),
@@ -72,14 +81,19 @@ COMMON = [
         "device",
         inspect.Parameter.KEYWORD_ONLY,
         default="cpu",
-        annotation=Annotated[str, typer.Option(help="cpu, cuda, cuda:1, ...")],
+        annotation=Annotated[
+            str, typer.Option(metavar="DEVICE", rich_help_panel="Training", help="cpu, cuda, cuda:1, ...")
+        ],
     ),
     inspect.Parameter(
         "overwrite",
         inspect.Parameter.KEYWORD_ONLY,
         default=False,
         annotation=Annotated[
-            bool, typer.Option(help="Allow writing into a run folder that already holds a model.")
+            bool,
+            typer.Option(
+                rich_help_panel="Output", help="Allow writing into a run folder that already holds a model."
+            ),
         ],
     ),
     inspect.Parameter(
@@ -90,6 +104,8 @@ COMMON = [
             Path | None,
             typer.Option(
                 parser=given_path,
+                metavar="FOLDER",
+                rich_help_panel="Output",
                 help="Continue the run in this folder from its checkpoint: an interrupted one, or a "
                 "finished one with a larger --epochs.",
             ),
@@ -350,12 +366,24 @@ def what_is_kept(output: Path) -> str | None:
     return f"kept: the checkpoint at {where}{model}; lost: the {duration(ago)} of training since it"
 
 
+def _panel(parameter: inspect.Parameter) -> str | None:
+    return getattr(typing.get_args(parameter.annotation)[1], "rich_help_panel", None)
+
+
 def _register() -> None:
+    """``train`` with a flag per optioned config field, grouped for --help: the general options first,
+    then a panel per config section (a task's own flags in a panel of their own, options.panel_of), the
+    run folder's options last."""
     defaults = _task_defaults()
     parameters = list(COMMON)
     for section, cls in SECTIONS.items():
-        parameters += config_parameters(section, cls, defaults[section])
+        parameters += config_parameters(section, cls, defaults[section], TASKS)
+    order = [None, *SECTION_PANELS.values()]
+    parameters.sort(
+        key=lambda p: (_panel(p) == "Output", order.index(_panel(p)) if _panel(p) in order else 99)
+    )
     train.__signature__ = inspect.Signature(parameters)
+    LAZY_CHOICES["task"] = lambda: list(TASKS)
     app.command()(train)
 
 

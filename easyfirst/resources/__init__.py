@@ -12,6 +12,8 @@ from pathlib import Path
 # name → the folder inside this package; the first is the default model
 BUNDLED = {"en-upos": "en_ewt_upos", "en-ner": "en_conll03_ner"}
 DEFAULT_MODEL = BUNDLED["en-upos"]
+# what a --model value that names nothing is told (a run folder's path, or a name of BUNDLED)
+NOT_FOUND = f"model folder not found (a run folder written by `easyfirst train`, or a bundled model: {', '.join(BUNDLED)})"
 # the files of a model folder, this one's and every run's (written by easyfirst.runs)
 MODEL_FILE, CONFIG_FILE, VOCAB_FILE = "model.pt", "config.json", "vocab.json"
 CHECKPOINT_FILE, METRICS_FILE = "checkpoint.pt", "metrics.json"  # a run folder's, beside the model's

@@ -18,6 +18,7 @@ import importlib.util
 from pathlib import Path
 
 from easyfirst.errors import InputError
+from easyfirst.resources import NOT_FOUND
 from easyfirst.serve.requests import Limits
 
 EXTRA = 'pip install "easyfirst[serve]"'
@@ -47,7 +48,7 @@ def create_app(
     from easyfirst.serve.app import build_app, model_name
 
     if model is not None and not Path(model).exists():
-        raise InputError("model folder not found", model)
+        raise InputError(NOT_FOUND, model)
     tagger = Tagger.load(model, device)
     return build_app(tagger, model_name(model), limits, batch_window_ms / 1000)
 

@@ -91,6 +91,9 @@ class Batcher:
             if first is None:
                 break
             items, stopping = self._gather(first)
+            items = [item for item in items if not item.future.done()]  # not those whose client left
+            if not items:  # (or whose request a stop cut off after --graceful-timeout)
+                continue
             try:
                 results = self._tag([item.job for item in items])
             except Exception as error:  # the requests fail; the worker goes on serving

@@ -6,8 +6,9 @@ children; each listens on a socket of its own on that address (SO_REUSEPORT) and
 its own tagging thread (easyfirst.serve.batching), and the kernel spreads new connections over them. The weights are pages that no child writes, so
 they stay shared after the fork (copy-on-write): an extra worker costs its own interpreter state and
 the buffers of its forward passes, not another copy of the model (docs/serve.md, measured). The parent
-only waits: SIGTERM or Ctrl-C (SIGINT) is passed on to every worker as SIGTERM, each finishes the
-requests in flight, and the parent exits when all have; a worker that dies stops the others. Each
+only waits: SIGTERM or Ctrl-C (SIGINT) is passed on to every worker as SIGTERM, each drains its
+connections (easyfirst.serve.connections), and the parent exits when all have; a worker that dies stops
+the others. The signals are blocked from before the fork until each process has its handlers. Each
 worker asks the kernel for SIGTERM when the parent dies (PR_SET_PDEATHSIG), so that none is left behind
 even if the parent is killed.
 
@@ -23,7 +24,10 @@ import signal
 import socket
 import sys
 
+from easyfirst.atomic import INTERRUPTS
+
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
 def listen(host: str, port: int, workers: int = 1) -> socket.socket:
@@ -62,45 +66,73 @@ def _own_socket(held: socket.socket) -> socket.socket:
     return own
 
 
-def run(app, sock: socket.socket, *, workers: int, threads: int, access_log: bool) -> int:
+def run(app, sock: socket.socket, *, workers: int, threads: int, access_log: bool, graceful: float) -> int:
     """Serve ``app`` on ``sock`` in ``workers`` processes of ``threads`` torch threads each, until
-    SIGTERM or SIGINT; the exit status (0: every worker stopped when asked)."""
+    SIGTERM or SIGINT, then drain for at most ``graceful`` seconds (easyfirst.serve.connections); the
+    exit status (0: every worker stopped when asked)."""
     import uvicorn
 
-    config = uvicorn.Config(app, log_level="info", access_log=access_log)
-    # uvicorn answers SIGTERM and SIGINT by finishing the requests in flight, then raises the signal
-    # again once it has put back the handler it found: a no-op here, since a signal is how a server is
-    # told to stop (the exit status is 0), not an interruption of its work
-    for number in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(number, lambda number, frame: None)
+    from easyfirst.serve.connections import ClosingApp, Protocol
+
+    config = uvicorn.Config(
+        ClosingApp(app),
+        log_level="info",
+        access_log=access_log,
+        http=Protocol,
+        timeout_graceful_shutdown=graceful,
+    )
+    # blocked before anything else, until each process has its own handlers: a signal meanwhile waits
+    # for them (a no-op handler installed before the block swallowed one, and the server came up)
+    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        # one received during the start that was lost on its way: raised inside torch's import, whose C
+        # code imports NumPy and clears the error it gets (the server came up 6 s after a SIGTERM)
+        INTERRUPTS.check()
+    except KeyboardInterrupt:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+        raise
     if workers == 1:
-        uvicorn.Server(config).run(sockets=[sock])
+        _serve(config, sock)
         return 0
-    signals = {signal.SIGTERM, signal.SIGINT}
-    signal.pthread_sigmask(signal.SIG_BLOCK, signals)  # until each process has its own handlers
-    children = {_fork(config, sock, threads, signals): k for k in range(workers)}
-    return _wait(children, signals)
+    parent = os.getpid()
+    children = {_fork(config, sock, threads, parent): k for k in range(workers)}
+    return _wait(children)
 
 
-def _fork(config, sock: socket.socket, threads: int, signals: set[int]) -> int:
+def _serve(config, sock: socket.socket) -> None:
+    """uvicorn on ``sock`` until SIGTERM or SIGINT. Its handler of the two is in place before the
+    signals are unblocked and before it runs, so that a signal before uvicorn installs it (the same)
+    is not lost: the server then stops as soon as it has started. It is also the handler uvicorn puts
+    back when it has stopped, and raises the signal again to: one more call that changes nothing (the
+    exit status stays 0: a signal is how a server is told to stop)."""
+    import uvicorn
+
+    server = uvicorn.Server(config)
+    config.app.server = server  # ClosingApp: `Connection: close` once the server stops
+    for number in SIGNALS:
+        signal.signal(number, server.handle_exit)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+    server.run(sockets=[sock])
+
+
+def _fork(config, sock: socket.socket, threads: int, parent: int) -> int:
     """A worker: uvicorn on ``sock`` with ``threads`` torch threads; its process id."""
     pid = os.fork()
     if pid:
         return pid
     code = 1
     try:
-        for number in signals:  # before uvicorn listens for them, and after it has re-raised them
+        for number in SIGNALS:  # a signal before uvicorn's handler is in place ends the worker at once
             signal.signal(number, _leave)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
         with contextlib.suppress(OSError, AttributeError):  # not Linux: the parent's SIGTERM only
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() == 1:  # the parent died before prctl
+        if os.getppid() != parent:  # the parent died before prctl
             os._exit(0)
         import torch
-        import uvicorn
 
         torch.set_num_threads(threads)
-        uvicorn.Server(config).run(sockets=[_own_socket(sock)])
+        _serve(config, _own_socket(sock))
         code = 0
     finally:
         sys.stdout.flush()
@@ -109,13 +141,13 @@ def _fork(config, sock: socket.socket, threads: int, signals: set[int]) -> int:
 
 
 def _leave(number, frame) -> None:
-    """A worker's exit on a signal that uvicorn is not (or no longer) listening for."""
+    """A worker's exit on a signal that comes before uvicorn's handler is in place."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
 
 
-def _wait(children: dict[int, int], signals: set[int]) -> int:
+def _wait(children: dict[int, int]) -> int:
     """Wait for every worker; on SIGTERM or SIGINT (or a worker's death), SIGTERM the rest."""
     stopping = False
 
@@ -126,9 +158,9 @@ def _wait(children: dict[int, int], signals: set[int]) -> int:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
 
-    for number in signals:
+    for number in SIGNALS:
         signal.signal(number, stop)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
     status = 0
     while children:
         pid, code = os.waitpid(-1, 0)

@@ -16,19 +16,19 @@ from rich.progress import (
     Progress,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 
 from easyfirst.config import TrainConfig
 from easyfirst.data.batching import Batch, collate, indices_in_order
 from easyfirst.data.buckets import bucket_indices
 from easyfirst.data.features import drop_words
+from easyfirst.model.fast import lean
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.parallel.workers import Workers
 from easyfirst.training import anneal, distributed, hogwild
 from easyfirst.training.checkpoints import CheckpointClock, save_checkpoint
 from easyfirst.training.optim import clip_gradients, schedule_lr
-from easyfirst.training.reporting import ProgressLines
+from easyfirst.training.reporting import COMPILING, ProgressLines, Rate, duration
 from easyfirst.training.state import Run
 
 
@@ -54,7 +54,7 @@ def train_epoch(run: Run, epoch: int) -> float:
         def after(step: int, words: int, loss: float) -> bool:
             p.loss_sum += loss
             p.seen += words
-            update(step, p.loss_sum / p.seen, p.seen / max(time.perf_counter() - started, 1e-9))
+            update(step, p.loss_sum / p.seen, p.seen)
             counted = t.checkpoint_every and step % t.checkpoint_every == 0
             if (counted or clock.due()) and step < len(batches):
                 save_checkpoint(run, epoch, step, epoch_generator, time.perf_counter() - started)
@@ -98,7 +98,7 @@ def hogwild_epoch(
                 hogwild_record(board, 0, step, words, loss)
                 total = board.sum(0).tolist()
                 seconds = time.perf_counter() - started
-                update(int(total[0]), total[1] / max(total[2], 1), total[2] / max(seconds, 1e-9))
+                update(int(total[0]), total[1] / max(total[2], 1), int(total[2]))
                 if ((every and step % every == 0) or clock.due()) and step < len(parts[0]):
                     p.loss_sum, p.seen = total[1], int(total[2])
                     p.worker_steps = [int(k) for k in board[:, hogwild.STEPS].tolist()]
@@ -153,23 +153,35 @@ def run_batches(run: Run, order: list[list[int]]) -> list[Batch]:
 @contextmanager
 def progress_bar(run: Run, epoch: int, total: int, done: int):
     """The epoch's progress: a bar on a terminal, else plain lines on the run log
-    (easyfirst.training.reporting.ProgressLines); yields ``update(completed, loss, speed)``. Only the
-    main process calls it (Hogwild's other workers run :func:`train_part` alone)."""
+    (easyfirst.training.reporting.ProgressLines); yields ``update(completed, loss, words)``. Only the
+    main process calls it (Hogwild's other workers run :func:`train_part` alone). While the first
+    update waits for Numba to compile the time loops, it says so; the speed and time left come once
+    measured (reporting.Rate)."""
     console = run.log.console
+    kernels = lean._compiled() if run.config.train.batch_size == 1 and run.device.type == "cpu" else None
+    compiling = kernels is not None and kernels.cold()
     if not console.is_terminal:
-        yield ProgressLines(run.log, epoch, run.config.train.epochs, total, done)
+        yield ProgressLines(run.log, epoch, run.config.train.epochs, total, done, compiling)
         return
     columns = (
         TextColumn(f"epoch {epoch}/{run.config.train.epochs}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("loss {task.fields[loss]:.4f}  {task.fields[speed]:,.0f} tok/s"),
+        TextColumn("loss {task.fields[loss]:.4f}  {task.fields[speed]}"),
         TimeElapsedColumn(),
-        TimeRemainingColumn(),
     )
+    rate = Rate(total)
     with Progress(*columns, console=console, transient=True) as bar:
-        shown = bar.add_task("train", total=total, completed=done, loss=0.0, speed=0.0)
-        yield lambda completed, loss, speed: bar.update(shown, completed=completed, loss=loss, speed=speed)
+        shown = bar.add_task(
+            "train", total=total, completed=done, loss=0.0, speed=COMPILING if compiling else ""
+        )
+
+        def update(completed: int, loss: float, words: int) -> None:
+            measured = rate(completed, words)
+            speed = "" if measured is None else f"{measured[0]:,.0f} tok/s  {duration(measured[1])} left"
+            bar.update(shown, completed=completed, loss=loss, speed=speed)
+
+        yield update
 
 
 def train_part(

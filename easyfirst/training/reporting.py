@@ -104,12 +104,37 @@ def duration(seconds: float) -> str:
     return (f"{hours} h " if hours else "") + f"{minutes} min {rest} s"
 
 
+# said while the first update waits for Numba to compile the time loops (easyfirst.model.fast.kernels)
+COMPILING = "compiling (once per install, ~30 s)"
+
+
+class Rate:
+    """The words per second and the seconds left in an epoch of ``total`` updates, measured from the
+    first update this run of the epoch saw (its own time, which holds a first run's compiling, and the
+    updates of an earlier run, resumed from, are not counted); None until :data:`PROGRESS_MIN_SECONDS`
+    and an update more have passed, when an estimate starts to mean something."""
+
+    def __init__(self, total: int, clock: Callable = time.perf_counter):
+        self.total, self.clock = total, clock
+        self.first: tuple[float, int, int] | None = None
+
+    def __call__(self, completed: int, words: int) -> tuple[float, float] | None:
+        now = self.clock()
+        if self.first is None:
+            self.first = (now, completed, words)
+        since, done, seen = self.first
+        seconds = now - since
+        if seconds < PROGRESS_MIN_SECONDS or completed <= done:
+            return None
+        return (words - seen) / seconds, (self.total - completed) * seconds / (completed - done)
+
+
 class ProgressLines:
     """One epoch's progress as plain lines on the run log, for a console that is not a terminal:
-    ``update(completed, loss, words_per_second)`` after each update (by this process; with Hogwild
-    workers, the main process reads everyone's count), a line when one is due (the PROGRESS_
-    constants above). The time left is the epoch's updates still to do at the rate of those done so
-    far in this process's run of it."""
+    ``update(completed, loss, words)`` after each update (``words``: the words trained on so far in the
+    epoch; by this process, or with Hogwild workers everyone's, read by the main process), a line when
+    one is due (the PROGRESS_ constants above), with the speed and time left once :class:`Rate` has
+    them. With ``compiling``, a line at once says that the first update waits for Numba."""
 
     def __init__(
         self,
@@ -118,26 +143,31 @@ class ProgressLines:
         epochs: int,
         total: int,
         done: int,
+        compiling: bool = False,
         clock: Callable = time.perf_counter,
     ):
         self.log, self.epoch, self.epochs, self.total, self.clock = log, epoch, epochs, total, clock
         self.started = self.last = clock()
-        self.first = self.last_done = done
+        self.last_done = done
+        self.rate = Rate(total, clock)
+        if compiling:
+            log(f"epoch {epoch}/{epochs}  {COMPILING}")
 
-    def __call__(self, completed: int, loss: float, speed: float) -> None:
+    def __call__(self, completed: int, loss: float, words: int) -> None:
+        measured = self.rate(completed, words)
         now = self.clock()
         since = now - self.last
         every = PROGRESS_FIRST_SECONDS if self.last == self.started else PROGRESS_SECONDS
         tenth = completed - self.last_done >= PROGRESS_FRACTION * self.total
         if completed >= self.total or not (since >= every or (tenth and since >= PROGRESS_MIN_SECONDS)):
             return
-        rate = (completed - self.first) / max(now - self.started, 1e-9)
-        left = (self.total - completed) / rate if rate > 0 else math.inf
-        self.log(
+        line = (
             f"epoch {self.epoch}/{self.epochs}  {completed:,}/{self.total:,} updates "
-            f"({100 * completed / self.total:.0f}%)  loss {loss:.4f}  {speed:,.0f} words/s  "
-            f"{duration(left)} left in the epoch"
+            f"({100 * completed / self.total:.0f}%)  loss {loss:.4f}"
         )
+        if measured is not None:
+            line += f"  {measured[0]:,.0f} words/s  {duration(measured[1])} left in the epoch"
+        self.log(line)
         self.last, self.last_done = now, completed
 
 

@@ -38,17 +38,24 @@ RUN_KEYS = {("train", "seed"), ("train", "epochs")}  # given as --seed and --epo
 
 
 def model_card(
-    config: Config, metrics: dict | None, sizes: dict[str, int], parameters: int, source: str, half: bool
+    config: Config,
+    metrics: dict | None,
+    sizes: dict[str, int],
+    parameters: int,
+    source: str,
+    half: bool,
+    stopped: Any = None,
 ) -> str:
     """The card of a model trained with ``config``; ``metrics`` is the run's metrics.json (None if the
     run folder has none), ``sizes`` the number of words and tags in its vocabularies, ``source`` the run
-    folder it was exported from."""
+    folder it was exported from; ``stopped``, for a run that stopped before its last epoch, how far it
+    got (easyfirst.cli.common.Stopped: ``stopped after epoch 1 of 20``)."""
     parts = [
         _summary(config, sizes, parameters, half),
         _data(config, metrics),
-        _command(config),
-        _scores(metrics),
-        _use_and_limits(config, half),
+        _command(config, stopped, source),
+        _scores(metrics, stopped),
+        _use_and_limits(config, half, scored=bool(metrics)),
         f"*Written by `easyfirst export` (easyfirst {__version__}) from the run folder `{source}`.*\n",
     ]
     return "\n".join(parts)
@@ -246,10 +253,17 @@ def _option(config: Config, section: str, key: str, value: Any) -> list[str]:
     return [flag] if isinstance(value, bool) else [flag, str(value)]
 
 
-def _command(config: Config) -> str:
+def _command(config: Config, stopped: Any = None, source: str = "RUN") -> str:
+    rest = ""
+    if stopped is not None:
+        rest = (
+            f"This model's run {stopped}: the model is the best of the epochs done. In the run folder, "
+            f"this command trains the rest of them:\n\n```bash\neasyfirst train --resume {shlex.quote(source)}\n```\n\n"
+        )
     return (
         "## Training\n\n"
-        "A command that trains this configuration again (the task's defaults plus every setting that "
+        + rest
+        + "A command that trains this configuration again (the task's defaults plus every setting that "
         "differs from them; the same seed on another machine or version gives a model that differs "
         "at rounding level):\n\n"
         f"```bash\n{training_command(config)}\n```\n"
@@ -260,7 +274,12 @@ def _number(key: str, value: float) -> str:
     return f"{value:g}" if key in NOT_PERCENT or isinstance(value, int) else f"{100 * value:.2f}"
 
 
-def _scores(metrics: dict | None) -> str:
+def _scores(metrics: dict | None, stopped: Any = None) -> str:
+    if not metrics and stopped is not None:
+        return (
+            f"## Scores\n\nNone: the run {stopped}, before its best model was scored (metrics.json is "
+            "written at the end of the last epoch). `easyfirst evaluate FILE -m MODEL` scores it.\n"
+        )
     if not metrics:
         return "## Scores\n\nThe run folder had no metrics.json, so the card has no scores.\n"
     splits = [s for s in ("dev", "test") if isinstance(metrics.get(s), dict)]
@@ -282,6 +301,8 @@ def _scores(metrics: dict | None) -> str:
     lines += [
         f"| {key} | " + " | ".join(_number(key, metrics[s][key]) for s in splits) + " |" for key in keys
     ]
+    if stopped is not None:
+        lines[2] += f" The run {stopped}."
     if "seconds_per_epoch" in metrics:
         lines += ["", _how_trained(metrics)]
     return "\n".join(lines) + "\n"
@@ -313,7 +334,7 @@ def _how_trained(metrics: dict) -> str:
     return f"Trained on {metrics.get('device', '?')} by {who}: {per_epoch}."
 
 
-def _use_and_limits(config: Config, half: bool) -> str:
+def _use_and_limits(config: Config, half: bool, scored: bool = True) -> str:
     limits = [
         "It knows the words, spelling and tag set of its training data; expect lower scores on text "
         "of another domain, period or language.",
@@ -340,8 +361,14 @@ def _use_and_limits(config: Config, half: bool) -> str:
         )
     return (
         "## Intended use and limits\n\n"
-        "Tagging and studying text like its training data: the scores above were measured on that data's "
-        "dev and test splits only.\n\n" + "\n".join(f"- {limit}" for limit in limits) + "\n"
+        + (
+            "Tagging and studying text like its training data: the scores above were measured on that "
+            "data's dev and test splits only.\n\n"
+            if scored
+            else "Tagging and studying text like its training data (its scores were not measured).\n\n"
+        )
+        + "\n".join(f"- {limit}" for limit in limits)
+        + "\n"
     )
 
 

@@ -26,6 +26,16 @@ from numba import njit
 _jit = njit(cache=True, error_model="numpy", nogil=True)
 
 
+def cold() -> bool:
+    """Whether a kernel has no fresh compiled copy in Numba's cache on disk (the first run after an
+    install or a change of this file), so that its first call compiles it: about 30 s for them all,
+    which the training's progress says (easyfirst.training.epochs). False where the cache cannot be read."""
+    try:
+        return any(not kernel._cache._cache_file._load_index() for kernel in _KERNELS)
+    except Exception:  # noqa: BLE001 (Numba's cache internals: no note rather than a failed training)
+        return False
+
+
 @_jit
 def _tanh(x, two):
     """tanh(x) from exp(−2|x|), in the type of ``two`` (2 as float32 or float64): libm's tanh
@@ -413,3 +423,8 @@ def lstm_backward(grad, gates, cells, tanh_cells, w_hh, d_gates):
                 d[3 * hidden + j] = d_h * tanh_cell * o * (1 - o)
                 d_cell[direction, j] = c * f
             d_state[direction] = np.dot(d, w_hh[direction])
+
+
+_KERNELS = [
+    value for value in list(globals().values()) if hasattr(value, "_cache") and hasattr(value, "py_func")
+]
