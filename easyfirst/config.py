@@ -12,8 +12,6 @@ each task's values out.
 
 from __future__ import annotations
 
-import functools
-import re
 import sys
 import typing
 from dataclasses import asdict, dataclass, field, fields
@@ -32,6 +30,9 @@ from easyfirst.fields import (
     one_of,
     option,
     positive,
+    read_toml,
+    set_field,
+    toml_lines,
 )
 from easyfirst.model.settings import LossConfig, ModelConfig
 from easyfirst.ops.kinds import KINDS
@@ -419,87 +420,3 @@ class Config:
             m.lowercase = True
             notes.append(vectors.uncased_note(m.spelling()))
         return notes
-
-
-def read_toml(path: str | Path, what: str = "config file") -> tuple[dict[str, Any], str]:
-    """A TOML file's tables and its text; every error names the file and, where there is one, the line
-    (``what`` the file is, for the errors: "config file", "search space")."""
-    path = Path(path)
-    try:
-        text = path.read_bytes().decode("utf-8")
-        return tomllib.loads(text), text
-    except FileNotFoundError:
-        raise InputError(f"{what} not found", path) from None
-    except IsADirectoryError:
-        raise InputError(f"is a folder, not a TOML {what}", path) from None
-    except OSError as error:
-        raise InputError(f"cannot read the {what}: {error.strerror}", path) from None
-    except UnicodeDecodeError as error:
-        line = text_line(error.object, error.start)
-        raise InputError("not valid TOML: the file is not UTF-8 text", path, line) from None
-    except tomllib.TOMLDecodeError as error:
-        found = re.search(r"\s*\(at line (\d+), column \d+\)$", str(error))
-        message = str(error)[: found.start()] if found else str(error)
-        raise InputError(f"not valid TOML: {message}", path, int(found[1]) if found else None) from None
-
-
-def text_line(data: bytes, offset: int) -> int:
-    return data[:offset].count(b"\n") + 1
-
-
-def toml_lines(text: str) -> dict[tuple[str, str | None], int]:
-    """(section, key) → the 1-based line of each ``key = ...`` of a TOML text (a ``[section]`` header:
-    (section, None); ``[section.key]``: the sub-table's line), for errors that point at the line."""
-    lines: dict[tuple[str, str | None], int] = {}
-    table: list[str] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        header = re.match(r"\s*\[\s*([A-Za-z0-9_.\s\"-]+?)\s*\]", line)
-        if header and not line.lstrip().startswith("[["):
-            table = [part.strip().strip('"') for part in header[1].split(".")]
-            lines.setdefault((table[0], table[1] if len(table) > 1 else None), number)
-            continue
-        assignment = re.match(r"\s*([A-Za-z0-9_.\s\"-]+?)\s*=", line)
-        if assignment:
-            path = table + [part.strip().strip('"') for part in assignment[1].split(".")]
-            lines.setdefault((path[0], path[1] if len(path) > 1 else None), number)
-    return lines
-
-
-TYPE_NAMES = {
-    int: "an integer",
-    float: "a number",
-    str: "a string",
-    bool: "true or false",
-    type(None): "unset",
-}
-
-
-@functools.cache
-def field_types(section: type) -> dict[str, Any]:
-    """The annotations of a config section's fields, resolved once per class (``typing.get_type_hints``
-    evaluates every annotation's string each time: 14 ms of loading a model when it was called per key)."""
-    return typing.get_type_hints(section)
-
-
-def set_field(target: Any, key: str, value: Any, origin: Origin, section: str) -> None:
-    """Set ``target.key = value`` after checking ``value`` against the field's annotation."""
-    hints = field_types(type(target))
-    if key not in hints:
-        raise InputError(f"unknown key {key!r} in [{section}]{suggest(key, hints)}", *origin)
-    if typing.get_origin(hints[key]) is dict:  # a table of tag = number
-        numbers = isinstance(value, dict) and all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()
-        )
-        if not numbers:
-            raise InputError(
-                f"{section}.{key} must be a table of numbers (TAG = weight), not {value!r}", *origin
-            )
-        setattr(target, key, {str(k): float(v) for k, v in value.items()})
-        return
-    allowed = typing.get_args(hints[key]) or (hints[key],)
-    if isinstance(value, int) and not isinstance(value, bool) and float in allowed and int not in allowed:
-        value = float(value)
-    if not any(isinstance(value, kind) and not (kind is int and isinstance(value, bool)) for kind in allowed):
-        names = " or ".join(TYPE_NAMES.get(kind, kind.__name__) for kind in allowed)
-        raise InputError(f"{section}.{key} must be {names}, not {type(value).__name__} {value!r}", *origin)
-    setattr(target, key, value)

@@ -18,8 +18,8 @@ from easyfirst.cli import app
 from easyfirst.cli.common import check_device, err, given_path
 from easyfirst.cli.options import config_parameters
 from easyfirst.cli.train import COMMON, SECTIONS, _task_defaults, check_paths, configured, settle
-from easyfirst.config import read_toml
 from easyfirst.errors import InputError
+from easyfirst.fields import read_toml
 
 # the options that make the study's settings, besides the config flags below (saved in study.json)
 SETTINGS = ("task", "config", "assignments", "space", "pruner", "objectives", "storage")

@@ -2,15 +2,16 @@
 loaded, so that they share its weights rather than copy them.
 
 The parent process binds the address, loads the model (easyfirst.serve.create_app) and forks K
-children; each listens on a socket of its own on that address (SO_REUSEPORT) and runs uvicorn on it with
-its own tagging thread (easyfirst.serve.batching), and the kernel spreads new connections over them. The weights are pages that no child writes, so
-they stay shared after the fork (copy-on-write): an extra worker costs its own interpreter state and
-the buffers of its forward passes, not another copy of the model (docs/serve.md, measured). The parent
+children; each listens on a socket of its own on that address (SO_REUSEPORT) and runs uvicorn on it
+with its own tagging thread (easyfirst.serve.batching), and the kernel spreads new connections over
+them. The weights are pages that no child writes, so they stay shared after the fork (copy-on-write):
+an extra worker costs its own interpreter state and the buffers of its forward passes, not another copy
+of the model (docs/serve.md, measured). The parent
 only waits: SIGTERM or Ctrl-C (SIGINT) is passed on to every worker as SIGTERM, each drains its
 connections (easyfirst.serve.connections), and the parent exits when all have; a worker that dies stops
 the others. The signals are blocked from before the fork until each process has its handlers. Each
-worker asks the kernel for SIGTERM when the parent dies (PR_SET_PDEATHSIG), so that none is left behind
-even if the parent is killed.
+worker asks the kernel for SIGTERM when the parent dies (easyfirst.atomic.die_with_parent, as every
+process the project starts), so that none is left behind even if the parent is killed.
 
 With one worker nothing is forked: uvicorn runs in this process.
 """
@@ -18,15 +19,13 @@ With one worker nothing is forked: uvicorn runs in this process.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import socket
 import sys
 
-from easyfirst.atomic import INTERRUPTS
+from easyfirst.atomic import INTERRUPTS, die_with_parent
 
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
@@ -94,8 +93,7 @@ def run(app, sock: socket.socket, *, workers: int, threads: int, access_log: boo
     if workers == 1:
         _serve(config, sock)
         return 0
-    parent = os.getpid()
-    children = {_fork(config, sock, threads, parent): k for k in range(workers)}
+    children = {_fork(config, sock, threads): k for k in range(workers)}
     return _wait(children)
 
 
@@ -115,7 +113,7 @@ def _serve(config, sock: socket.socket) -> None:
     server.run(sockets=[sock])
 
 
-def _fork(config, sock: socket.socket, threads: int, parent: int) -> int:
+def _fork(config, sock: socket.socket, threads: int) -> int:
     """A worker: uvicorn on ``sock`` with ``threads`` torch threads; its process id."""
     pid = os.fork()
     if pid:
@@ -125,10 +123,7 @@ def _fork(config, sock: socket.socket, threads: int, parent: int) -> int:
         for number in SIGNALS:  # a signal before uvicorn's handler is in place ends the worker at once
             signal.signal(number, _leave)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
-        with contextlib.suppress(OSError, AttributeError):  # not Linux: the parent's SIGTERM only
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() != parent:  # the parent died before prctl
-            os._exit(0)
+        die_with_parent(signal.SIGTERM)  # SIGTERM: the worker drains what it holds, then ends
         import torch
 
         torch.set_num_threads(threads)

@@ -4,10 +4,12 @@ for NER, F1-MULT for QE, of MT words and gaps together for a model that predicts
 easyfirst.tasks; ``[train] best_metric`` chooses another).
 
 A run is four named steps, each readable alone: :func:`prepare_run` (data, vocabularies, model,
-optimizer, and the state of an interrupted run), :func:`easyfirst.training.epochs.train_epoch` (one pass over
-the batches, by one process or by Hogwild workers), :func:`evaluate_and_select` (dev score, best model,
-then :func:`easyfirst.training.checkpoints.save_checkpoint`), and
-:func:`finish` (the best model on dev and test, ``metrics.json``, the summary table).
+optimizer, and the state of an interrupted run), :func:`easyfirst.training.epochs.train_epoch` (one pass
+over the batches, by one process or by Hogwild workers),
+:func:`easyfirst.training.selection.evaluate_and_select` (dev score, best model, then
+:func:`easyfirst.training.checkpoints.save_checkpoint`), and
+:func:`easyfirst.training.selection.finish` (the best model on dev and test, ``metrics.json``, the
+summary table).
 
 ``train(config, output)`` writes to the run folder ``output``:
 
@@ -16,8 +18,9 @@ then :func:`easyfirst.training.checkpoints.save_checkpoint`), and
   with accuracies as fractions (for NER also ``f1``, ``precision``, ``recall`` and ``per_type``);
 - ``train.log``: what was printed, without colours;
 - ``checkpoint.pt``: the training state at the end of the last epoch (and every ``checkpoint_minutes``
-  of training and ``checkpoint_every`` steps within one), from which ``easyfirst train --resume`` continues; kept when the run ends, since ``--resume
-  RUN --epochs N`` trains a finished run longer (docs/training.md, "Interrupted training").
+  of training and ``checkpoint_every`` steps within one), from which ``easyfirst train --resume``
+  continues; kept when the run ends, since ``--resume RUN --epochs N`` trains a finished run longer
+  (docs/training.md, "Interrupted training").
 """
 
 from __future__ import annotations
@@ -44,7 +47,6 @@ from easyfirst.model.fast import lean
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.parallel.workers import Workers
 from easyfirst.resources import CONFIG_FILE, VOCAB_FILE
-from easyfirst.runs import load_model, save_model
 from easyfirst.tasks import get_task
 from easyfirst.training import anneal, distributed, hogwild
 from easyfirst.training.checkpoints import (
@@ -52,11 +54,11 @@ from easyfirst.training.checkpoints import (
     load_checkpoint,
     remove_run_temporaries,
     restore_checkpoint,
-    save_checkpoint,
 )
 from easyfirst.training.epochs import hogwild_work, start_epoch, train_epoch
 from easyfirst.training.optim import make_optimizer
-from easyfirst.training.reporting import RunLog, duration, evaluate_sentences, length_cap, summary_table
+from easyfirst.training.reporting import RunLog, duration, length_cap
+from easyfirst.training.selection import evaluate_and_select, finish, stop_early
 from easyfirst.training.state import Run, RunProgress, Splits
 
 
@@ -152,19 +154,6 @@ def train(
             run.workers.close()
         log.close()
         distributed.stop(group)
-
-
-def stop_early(run: Run, epoch: int) -> bool:
-    """Whether ``[train] patience`` epochs have passed without a better dev score (logged when so)."""
-    t, p = run.config.train, run.progress
-    if not t.patience or epoch >= t.epochs or epoch - p.best["epoch"] < t.patience:
-        return False
-    p.stopped_early = epoch
-    run.log(
-        f"stopping early after epoch {epoch} of {t.epochs}: no better dev {run.metric_label} for "
-        f"{t.patience} epoch{'s' * (t.patience > 1)} (the best: epoch {p.best['epoch']})"
-    )
-    return True
 
 
 def build_model(
@@ -371,105 +360,3 @@ def build_vocabularies(config: Config, train_sents: list[Sentence]) -> Vocabular
     vocabs.features = build_feature_vocabs(active_features(m), train_sents)
     class_weight_vector(config.loss.class_weights, vocabs.tags.itos)  # unknown tag: fail before writing
     return vocabs
-
-
-def evaluate_and_select(run: Run, epoch: int, seconds: float) -> None:
-    """Score the epoch's model on dev (process 0, shared with the others), save it if it is the best so
-    far, add the epoch's row to the history, save the checkpoint and log the row: ``seconds`` of
-    training, then those of all this (``eval``), so that the epoch lines add up to the wall clock."""
-    evaluated = time.perf_counter()
-    p, task, group = run.progress, run.task, run.group
-    metric = run.metric
-    p.loss_sum, p.seen = distributed.sum_over([p.loss_sum, p.seen], group, run.device)
-    dev = None
-    if group.main:  # dev on process 0 only; all processes then agree on the result
-        dev = evaluate_sentences(
-            run.model,
-            run.vocabs,
-            run.dev_items,
-            run.splits.dev,
-            run.config.train.eval_batch_size,
-            run.device,
-            task.score,
-            task.score_heads,
-        )
-    dev = distributed.broadcast(dev, group)
-    improved = dev[metric] > p.best[metric]
-    if improved:
-        p.best = {metric: dev[metric], "epoch": epoch}
-        if group.main:
-            save_model(run.output, run.model, run.config, run.vocabs)
-    words = sum(len(e) for e in run.train_items)
-    row = {
-        "epoch": epoch,
-        "loss": p.loss_sum / p.seen,
-        "dev_accuracy": dev["accuracy"],
-        f"dev_{metric}": dev[metric],
-        **{f"dev_{key}": dev[key] for key, _ in run.columns},
-        "seconds": seconds,
-        "tokens_per_second": words / seconds,
-    }
-    if run.config.train.anneal_epochs:
-        row["attention_temperature"] = run.config.model.attention_temperature
-    p.history.append(row)
-    p.step, p.loss_sum, p.seen, p.elapsed, p.worker_steps = 0, 0.0, 0, 0.0, []
-    row["eval_seconds"] = time.perf_counter() - evaluated  # the checkpoint's row: up to its writing
-    save_checkpoint(run, epoch + 1, 0, run.generator.get_state(), 0.0)
-    row["eval_seconds"] = time.perf_counter() - evaluated
-    run.log(
-        f"epoch {epoch:>3}  loss {row['loss']:.4f}  dev {run.metric_label} {100 * dev[metric]:6.2f}  "
-        + "".join(f"{label} {100 * dev[key]:6.2f}  " for key, label in run.columns if key != metric)
-        + f"train {seconds:6.1f} s  eval {row['eval_seconds']:5.1f} s  {row['tokens_per_second']:>8,.0f} tok/s"
-        + (f"  T {row['attention_temperature']:.3g}" if "attention_temperature" in row else "")
-        + ("  [green]best[/]" if improved else "")
-    )
-
-
-def finish(run: Run, started: float) -> dict:
-    """Score the best epoch's model, as saved, on dev and test; write ``metrics.json`` and the summary.
-    ``started``: the run's start (``time.perf_counter()``), for the wall time it reports."""
-    scoring = time.perf_counter()
-    config, task, splits, p = run.config, run.task, run.splits, run.progress
-    batch_size = config.train.eval_batch_size
-    model, _, _ = load_model(run.output, run.device)
-    metrics: dict = {
-        "dev": evaluate_sentences(
-            model, run.vocabs, run.dev_items, splits.dev, batch_size, run.device, task.score, task.score_heads
-        )
-    }
-    if splits.test:
-        test_items = [encode(run.vocabs, s.words, extra=s.extra) for s in splits.test]
-        metrics["test"] = evaluate_sentences(
-            model, run.vocabs, test_items, splits.test, batch_size, run.device, task.score, task.score_heads
-        )
-    metrics.update(
-        best_epoch=p.best["epoch"],
-        epochs=p.history,
-        data=splits.paths,
-        seconds_per_epoch=sum(r["seconds"] for r in p.history) / len(p.history),
-        eval_seconds_per_epoch=sum(r.get("eval_seconds", 0.0) for r in p.history) / len(p.history),
-        train_sentences=len(run.train_sents),
-        dropped_long_sentences=len(splits.train) - len(run.train_sents),
-        device=str(run.device),
-        threads=torch.get_num_threads(),
-        processes=run.group.size,
-        workers=1 if run.workers is None else run.workers.count,
-        best_metric=run.metric,
-    )
-    if p.stopped_early:
-        metrics["stopped_early"] = p.stopped_early
-    for split in ("dev", "test"):
-        if split in metrics:
-            metrics[split].pop("per_tag", None)
-    write_json(run.output / "metrics.json", metrics)
-    columns = tuple(c for c in run.columns if c[0] != run.metric)
-    run.log(summary_table(metrics, run.metric, run.metric_label, columns))
-    warning = length_cap(splits.train, run.config.data.max_train_length)[2]
-    if warning:
-        run.log(warning)
-    now = time.perf_counter()
-    run.log(
-        f"model and metrics written to {run.output}; the best model scored in {duration(now - scoring)}, "
-        f"{duration(now - started)} in all"
-    )
-    return metrics

@@ -24,8 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from easyfirst.config import SECTIONS, Config, toml_lines
+from easyfirst.config import SECTIONS, Config
 from easyfirst.errors import InputError, suggest
+from easyfirst.fields import toml_lines
 
 if sys.version_info >= (3, 11):
     import tomllib
