@@ -98,8 +98,8 @@ class DataConfig:
     scheme: str = field(
         default="bio",
         metadata=option(
-            "ner: the tagging scheme the model learns, bio or bioes (IOBES); files are read in any scheme "
-            "and tagged in the input's.",
+            "The entity tagging scheme an NER model learns, bio or bioes (IOBES); files are read in any "
+            "scheme and tagged in the input's.",
             choices=lambda: ["bio", "bioes"],
         ),
     )
@@ -382,6 +382,12 @@ class Config:
         if t.momentum and t.optimizer != "sgd":
             raise InputError(
                 f"train.momentum is SGD's; optimizer {t.optimizer!r} has its own", *where("train.momentum")
+            )
+        if m.freeze_vectors and t.optimizer == "adamw":
+            raise InputError(
+                "model.freeze_vectors: AdamW's weight decay would shrink the fixed vectors; "
+                "use adam or nadam",
+                *where("model.freeze_vectors", "train.optimizer"),
             )
         if t.anneal_epochs and not (m.decodes and KINDS[m.attention].scores == "attention"):
             raise InputError(

@@ -48,7 +48,8 @@ ADDED = {  # new since: generic config overrides (issue #14); plain text, pretra
     | {"--hidden-dim", "--encoder-layers", "--dropout-kind", "--embedding-dropout", "--encoder-dropout"}
     | {"--output-dropout", "--word-dropout", "--optimizer", "--momentum", "--lr-decay", "--clip"}
     | {"--patience", "--scheme"}
-    | {"--checkpoint-minutes"},  # a checkpoint every few minutes of training (#47)
+    | {"--checkpoint-minutes"}  # a checkpoint every few minutes of training (#47)
+    | {"--freeze-vectors", "--no-freeze-vectors"},  # the vectors kept as read (#44)
     "tag": {"--format", "--pretokenized"},
     "plot": {"--pretokenized"},
     "export": {"--overwrite", "--no-overwrite", "--output", "-o"},  # -o OUT beside the positional OUT (#28)

@@ -195,3 +195,52 @@ def test_train_ner_with_vectors_leaves_the_affixes_out_and_says_so(vectors, tmp_
     assert given.returncode == 0, given.stderr.decode()
     assert "words (50-d affixes)" in (tmp_path / "given" / "train.log").read_text()
     assert json.loads((tmp_path / "given" / "vocab.json").read_text())["prefixes"]["symbols"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "optimizer, batch_size",
+    [("adagrad", 16), ("nadam", 16), ("adagrad", 1)],  # sparse rows; dense moments; one sentence (lean)
+)
+def test_frozen_vectors_stay_as_read_and_the_other_words_learn(tmp_path, optimizer, batch_size):
+    """`--freeze-vectors`: after training, the rows of the words the vectors cover are the file's values
+    (their gradient is zeroed, on every update path), the other training words' rows have moved; without
+    it the covered rows move too. The mask is saved with the model."""
+    from conftest import SAMPLE
+    from easyfirst import Tagger
+    from easyfirst.config import Config
+    from easyfirst.training.loop import train
+
+    vectors = tmp_path / "vectors.txt"
+    given = {"the": [1.0, 2.0, 3.0, 4.0], "to": [0.5, -0.5, 0.25, 8.0], ".": [-1.0, 0.0, 1.0, 0.5]}
+    vectors.write_text("".join(f"{w} {' '.join(map(str, v))}\n" for w, v in given.items()), encoding="utf-8")
+    rows = {}
+    for freeze in (True, False):
+        config = Config()
+        config.data.train = config.data.dev = str(SAMPLE)
+        config.train.epochs, config.train.optimizer, config.train.batch_size = 2, optimizer, batch_size
+        config.train.lr = 0.05
+        config.model.pretrained, config.model.freeze_vectors = str(vectors), freeze
+        config.model.pretrained_words = 0
+        torch.manual_seed(0)
+        train(config, tmp_path / f"run-{freeze}")
+        tagger = Tagger.load(tmp_path / f"run-{freeze}")
+        words, weight = tagger.vocabs.words, tagger.model.embedder.words.weight
+        rows[freeze] = {w: weight[words.index(w)].tolist() for w in given}
+        if freeze:
+            fixed = tagger.model.embedder.fixed_words
+            assert fixed.sum().item() == 3 and not fixed[words.index("reads")]  # the, to, . only
+    for word, vector in given.items():
+        assert rows[True][word] == vector  # frozen: exactly as read
+        assert rows[False][word] != vector  # fine-tuned: moved
+
+
+def test_frozen_vectors_need_vectors_and_no_weight_decay():
+    from easyfirst.config import Config
+
+    with pytest.raises(InputError, match="needs pretrained vectors"):
+        Config.from_dict({"model": {"freeze_vectors": True}})
+    with pytest.raises(InputError, match="AdamW's weight decay"):
+        Config.from_dict(
+            {"model": {"freeze_vectors": True, "pretrained": "v.txt"}, "train": {"optimizer": "adamw"}}
+        )

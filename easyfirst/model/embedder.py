@@ -24,11 +24,17 @@ class Embedder(nn.Module):
         affix_dim: int,
         feature_dims: dict[str, int] | None = None,
         characters: tuple[str, int, int] = ("cnn", 30, 3),
+        freeze_vectors: bool = False,
     ):
         """``feature_dims``: name → embedding size of each active feature; the ``chars`` feature's
-        embeddings go through a :class:`CharacterEncoder` of ``characters`` (kind, size, window)."""
+        embeddings go through a :class:`CharacterEncoder` of ``characters`` (kind, size, window). With
+        ``freeze_vectors`` the rows that :meth:`load_pretrained` fills take no updates: their gradient is
+        zeroed (the mask, ``fixed_words``, is saved with the model, so that a resumed run keeps it)."""
         super().__init__()
         self.words = nn.Embedding(len(vocabs.words), word_dim, padding_idx=0)
+        if freeze_vectors:
+            self.register_buffer("fixed_words", torch.zeros(len(vocabs.words), dtype=torch.bool))
+            self.words.weight.register_hook(self._keep_fixed_words)
         self.affixes = affix_dim > 0
         if self.affixes:
             self.prefixes = nn.Embedding(len(vocabs.prefixes), affix_dim, padding_idx=0)
@@ -77,6 +83,15 @@ class Embedder(nn.Module):
         )
         return summed.view(size, length, -1)
 
+    def _keep_fixed_words(self, grad: torch.Tensor) -> torch.Tensor:
+        """The word embeddings' gradient without the rows of ``fixed_words`` (dense or sparse)."""
+        if not grad.is_sparse:
+            return grad.masked_fill(self.fixed_words.unsqueeze(1), 0.0)
+        grad = grad.coalesce()
+        rows, values = grad.indices(), grad.values()
+        values = values.masked_fill(self.fixed_words[rows[0]].unsqueeze(1), 0.0)
+        return torch.sparse_coo_tensor(rows, values, grad.shape, is_coalesced=True)
+
     @torch.no_grad()
     def load_pretrained(self, vectors: Vectors, vocabs: Vocabularies, feature: str | None = None) -> int:
         """Initialise the word embeddings of the words ``vectors`` has (easyfirst.data.vectors), or with
@@ -95,7 +110,10 @@ class Embedder(nn.Module):
             ids, rows = vectors.lookup(vocabs.words.stoi, vocabs.lowercase)
         else:
             ids, rows = vectors.lookup_folded(vocabs.features[feature].stoi)
-        table.weight[torch.tensor(ids, dtype=torch.long)] = torch.from_numpy(rows).to(table.weight)
+        covered = torch.tensor(ids, dtype=torch.long)
+        table.weight[covered] = torch.from_numpy(rows).to(table.weight)
+        if feature is None and hasattr(self, "fixed_words"):
+            self.fixed_words[covered] = True
         return len(ids)
 
 

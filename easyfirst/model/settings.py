@@ -109,6 +109,13 @@ class ModelConfig:
             metavar="K",
         ),
     )
+    freeze_vectors: bool = field(  # Reimers & Gurevych (2017) keep the vectors fixed
+        default=False,
+        metadata=option(
+            "With --pretrained: the words that have a vector keep it as it is; only the others (UNK, "
+            "training words the vectors lack) learn theirs. Default: every word's embedding is trained."
+        ),
+    )
     # written by training: how many of the vocabulary's words (not padding or UNK) the vectors covered
     pretrained_covered: int | None = field(default=None, metadata=checked(at_least(0)))
     hidden_dim: int = field(  # BiLSTM units per direction
@@ -354,6 +361,11 @@ class ModelConfig:
             raise InputError(
                 "encoder_dropout acts between stacked BiLSTM layers: it needs encoder_layers >= 2",
                 *where("model.encoder_dropout", "model.encoder_layers"),
+            )
+        if self.freeze_vectors and not self.pretrained:
+            raise InputError(
+                "freeze_vectors keeps the pretrained vectors fixed: it needs pretrained vectors (--pretrained)",
+                *where("model.freeze_vectors", "model.pretrained"),
             )
         if not self.concat and not self.decodes:
             raise InputError(

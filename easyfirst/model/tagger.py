@@ -36,7 +36,9 @@ class EasyFirstTagger(nn.Module):
         self.steps_beyond_length = m.steps_beyond_length
         self.concat = m.concat
         characters = (m.char_encoder, m.char_filters, m.char_window)
-        self.embedder = Embedder(vocabs, m.word_dim, m.affix_dim, active_features(m), characters)
+        self.embedder = Embedder(
+            vocabs, m.word_dim, m.affix_dim, active_features(m), characters, m.freeze_vectors
+        )
         # dropout on the embeddings, between BiLSTM layers and on the output layer's inputs
         # (easyfirst.model.dropout); modules without parameters, so a model's saved state is the same
         self.embedding_dropout = make_dropout(m.dropout_kind, m.dropout_at("embedding"))
