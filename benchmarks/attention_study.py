@@ -159,6 +159,13 @@ NER_ROWS |= {
         [*RECIPE_R1, "--freeze-vectors", "--model", "bilstm"],
         30,
     ),
+    # ... or do the test words that only the vectors bring (--pretrained-words) hurt? R1 with the
+    # training words alone in the vocabulary (the others UNK, as word dropout trains it)
+    "ner-r1-bilstm-pw0": (
+        "BiLSTM-CRF, recipe R1, training words only",
+        [*RECIPE_R1, "--pretrained-words", "0", "--model", "bilstm"],
+        30,
+    ),
     "ner-probe": ("NEF-CRF-F, N = 5, the issue's probe (GloVe)", RECIPE_PROBE, 20),
     "ner-probe-bilstm": ("BiLSTM-CRF, the issue's probe (GloVe)", [*RECIPE_PROBE, "--model", "bilstm"], 20),
 }

@@ -149,6 +149,24 @@ def checked(rule: Rule | None) -> dict[str, Any]:
     return {} if rule is None else {"check": rule}
 
 
+def parse_class_weights(values: list[str], flag: str = "--class-weight") -> dict[str, float]:
+    """``["NOUN=2", "X=0.5"]`` → ``{"NOUN": 2.0, "X": 0.5}``."""
+    weights = {}
+    for value in values:
+        tag, sign, number = value.rpartition("=")
+        try:
+            weights[tag] = float(number)
+        except ValueError:
+            sign = ""
+        if not sign or not tag:
+            raise InputError(f"{flag} must be TAG=WEIGHT (e.g. NOUN=2), not {value!r}") from None
+    return weights
+
+
+def show_weights(value: dict[str, float]) -> str:
+    return " ".join(f"{k}={v:g}" for k, v in value.items()) or "none"
+
+
 def read_toml(path: str | Path, what: str = "config file") -> tuple[dict[str, Any], str]:
     """A TOML file's tables and its text; every error names the file and, where there is one, the line
     (``what`` the file is, for the errors: "config file", "search space")."""

@@ -227,6 +227,8 @@ def test_frozen_vectors_stay_as_read_and_the_other_words_learn(tmp_path, optimiz
         tagger = Tagger.load(tmp_path / f"run-{freeze}")
         words, weight = tagger.vocabs.words, tagger.model.embedder.words.weight
         rows[freeze] = {w: weight[words.index(w)].tolist() for w in given}
+        log = (tmp_path / f"run-{freeze}" / "train.log").read_text(encoding="utf-8")
+        assert ("kept as read (--freeze-vectors)" in log) == freeze
         if freeze:
             fixed = tagger.model.embedder.fixed_words
             assert fixed.sum().item() == 3 and not fixed[words.index("reads")]  # the, to, . only
@@ -235,8 +237,13 @@ def test_frozen_vectors_stay_as_read_and_the_other_words_learn(tmp_path, optimiz
         assert rows[False][word] != vector  # fine-tuned: moved
 
 
-def test_frozen_vectors_need_vectors_and_no_weight_decay():
+def test_frozen_vectors_need_vectors_and_no_weight_decay_and_the_card_says_so():
     from easyfirst.config import Config
+    from easyfirst.viz.model_card import model_card
+
+    config = Config.from_dict({"model": {"freeze_vectors": True, "pretrained": "v.txt", "word_dim": 4}})
+    card = model_card(config, None, {"words": 10, "tags": 3}, 100, "runs/x", False)
+    assert "| pretrained vectors | `v.txt`, 4 dimensions, kept as read (not fine-tuned) |" in card
 
     with pytest.raises(InputError, match="needs pretrained vectors"):
         Config.from_dict({"model": {"freeze_vectors": True}})

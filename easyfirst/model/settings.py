@@ -11,7 +11,18 @@ from dataclasses import dataclass, field
 
 from easyfirst.data.vocab import DEFAULT_PRETRAINED_WORDS
 from easyfirst.errors import InputError
-from easyfirst.fields import Where, at_least, checked, fraction, non_negative, option, positive, weights
+from easyfirst.fields import (
+    Where,
+    at_least,
+    checked,
+    fraction,
+    non_negative,
+    option,
+    parse_class_weights,
+    positive,
+    show_weights,
+    weights,
+)
 from easyfirst.ops.kinds import KINDS
 
 MODELS = ("nef-f", "nef-s", "bilstm")
@@ -36,24 +47,6 @@ def parse_steps(value: str) -> int | None:
     if steps < 0:
         raise InputError("--sketch-steps must be >= 0")
     return steps
-
-
-def parse_class_weights(values: list[str], flag: str = "--class-weight") -> dict[str, float]:
-    """``["NOUN=2", "X=0.5"]`` → ``{"NOUN": 2.0, "X": 0.5}``."""
-    weights = {}
-    for value in values:
-        tag, sign, number = value.rpartition("=")
-        try:
-            weights[tag] = float(number)
-        except ValueError:
-            sign = ""
-        if not sign or not tag:
-            raise InputError(f"{flag} must be TAG=WEIGHT (e.g. NOUN=2), not {value!r}") from None
-    return weights
-
-
-def show_weights(value: dict[str, float]) -> str:
-    return " ".join(f"{k}={v:g}" for k, v in value.items()) or "none"
 
 
 def qe_weights(flag: str, what: str) -> dict:

@@ -184,7 +184,7 @@ def build_model(
             f"[bold]vectors[/] {vectors.name}, {m.word_dim} dimensions"
             f"{', uncased' if vectors.uncased else ''}: they cover {m.pretrained_covered:,} of the "
             f"{len(vocabs.words) - 2:,} words ({m.pretrained_covered - added:,} of the {training:,} from "
-            "the training set)"
+            "the training set)" + ("; kept as read (--freeze-vectors)" if m.freeze_vectors else "")
         )
     if source:
         m.source_pretrained_covered = model.embedder.load_pretrained(source, vocabs, feature="source")

@@ -106,6 +106,7 @@ def _vectors(config: Config, sizes: dict[str, int]) -> str:
         named = NAMED.get(model.pretrained)
         covered = model.pretrained_covered
         share = "" if covered is None else f", covering {covered:,} of its {sizes['words'] - 2:,} words"
+        share += ", kept as read (not fine-tuned)" if model.freeze_vectors else ""
         rows.append(
             f"`{model.pretrained}`, {model.word_dim} dimensions{share}"
             + (f"; {named.about}" if named else "")
