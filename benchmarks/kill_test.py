@@ -1,5 +1,5 @@
-"""Kill `easyfirst tag` (many files) and `easyfirst train --workers 2` with SIGKILL at random moments and
-count what they leave behind (issue #47): processes still running, /dev/shm segments, and *.tmp files in
+"""Kill `easyfirst tag` (many files), `easyfirst train --workers 2` and `easyfirst serve --workers 2` with
+SIGKILL at random moments and count what they leave behind (issue #47): processes still running, /dev/shm segments, and *.tmp files in
 the output folder, after the kill and again after a rerun of the same command to its end.
 
     python benchmarks/kill_test.py --runs 5 --json benchmarks/results/kill-test-cpu-2core.json
@@ -9,8 +9,11 @@ each) tagged into a fresh folder; the rerun is the same command, which tags what
 POS default (one sentence per update) with ``--workers 2`` for one epoch on the first 1,500 training
 sentences (dev: the first 300 dev sentences); the rerun is ``easyfirst train --resume RUN`` (a run
 stopped before its first checkpoint is trained again from the start), or the first command if no run
-had begun. Each is killed at a moment drawn uniformly from ``--after`` seconds after it has started its
-children (tag: its reader and, with two cores, a tagging process; train: the second Hogwild worker; at
+had begun. `serve`: the bundled en-upos model, copied into a folder of the trial's own (whose name marks
+its processes), on a free loopback port; the rerun serves it again until ``/health`` answers, then
+stops it with SIGTERM (exit 0 expected). Each is killed at a moment drawn uniformly from ``--after`` seconds after it has started its
+children (tag: its reader and, with two cores, a tagging process; train: the second Hogwild worker;
+serve: its two workers; at
 most 120 s waited for them), since a kill during the start of Python and torch, before any child,
 tells nothing.
 
@@ -31,6 +34,7 @@ import platform
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -132,10 +136,46 @@ def train_trial(scratch: Path, k: int, train: Path, dev: Path, after: float, arg
     return trial("train", command, rerun, run, after, args, 1)
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def serve_again(command: list[str], limit: float) -> list[str]:
+    """A command that serves ``command``'s model until ``/health`` answers, then sends SIGTERM and exits
+    with the server's status (the rerun of a serve trial)."""
+    script = (
+        "import signal, subprocess, sys, time, urllib.request\n"
+        f"command, port, limit = {command!r}, {command[command.index('--port') + 1]!r}, {limit!r}\n"
+        "server = subprocess.Popen(command)\n"
+        "started = time.monotonic()\n"
+        "while time.monotonic() - started < limit and server.poll() is None:\n"
+        "    try:\n"
+        "        urllib.request.urlopen(f'http://127.0.0.1:{port}/health', timeout=1).read()\n"
+        "        break\n"
+        "    except OSError:\n"
+        "        time.sleep(0.2)\n"
+        "server.send_signal(signal.SIGTERM)\n"
+        "sys.exit(server.wait())\n"
+    )
+    return [sys.executable, "-c", script]
+
+
+def serve_trial(scratch: Path, k: int, after: float, args) -> dict:
+    from easyfirst.resources import model_folder
+
+    model = scratch / f"serve-{k}.model"
+    shutil.copytree(model_folder("en-upos"), model)
+    command = [*EASYFIRST, "serve", "-m", str(model), "--workers", "2", "--port", str(free_port())]
+    command += ["--host", "127.0.0.1"]
+    return trial("serve", command, lambda: serve_again(command, 120.0), model, after, args, 2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="kills of each command")
-    parser.add_argument("--kinds", default="tag,train", help="which commands: tag, train or both")
+    parser.add_argument("--kinds", default="tag,train,serve", help="which commands: tag, train, serve")
     parser.add_argument("--copies", type=int, default=30, help="copies of EWT dev that tag is given")
     parser.add_argument("--after", type=float, nargs=2, default=(0.0, 6.0), metavar=("LOW", "HIGH"))
     parser.add_argument("--grace", type=float, default=2.0, help="seconds between the kill and the count")
@@ -160,10 +200,13 @@ def main() -> None:
             if "train" in args.kinds:
                 rows.append(train_trial(scratch, k, train, dev, draw.uniform(*args.after), args))
                 print(json.dumps(rows[-1]), flush=True)
+            if "serve" in args.kinds:
+                rows.append(serve_trial(scratch, k, draw.uniform(*args.after), args))
+                print(json.dumps(rows[-1]), flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     totals = {}
-    for kind in ("tag", "train"):
+    for kind in ("tag", "train", "serve"):
         mine = [row for row in rows if row["kind"] == kind]
         if mine:
             keys = ("processes_left", "shm_left", "tmp_after_kill", "tmp_after_rerun")
