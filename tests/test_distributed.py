@@ -27,7 +27,9 @@ def torchrun(output: Path, epochs: int, resume: bool = False) -> subprocess.Comp
     """``torchrun --nproc_per_node 2 -m easyfirst train`` on the sample, through the recording driver
     (with ``resume``: ``train --resume OUTPUT --epochs EPOCHS``)."""
     launcher = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2"]
-    launcher += ["--master_addr", "127.0.0.1", "--master_port", str(free_port()), str(DRIVER)]
+    launcher += ["--master_addr", "127.0.0.1", "--master_port", str(free_port())]
+    # torchrun's logs in the test's folder: by default it makes a /tmp/torchelastic_* folder and leaves it
+    launcher += ["--log-dir", str(output.parent / "torchrun-logs"), str(DRIVER)]
     extra = ("--batch-size", "4", "--threads", "1")
     train = ["train", "--resume", str(output), "--epochs", str(epochs)] if resume else None
     command = launcher + (train or sample_training(output, *extra, epochs=epochs))
