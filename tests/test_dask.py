@@ -8,6 +8,7 @@ import pytest
 from conftest import SAMPLE, extra, run_cli
 
 distributed = extra("distributed", "dask")  # in the dev extra: CI has it
+import dask  # noqa: E402
 
 from easyfirst.errors import InputError  # noqa: E402
 from easyfirst.integrations.dask import (  # noqa: E402
@@ -21,10 +22,17 @@ from easyfirst.integrations.dask import (  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(
-        n_workers=2, processes=True, host="127.0.0.1", threads_per_worker=1, dashboard_address="127.0.0.1:0"
-    )
+def client(tmp_path_factory):
+    scratch = tmp_path_factory.mktemp("dask")  # not /tmp/dask-scratch-space, which Dask leaves behind
+    with dask.config.set({"temporary-directory": str(scratch)}):
+        cluster = distributed.LocalCluster(
+            n_workers=2,
+            processes=True,
+            host="127.0.0.1",
+            threads_per_worker=1,
+            dashboard_address="127.0.0.1:0",
+            local_directory=scratch,
+        )
     with cluster, distributed.Client(cluster) as client:
         yield client
 
