@@ -155,6 +155,11 @@ NER_ROWS |= {
     "ner-mh": ("NEF-CRF-F, N = 5, Ma & Hovy's settings (GloVe 50-d)", RECIPE_MH, 30),
     # the same with the loss summed over the update's sentences (the NER default averages it): ten
     # times the step at lr 0.015
+    "ner-mh-sum": (
+        "NEF-CRF-F, N = 5, Ma & Hovy's settings, loss summed over the batch",
+        [*RECIPE_MH, "--reduction", "sum"],
+        30,
+    ),
     "ner-mh-bilstm-sum": (
         "BiLSTM-CRF, Ma & Hovy's settings, loss summed over the batch",
         [*RECIPE_MH, "--reduction", "sum", "--model", "bilstm"],
