@@ -62,6 +62,19 @@ def qe_weights(flag: str, what: str) -> dict:
     )
 
 
+def dropout_at_place(help_text: str):
+    """A dropout rate for one place of the model (``ModelConfig.dropout_at``): unset, ``dropout``'s."""
+    return field(
+        default=None,
+        metadata=option(
+            help_text,
+            check=fraction(),
+            metavar="P",
+            show=lambda value: "--dropout" if value is None else f"{value:g}",
+        ),
+    )
+
+
 @dataclass
 class ModelConfig:
     model: str = field(
@@ -193,32 +206,14 @@ class ModelConfig:
             choices=lambda: list(DROPOUT_KINDS),
         ),
     )
-    embedding_dropout: float | None = field(
-        default=None,
-        metadata=option(
-            "Dropout on the word representations (the BiLSTM's input).",
-            check=fraction(),
-            metavar="P",
-            show=lambda value: "--dropout" if value is None else f"{value:g}",
-        ),
+    embedding_dropout: float | None = dropout_at_place(
+        "Dropout on the word representations (the BiLSTM's input)."
     )
-    encoder_dropout: float | None = field(
-        default=None,
-        metadata=option(
-            "Dropout between stacked BiLSTM layers (--encoder-layers > 1).",
-            check=fraction(),
-            metavar="P",
-            show=lambda value: "--dropout" if value is None else f"{value:g}",
-        ),
+    encoder_dropout: float | None = dropout_at_place(
+        "Dropout between stacked BiLSTM layers (--encoder-layers > 1)."
     )
-    output_dropout: float | None = field(
-        default=None,
-        metadata=option(
-            "Dropout on the BiLSTM's output and the sketches (the decoder's and output layer's input).",
-            check=fraction(),
-            metavar="P",
-            show=lambda value: "--dropout" if value is None else f"{value:g}",
-        ),
+    output_dropout: float | None = dropout_at_place(
+        "Dropout on the BiLSTM's output and the sketches (the decoder's and output layer's input)."
     )
     # NER features (easyfirst.data.features), off by default
     case_dim: int = field(
