@@ -28,15 +28,16 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from easyfirst.data.schemes import learned_scheme
+
 FORBIDDEN = -1.0e4
 BIO_TAG = re.compile(r"^(?:O|[BI]-.+)$")
-BIOES_TAG = re.compile(r"^(?:O|[BIES]-.+)$")
 
 
 def entity_scheme(tags: Sequence[str]) -> str | None:
     """``"bioes"`` when every tag is ``O`` or ``B/I/E/S-X`` and some are ``E-`` or ``S-``; ``"bio"`` when
     every tag is ``O``, ``B-X`` or ``I-X`` and at least one is ``I-X``; else None."""
-    if tags and all(BIOES_TAG.match(t) for t in tags) and any(t[:2] in ("E-", "S-") for t in tags):
+    if tags and learned_scheme(tags) == "bioes":  # the tag grammar of easyfirst.data.schemes
         return "bioes"
     if tags and all(BIO_TAG.match(t) for t in tags) and any(t.startswith("I-") for t in tags):
         return "bio"
