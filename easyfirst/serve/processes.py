@@ -6,10 +6,9 @@ children; each listens on a socket of its own on that address (SO_REUSEPORT) and
 with its own tagging thread (easyfirst.serve.batching), and the kernel spreads new connections over
 them. The weights are pages that no child writes, so they stay shared after the fork (copy-on-write):
 an extra worker costs its own interpreter state and the buffers of its forward passes, not another copy
-of the model (docs/serve.md, measured). The parent
-only waits: SIGTERM or Ctrl-C (SIGINT) is passed on to every worker as SIGTERM, each drains its
-connections (easyfirst.serve.connections), and the parent exits when all have; a worker that dies stops
-the others. The signals are blocked from before the fork until each process has its handlers. Each
+of the model (docs/serve.md, measured). The parent only waits: SIGTERM or Ctrl-C (SIGINT) is passed on
+to every worker as SIGTERM, each drains its connections (easyfirst.serve.connections), and the parent
+exits when all have; a worker that dies stops the others. The signals are blocked from before the fork until each process has its handlers. Each
 worker asks the kernel for SIGTERM when the parent dies (easyfirst.atomic.die_with_parent, as every
 process the project starts), so that none is left behind even if the parent is killed.
 
