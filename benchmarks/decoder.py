@@ -1,4 +1,5 @@
-"""The sketch decoder alone: the fused csoftmax step loop against the generic one, in one run.
+"""The sketch decoder alone: the fused csoftmax step loop (backend ``fused``) against the generic one (the
+reference, SketchDecoder.forward), in one run.
 
     python benchmarks/decoder.py [--lengths 17 25 50] [--batch 16] [--rounds 7] [--threads 1]
 
@@ -12,10 +13,13 @@ sum(S) + sum(history); tagging = forward under torch.inference_mode), the two lo
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 import torch
 
+from easyfirst.backends.chooser import REFERENCE
+from easyfirst.backends.fused import FUSED
 from easyfirst.model.sketch import SketchDecoder
 
 
@@ -52,20 +56,20 @@ def main() -> None:
             states = torch.randn(args.batch, length, 100, requires_grad=True)
             mask = torch.ones(args.batch, length, dtype=torch.bool)
 
-            def train(decoder=decoder, states=states, mask=mask) -> None:
-                sketch, history = decoder(states, mask)
+            def train(backend, decoder=decoder, states=states, mask=mask) -> None:
+                sketch, history = backend.decoder(decoder, states, mask, None, None, True)
                 (sketch.sum() + history.sum()).backward()
 
-            def tag(decoder=decoder, states=states, mask=mask) -> None:
+            def tag(backend, decoder=decoder, states=states, mask=mask) -> None:
                 with torch.inference_mode():
-                    decoder(states, mask)
+                    backend.decoder(decoder, states, mask, None, None, True)
 
             for job, function in (("train", train), ("tag", tag)):
                 best = {True: float("inf"), False: float("inf")}
                 for _ in range(args.rounds):  # the two loops take turns
-                    for fused in (True, False):
-                        decoder.fused = fused
-                        best[fused] = min(best[fused], *best_time(function, 1, args.repeats))
+                    for fused, backend in ((True, FUSED), (False, REFERENCE)):
+                        run = functools.partial(function, backend)
+                        best[fused] = min(best[fused], *best_time(run, 1, args.repeats))
                 per_step = {fused: 1e6 * t / length for fused, t in best.items()}
                 print(
                     f"| {'NEF-F' if full_state else 'NEF-S'} | {length} | {job} | {per_step[True]:.0f} | "

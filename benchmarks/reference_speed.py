@@ -1,5 +1,5 @@
 """Training speed at one sentence per update (the paper's own regime, configs/pos-reference.toml), with
-and without the single-sentence NumPy path (easyfirst.model.fast.lean), and how close the two train.
+and without the single-sentence NumPy path (easyfirst.backends.lean), and how close the two train.
 
     python benchmarks/reference_speed.py [--sentences 600] [--rounds 3] [--threads 1] [--json out.json]
 
@@ -12,13 +12,16 @@ load falls on all of them alike. Reported: training words per second of wall-clo
 process's CPU time, and each configuration's speed as a ratio to the BiLSTM at one sentence per update
 in the same run:
 
-- NEF-F, N = L, one sentence per update (the lean path: the BiLSTM and csoftmax step loops compiled by
-  Numba, easyfirst.model.fast.kernels, with the extra ``fast``);
-- the same with the NumPy loops of easyfirst.model.fast.lean (the lean path without Numba);
-- the same with the lean path switched off (torch's LSTM and the batched fused loop on a batch of one);
+- NEF-F, N = L, one sentence per update (the lean path, backend ``numba``: the BiLSTM and csoftmax step
+  loops compiled by Numba, easyfirst.backends.kernels, with the extra ``fast``);
+- the same with the NumPy loops of easyfirst.backends.lean (backend ``numpy``: the lean path without
+  Numba);
+- the same with the lean path switched off (backend ``fused`` forced: torch's LSTM and the batched fused
+  loop on a batch of one; the generic step loop for an attention other than csoftmax);
 - the same with dense embedding gradients too: how one sentence per update trained before;
 - BiLSTM (N = 0), one sentence per update;
-- NEF-F, N = L, 16 sentences per update (the default regime: batches of similar length), for scale;
+- NEF-F, N = L, 16 sentences per update (the default regime: batches of similar length, the chooser's
+  backends), for scale;
 - NEF-F with sparsemax attention, one sentence per update, on the lean path and off it;
 - NEF-F with a prescribed order (left-to-right, a row of the paper's Table 4) and vanilla easy-first
   (hard attention, Tables 1 and 4), likewise.
@@ -49,11 +52,12 @@ from typing import NamedTuple
 
 import torch
 
+from easyfirst.backends import lean
+from easyfirst.backends.chooser import run_plan
 from easyfirst.config import Config
 from easyfirst.data.batching import batches_in_order, collate, encode, iterate_batches
 from easyfirst.data.conllu import read_conllu
 from easyfirst.data.datasets import resolve_split
-from easyfirst.model.fast import lean
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.tasks import get_task
 from easyfirst.training.epochs import backward_step
@@ -64,32 +68,34 @@ from easyfirst.training.optim import make_optimizer
 class Setup(NamedTuple):
     model: str
     batch_size: int  # sentences per update
-    lean: bool  # the single-sentence path (easyfirst.model.fast.lean)
-    compiled: bool  # its loops compiled (easyfirst.model.fast.kernels)
+    # the backend forced (easyfirst.backends): numba (the single-sentence path, easyfirst.backends.lean,
+    # its loops compiled by easyfirst.backends.kernels), numpy (its NumPy loops), fused (the lean path
+    # off: nn.LSTM and the batched fused csoftmax loop, else the generic loop), auto (the chooser's)
+    backend: str
     sparse: bool = True  # sparse embedding gradients
     attention: str = "csoftmax"
 
 
 CONFIGS = {
-    "NEF-F, N = L, 1 sentence/update": Setup("nef-f", 1, True, True),
-    "NEF-F, N = L, 1 sentence/update, NumPy loops": Setup("nef-f", 1, True, False),
-    "NEF-F, N = L, 1 sentence/update, lean path off": Setup("nef-f", 1, False, False),
+    "NEF-F, N = L, 1 sentence/update": Setup("nef-f", 1, "numba"),
+    "NEF-F, N = L, 1 sentence/update, NumPy loops": Setup("nef-f", 1, "numpy"),
+    "NEF-F, N = L, 1 sentence/update, lean path off": Setup("nef-f", 1, "fused"),
     "NEF-F, N = L, 1 sentence/update, lean path off, dense embedding gradients": Setup(
-        "nef-f", 1, False, False, sparse=False
+        "nef-f", 1, "fused", sparse=False
     ),
-    "BiLSTM, 1 sentence/update": Setup("bilstm", 1, True, True),
-    "NEF-F, N = L, 16 sentences/update": Setup("nef-f", 16, True, True),
-    "NEF-F sparsemax, N = L, 1 sentence/update": Setup("nef-f", 1, True, True, attention="sparsemax"),
+    "BiLSTM, 1 sentence/update": Setup("bilstm", 1, "numba"),
+    "NEF-F, N = L, 16 sentences/update": Setup("nef-f", 16, "auto"),
+    "NEF-F sparsemax, N = L, 1 sentence/update": Setup("nef-f", 1, "numba", attention="sparsemax"),
     "NEF-F sparsemax, N = L, 1 sentence/update, lean path off": Setup(
-        "nef-f", 1, False, False, attention="sparsemax"
+        "nef-f", 1, "fused", attention="sparsemax"
     ),
-    "NEF-F left-to-right, N = L, 1 sentence/update": Setup("nef-f", 1, True, True, attention="left-to-right"),
+    "NEF-F left-to-right, N = L, 1 sentence/update": Setup("nef-f", 1, "numba", attention="left-to-right"),
     "NEF-F left-to-right, N = L, 1 sentence/update, lean path off": Setup(
-        "nef-f", 1, False, False, attention="left-to-right"
+        "nef-f", 1, "fused", attention="left-to-right"
     ),
-    "vanilla easy-first (hard), N = L, 1 sentence/update": Setup("nef-f", 1, True, True, attention="hard"),
+    "vanilla easy-first (hard), N = L, 1 sentence/update": Setup("nef-f", 1, "numba", attention="hard"),
     "vanilla easy-first (hard), N = L, 1 sentence/update, lean path off": Setup(
-        "nef-f", 1, False, False, attention="hard"
+        "nef-f", 1, "fused", attention="hard"
     ),
 }
 BASE = "BiLSTM, 1 sentence/update"
@@ -119,7 +125,8 @@ def clocks() -> tuple[float, float]:
 
 def check(items: list, vocabs, updates: int, dtype: torch.dtype) -> float:
     """Along K updates of NEF-F (lean path), the largest difference between the gradients of the two paths
-    at the same parameters, relative to the largest gradient entry (same dropout masks on both)."""
+    (backends numba and fused) at the same parameters, relative to the largest gradient entry (same
+    dropout masks on both)."""
     config = reference_config("nef-f", 1)
     torch.manual_seed(1)
     model = EasyFirstTagger(config.model, config.loss, vocabs).to(dtype)
@@ -130,15 +137,14 @@ def check(items: list, vocabs, updates: int, dtype: torch.dtype) -> float:
     for k, item in enumerate(items[:updates]):
         batch = collate([item], [0])
         found = []
-        for on in (False, True):  # the lean path last: its gradients make the update
-            lean.enabled = on
+        for backend in ("fused", "numba"):  # the lean path last: its gradients make the update
+            model.backend = backend
             torch.manual_seed(100 + k)
             backward_step(model, model, optimizer, parameters, batch, config.train)
             found.append([p.grad.to_dense() for p in parameters if p.grad is not None])
         scale = max(g.abs().max().item() for g in found[1])
         worst = max(worst, max((a - b).abs().max().item() for a, b in zip(*found, strict=True)) / scale)
         optimizer.step()
-    lean.enabled = True
     return worst
 
 
@@ -175,10 +181,13 @@ def main() -> None:
     if lean.kernels() is None:
         raise SystemExit("numba is not installed: pip install -e '.[fast]' (the compiled loops are measured)")
     for name, setup in chosen_configs.items():
-        model_name, batch_size, on, compiled, sparse, attention = setup
+        model_name, batch_size, backend, sparse, attention = setup
         config = reference_config(model_name, batch_size, attention)
         torch.manual_seed(1)
         model = EasyFirstTagger(config.model, config.loss, vocabs)
+        model.backend = backend  # forced (easyfirst.backends.chooser): backward_step runs its plan
+        plan = run_plan(config.model, batch_size, "cpu", True, backend)
+        print(f"{name}: {plan.describe()}")
         model.train()
         optimizer = make_optimizer(config.train.optimizer, config.train.lr, model, sparse=sparse)
         if batch_size == 1:  # file order, as the reference regime
@@ -189,16 +198,12 @@ def main() -> None:
         # them) and torch's first calls would otherwise count as the first configuration's training time
         warm = copy.deepcopy(model)
         warm_optimizer = make_optimizer(config.train.optimizer, config.train.lr, warm, sparse=sparse)
-        lean.enabled, lean.compiled = on, compiled
         train_on(warm, warm_optimizer, batches[:3], config)
-        lean.enabled, lean.compiled = True, True
         states[name] = dict(
             config=config,
             model=model,
             optimizer=optimizer,
             batches=batches,
-            lean=on,
-            compiled=compiled,
             wall=0.0,
             cpu=0.0,
             words=0,
@@ -207,14 +212,12 @@ def main() -> None:
         for state in states.values():
             batches = state["batches"]
             share = batches[r * len(batches) // args.rounds : (r + 1) * len(batches) // args.rounds]
-            lean.enabled, lean.compiled = state["lean"], state["compiled"]
             start = clocks()
             train_on(state["model"], state["optimizer"], share, state["config"])
             wall, cpu = clocks()
             state["wall"] += wall - start[0]
             state["cpu"] += cpu - start[1]
             state["words"] += sum(int(b.mask.sum()) for b in share)
-        lean.enabled, lean.compiled = True, True
 
     base = states[BASE]
     results = {

@@ -40,6 +40,7 @@ from pathlib import Path
 import torch
 
 from easyfirst.api import Tagger
+from easyfirst.backends.chooser import plan_for
 from easyfirst.config import Config
 from easyfirst.data.batching import Batch, collate, encode, iterate_batches
 from easyfirst.data.conllu import read_conllu
@@ -58,7 +59,8 @@ MODELS = {  # name → (model, sketch steps)
     "NEF-F, N = L": ("nef-f", None),
 }
 # --generic-loop: NEF-F, N = L once more with the decoder's generic step loop instead of the fused
-# csoftmax loop (easyfirst.model.fast.fused), in the same run: the fused loop's own speed-up
+# csoftmax loop (easyfirst.backends.fused), in the same run: the fused loop's own speed-up (backend
+# ``reference`` forced: at 16 sentences per update the encoder is nn.LSTM's either way)
 GENERIC = "NEF-F, N = L, generic loop"
 # --chars D,F: these rows once more with character features (D-d characters, encoders of output size F;
 # issue #36), in the same run: their cost. Row name → (row, encoder), filled by main
@@ -263,7 +265,7 @@ def main() -> None:
         torch.manual_seed(args.seed)
         model = EasyFirstTagger(config.model, config.loss, inputs_of[name][0]).to(device)
         if name == GENERIC:
-            model.decoder.fused = False
+            model.backend = "reference"  # the model's own modules (easyfirst.backends.chooser)
         states[name] = (config, model, make_optimizer(config.train.optimizer, config.train.lr, model))
         results["models"][name] = {"train_tokens": 0, "train_wall": 0.0, "train_cpu": 0.0}
     # training: the models take turns, each round a share of the same batches
@@ -314,14 +316,16 @@ def main() -> None:
         model.eval()
         per_length = {}
         with torch.inference_mode():
-            model(collate([encode(vocabs, synthetic(vocabs, 10, 0))], [0]).to(device))  # warm up
+            warm = collate([encode(vocabs, synthetic(vocabs, 10, 0))], [0]).to(device)
+            model(warm, plan=plan_for(model, warm.mask, training=False))  # warm up
             for length in LENGTHS:
                 count = max(1, 2000 // length)
                 sentences = [synthetic(vocabs, length, k) for k in range(count)]
                 batch = collate([encode(vocabs, s) for s in sentences], list(range(count))).to(device)
                 sync()
+                plan = plan_for(model, batch.mask, training=False)  # the backends tagging takes
                 start = clocks()
-                model(batch)
+                model(batch, plan=plan)
                 sync()
                 wall, cpu = since(start)
                 per_length[str(length)] = {

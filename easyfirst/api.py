@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from easyfirst.backends import NAMES
 from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
 from easyfirst.data.schemes import learned_scheme, to_bio
 from easyfirst.model.qe_heads import HEADS
@@ -77,11 +78,30 @@ class Tagger:
             self._pool = None
 
     @classmethod
-    def load(cls, path: str | Path | None = None, device: str | torch.device = "cpu") -> Tagger:
+    def load(
+        cls, path: str | Path | None = None, device: str | torch.device = "cpu", backend: str = "auto"
+    ) -> Tagger:
         """Load a model folder written by ``easyfirst train``, or a bundled model by its name (``"en-upos"``,
-        ``"en-ner"``); None loads the bundled default model (``"en-upos"``)."""
+        ``"en-ner"``); None loads the bundled default model (``"en-upos"``). ``backend``: see
+        :attr:`backend`."""
         model, config, vocabs = load_model(model_folder(path), device)
-        return cls(model, config, vocabs, device)
+        tagger = cls(model, config, vocabs, device)
+        tagger.backend = backend
+        return tagger
+
+    @property
+    def backend(self) -> str:
+        """The backend forced for tagging: ``"auto"`` (the default) lets easyfirst.backends.chooser take
+        the fastest that supports each batch; a name (``"numpy"``, ``"fused"``, ``"reference"``, ...)
+        takes that one where it supports the batch and the reference elsewhere. The tags are the same."""
+        return self.model.backend
+
+    @backend.setter
+    def backend(self, name: str) -> None:
+        if name != "auto" and name not in NAMES:
+            raise ValueError(f"unknown backend {name!r}: one of auto, {', '.join(NAMES)}")
+        self.close()  # processes forked before tag with the backend they were forked with
+        self.model.backend = name
 
     @property
     def tags(self) -> list[str]:

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from easyfirst.backends import NAMES
 from easyfirst.errors import InputError, suggest
 from easyfirst.fields import (
     Origin,
@@ -185,6 +186,16 @@ class TrainConfig:
             check=at_least(1),
             metavar="K",
             show=lambda value: "one per core" if value is None else str(value),
+        ),
+    )
+    # which backend computes the encoder and decoder (easyfirst.backends); auto: the chooser's pick per batch
+    backend: str = field(
+        default="auto",
+        metadata=option(
+            "Force a backend (for debugging and benchmarks): numba, numpy (one sentence on the CPU), "
+            "fused (csoftmax batches) or reference (the model itself), which runs whatever the forced "
+            "one does not support; auto: the fastest that supports each batch.",
+            choices=lambda: ["auto", *NAMES],
         ),
     )
     threads: int = field(  # torch intra-op threads; 0 leaves torch's default

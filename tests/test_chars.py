@@ -10,11 +10,13 @@ import pytest
 import torch
 
 from conftest import NER_SAMPLE, SAMPLE, run_cli
+from easyfirst.backends import lean
+from easyfirst.backends.chooser import REFERENCE, plan_for
+from easyfirst.backends.single import NUMPY
 from easyfirst.config import Config
 from easyfirst.data.batching import collate, encode
 from easyfirst.data.conllu import read_conllu
 from easyfirst.data.features import CHARS
-from easyfirst.model.fast import lean
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.training.loop import build_vocabularies
 
@@ -66,21 +68,24 @@ def test_a_words_character_features_do_not_depend_on_padding_or_neighbours(encod
 def test_a_model_with_characters_tags_the_same_batched_and_one_sentence_at_a_time(
     model_name, encoder, monkeypatch
 ):
-    """One sentence on the CPU takes easyfirst.model.fast.lean after the embedder; a batch takes the
-    batched torch path: the same scores in float64."""
+    """One sentence on the CPU, tagged, takes backend ``numpy`` (easyfirst.backends.lean) after the
+    embedder; a batch takes the reference's nn.LSTM: the same scores in float64."""
     model, vocabs, sentences = char_model(model_name, **encoder)
     items = [encode(vocabs, s.words) for s in sentences[:6]]
     taken = []
     original = lean.lean_bilstm
-    monkeypatch.setattr(lean, "lean_bilstm", lambda *a: taken.append(1) or original(*a))
-    import easyfirst.model.encoder as encoder
-
-    monkeypatch.setattr(encoder, "lean_bilstm", lean.lean_bilstm)
+    monkeypatch.setattr(lean, "lean_bilstm", lambda *a, **k: taken.append(1) or original(*a, **k))
     with torch.no_grad():
-        batched, _ = model(collate(items, list(range(len(items)))))
+        batch = collate(items, list(range(len(items))))
+        plan = plan_for(model, batch.mask, training=False)
+        assert plan.encoder is REFERENCE
+        batched, _ = model(batch, plan=plan)
         assert not taken
         for b, item in enumerate(items):
-            alone, _ = model(collate([item], [0]))
+            batch = collate([item], [0])
+            plan = plan_for(model, batch.mask, training=False)
+            assert plan.encoder is NUMPY
+            alone, _ = model(batch, plan=plan)
             torch.testing.assert_close(alone[0], batched[b, : len(item)], atol=1e-10, rtol=1e-9)
     assert len(taken) == len(items)  # every sentence alone took the lean path
 

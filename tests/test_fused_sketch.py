@@ -1,4 +1,4 @@
-"""The fused csoftmax sketch loop (easyfirst.model.fast.fused) against the generic autograd step loop of
+"""The fused csoftmax sketch loop (easyfirst.backends.fused) against the generic autograd step loop of
 SketchDecoder, which is itself checked against a literal implementation of Eqs. 1–7 in test_model.py:
 same sketches, attention history and gradients, in float64, on padded batches of mixed lengths."""
 
@@ -8,9 +8,12 @@ import pytest
 import torch
 from test_model import output_layer
 
-from easyfirst.model import sketch as sketch_module
-from easyfirst.model.fast.fused import FusedSketchFunction, LoopPlan, fused_sketch_loop, run_loop
+from easyfirst.backends.chooser import REFERENCE, choose_backend
+from easyfirst.backends.declaration import Backend
+from easyfirst.backends.fused import FUSED, FusedSketchFunction, LoopPlan, fused_sketch_loop, run_loop
+from easyfirst.model.settings import ModelConfig
 from easyfirst.model.sketch import SketchDecoder, WordScores
+from easyfirst.ops.kinds import KINDS
 
 LENGTHS = [5, 1, 3, 7, 0, 6]  # padding, a one-word and an empty sentence
 # no empty sentence: the first 4 steps run in the loop's common region (every sentence active, round 1)
@@ -32,19 +35,18 @@ def random_output_layer(states: torch.Tensor, sketch_dim: int, seed: int) -> Wor
 
 
 def run_both(
-    decoder: SketchDecoder, steps: int | None, lengths: list[int], seed: int = 0
+    decoder: SketchDecoder, steps: int | None, lengths: list[int], seed: int = 0, backend: Backend = FUSED
 ) -> list[dict[str, torch.Tensor]]:
-    """Outputs and gradients (of a random linear function of both outputs) of the fused and generic loops
-    (for hard attention, with a random output layer of 3 tags)."""
+    """Outputs and gradients (of a random linear function of both outputs) of ``backend``'s decoder and the
+    reference (for hard attention, with a random output layer of 3 tags)."""
     states, mask = padded_batch(lengths, decoder.input_half.in_channels, seed)
     score_words = random_output_layer(states, decoder.sketch_dim, seed)
     generator = torch.Generator().manual_seed(seed + 1)
     results = []
-    for fused in (True, False):
-        decoder.fused = fused
+    for run in (backend.decoder, REFERENCE.decoder):
         decoder.zero_grad(set_to_none=True)
         states.grad = None
-        sketch, history = decoder(states, mask, steps, score_words)
+        sketch, history = run(decoder, states, mask, steps, score_words, True)
         d_sketch = torch.randn(sketch.shape, generator=generator, dtype=sketch.dtype)
         d_history = torch.randn(history.shape, generator=generator, dtype=history.dtype)
         ((sketch * d_sketch).sum() + (history * d_history).sum()).backward()
@@ -84,9 +86,8 @@ def test_fused_loop_matches_in_float32():
     states, mask = padded_batch(LENGTHS, 6, seed=3)
     states = states.detach().float()
     outputs = []
-    for fused in (True, False):
-        decoder.fused = fused
-        outputs.append(decoder(states, mask))
+    for run in (FUSED.decoder, REFERENCE.decoder):
+        outputs.append(run(decoder, states, mask, None, None, True))
     for a, b in zip(outputs[0], outputs[1], strict=True):
         torch.testing.assert_close(a, b, atol=2e-6, rtol=1e-5)
 
@@ -140,13 +141,14 @@ def test_without_gradients_nothing_is_stored_and_the_outputs_agree():
     assert again.grad_fn is None
 
 
-def test_other_attentions_keep_the_generic_loop_and_model_files_do_not_change(monkeypatch):
-    assert SketchDecoder(6, attention="csoftmax").fused
-    # no fast path at all for these; the others have the single-sentence one (model/fast/lean.py)
-    assert not any(SketchDecoder(6, attention=name).fused for name in ("csparsemax", "entmax15"))
-    monkeypatch.setattr(sketch_module, "fused_sketch_loop", lambda *a: pytest.fail("fused loop taken"))
-    states, mask = padded_batch([4, 3], 6, 0)
-    for name in ("softmax", "sparsemax", "csparsemax"):  # a batch: the generic loop
-        SketchDecoder(6, attention=name).double()(states, mask)
+def test_only_csoftmax_batches_take_the_fused_loop_and_model_files_do_not_change():
+    """The chooser gives a batch's decoder to ``fused`` for csoftmax only (every other attention runs the
+    reference), for NEF-F and NEF-S, and the model's saved parameters are the same whichever runs."""
+    for model in ("nef-f", "nef-s"):
+        for name in KINDS:
+            config = ModelConfig(model=model, attention=name)
+            plan = choose_backend(config, "many", "cpu", "float32", training=True)
+            assert plan.decoder.name == ("fused" if name == "csoftmax" else "reference"), (model, name)
+            assert plan.encoder.name == "reference"
     keys = set(SketchDecoder(6).state_dict())
     assert keys == {"input_half.weight", "input_half.bias", "sketch_half.weight", "v.weight"}

@@ -1,8 +1,9 @@
-"""The single-sentence NumPy path (easyfirst.model.fast.lean) against the batched torch paths it replaces for a
-batch of one: the decoder's step loop against SketchDecoder's generic autograd loop, the BiLSTM against
-``nn.LSTM``, csoftmax on one row against the batched function, and the whole model's clipped gradients
-both ways, all in float64. Each runs with the step loops compiled by Numba (easyfirst.model.fast.kernels)
-and with the NumPy loops."""
+"""The single-sentence backends ``numba`` and ``numpy`` (easyfirst.backends.single, on the loops of
+easyfirst.backends.lean) against the reference for a batch of one: the decoder's step loop against
+SketchDecoder's generic autograd loop, the BiLSTM against ``nn.LSTM``, csoftmax on one row against the
+batched function, and the whole model's clipped gradients both ways, all in float64. Each runs with the
+step loops compiled by Numba (easyfirst.backends.kernels, backend ``numba``) and with the NumPy loops
+(backend ``numpy``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import entmax
 import numpy as np
@@ -20,14 +22,21 @@ from rich.console import Console
 from test_fused_sketch import random_output_layer, run_both
 
 from conftest import SAMPLE
+from easyfirst.backends import lean
+from easyfirst.backends import rows as lean_rows
+from easyfirst.backends.chooser import REFERENCE as REFERENCE_BACKEND
+from easyfirst.backends.chooser import choose_backend, plan_for
+from easyfirst.backends.fused import FUSED
+from easyfirst.backends.rows import PRESCRIBED, ROW_ATTENTIONS
+from easyfirst.backends.single import LSTM_WEIGHTS, NUMBA, NUMPY
 from easyfirst.config import Config
 from easyfirst.data.batching import collate, encode
-from easyfirst.model.encoder import LSTM_WEIGHTS, BiLSTMEncoder
-from easyfirst.model.fast import lean
-from easyfirst.model.fast import rows as lean_rows
+from easyfirst.model.encoder import BiLSTMEncoder
+from easyfirst.model.settings import ModelConfig
 from easyfirst.model.sketch import SketchDecoder
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_forward
+from easyfirst.ops.kinds import KINDS
 from easyfirst.training.epochs import backward_step
 from easyfirst.training.loop import build_vocabularies, train
 from easyfirst.training.optim import make_optimizer
@@ -35,34 +44,41 @@ from easyfirst.training.optim import make_optimizer
 REFERENCE = Path(__file__).parent.parent / "configs" / "pos-reference.toml"  # the paper's regime
 
 
-@pytest.fixture(params=["compiled", "numpy"])
-def loops(request, monkeypatch):
-    """Runs a test with the Numba kernels and with the NumPy loops of easyfirst.model.fast.lean."""
-    if request.param == "compiled" and lean.kernels() is None:
+def need_numba() -> None:
+    """Skips a test of the compiled loops where Numba is missing, except under CI, where it fails."""
+    if lean.kernels() is None:
         if os.environ.get("CI"):  # the dev extra installs Numba: under CI the compiled loops must be tested
             pytest.fail("numba is not installed under CI (pip install -e '.[dev]' brings it)")
         pytest.skip("numba is not installed (pip install 'easyfirst[fast]')")
-    monkeypatch.setattr(lean, "compiled", request.param == "compiled")
-    return request.param
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def loops(request):
+    """The backend a test runs: ``numba`` (the Numba kernels) and ``numpy`` (the NumPy loops of
+    easyfirst.backends.lean)."""
+    if request.param == "compiled":
+        need_numba()
+        return NUMBA
+    return NUMPY
+
+
+def kernels_of(backend):
+    """The ``loops`` argument that ``backend`` passes to easyfirst.backends.lean's functions."""
+    return lean.kernels() if backend is NUMBA else None
 
 
 @pytest.fixture
 def counted(monkeypatch):
-    """Counts the calls that took the lean decoder loop."""
+    """The calls that took the lean decoder loop: the ``loops`` each passed (None: the NumPy loop)."""
     calls = []
     original = lean.lean_loop
-    monkeypatch.setattr(lean, "lean_loop", lambda *a, **k: calls.append(1) or original(*a, **k))
+    monkeypatch.setattr(lean, "lean_loop", lambda *a, **k: calls.append(k.get("loops")) or original(*a, **k))
     return calls
 
 
 # the prescribed orders (α independent of the model) at one length, the others at three
-SHAPES = [
-    (a, n)
-    for a in lean_rows.ATTENTIONS
-    for n in (
-        (7,) if lean_rows.UNIFORM <= lean_rows.ATTENTIONS.index(a) <= lean_rows.RIGHT_TO_LEFT else (7, 3, 2)
-    )
-]
+ATTENTIONS = sorted(ROW_ATTENTIONS)  # sorted: stable test ids
+SHAPES = [(a, n) for a in ATTENTIONS for n in ((7,) if KINDS[a].code in PRESCRIBED else (7, 3, 2))]
 
 
 @pytest.mark.parametrize("full_state", [True, False], ids=["NEF-F", "NEF-S"])
@@ -79,8 +95,8 @@ def test_lean_decoder_matches_the_generic_loop(full_state, steps, options, lengt
     if attention == "sparsemax":  # scores large enough for sparse steps, where the support matters
         with torch.no_grad():
             decoder.v.weight.mul_(4)
-    found, generic = run_both(decoder, steps, [length])
-    assert counted, "a single sentence on the CPU should take the lean loop"
+    found, generic = run_both(decoder, steps, [length], backend=loops)
+    assert counted == [kernels_of(loops)], "the backend should take the lean loop, with its loops"
     assert found.keys() == generic.keys()  # the same parameters get gradients (v none, for a fixed order)
     for name in found:
         torch.testing.assert_close(found[name], generic[name], atol=1e-11, rtol=1e-9, msg=name)
@@ -88,22 +104,19 @@ def test_lean_decoder_matches_the_generic_loop(full_state, steps, options, lengt
 
 @pytest.mark.parametrize("full_state", [True, False], ids=["NEF-F", "NEF-S"])
 @pytest.mark.parametrize("steps", [None, 3, 9], ids=["N=L", "N=3", "N>L"])
-@pytest.mark.parametrize("attention", lean_rows.ATTENTIONS)
+@pytest.mark.parametrize("attention", ATTENTIONS)
 def test_lean_decoder_without_gradients_matches_the_generic_loop(full_state, steps, attention, counted):
-    """Tagging (no gradients) keeps one step's records only, on the NumPy loops."""
+    """Tagging (no gradients) keeps one step's records only, on the NumPy loops (backend ``numpy``)."""
     torch.manual_seed(0)
     decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5, full_state=full_state, attention=attention)
     decoder = decoder.double()
     states, mask = torch.randn(1, 7, 6, dtype=torch.float64), torch.ones(1, 7, dtype=torch.bool)
     score_words = random_output_layer(states, 4, 0)
     with torch.no_grad():
-        found = decoder(states, mask, steps, score_words)
-        lean.enabled = False
-        try:
-            generic = decoder(states, mask, steps, score_words)
-        finally:
-            lean.enabled = True
-    assert counted
+        found = NUMPY.decoder(decoder, states, mask, steps, score_words, True)
+        assert counted
+        generic = REFERENCE_BACKEND.decoder(decoder, states, mask, steps, score_words, True)
+    assert len(counted) == 1  # the reference did not take it
     for a, b in zip(found, generic, strict=True):
         torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-10)
 
@@ -113,7 +126,7 @@ def test_scores_beyond_the_exp_range_take_the_log_space_csoftmax(full_state, cou
     """At temperature 1e-3 the scores reach thousands of nats: the compiled loop gives the sentence back
     to the NumPy loop, whose csoftmax takes the batched function's log-space path there."""
     given_back = []
-    if loops == "compiled":
+    if loops is NUMBA:
         kernel = lean.kernels().decoder_forward
         monkeypatch.setattr(
             lean.kernels(),
@@ -123,17 +136,40 @@ def test_scores_beyond_the_exp_range_take_the_log_space_csoftmax(full_state, cou
     torch.manual_seed(0)
     decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5, full_state=full_state, temperature=1e-3)
     decoder = decoder.double()
-    found, generic = run_both(decoder, None, [6])
+    found, generic = run_both(decoder, None, [6], backend=loops)
     assert counted
-    assert given_back == ([True] if loops == "compiled" else [])
+    assert given_back == ([True] if loops is NUMBA else [])
     assert found["history"].abs().max() > 0.99  # one word takes a whole step: the scores are that far apart
     for name in found:
         torch.testing.assert_close(found[name], generic[name], atol=1e-11, rtol=1e-9, msg=name)
 
 
 def test_batches_and_gpu_sized_inputs_do_not_take_the_lean_path(counted):
+    """The chooser gives ``numpy`` one unpadded sentence on the CPU only: a batch of two sentences and a
+    padded single sentence run the reference's nn.LSTM and the fused (or generic) decoder, even with
+    ``numpy`` forced, and so does a sentence on the GPU."""
+    model = SimpleNamespace(settings=ModelConfig(), backend="numpy", output=torch.nn.Linear(2, 2).double())
+    one = torch.ones(1, 4, dtype=torch.bool)
+    plan = plan_for(model, one, training=True)
+    assert (plan.encoder, plan.decoder) == (NUMPY, NUMPY)  # the control: one unpadded sentence takes it
+    two = torch.tensor([[True] * 4, [True] * 3 + [False]])
+    padded = torch.tensor([[True] * 3 + [False]])
+    for mask in (two, padded):
+        for training in (True, False):
+            model.backend = "numpy"
+            plan = plan_for(model, mask, training)
+            assert (plan.encoder, plan.decoder) == (REFERENCE_BACKEND, REFERENCE_BACKEND)
+            assert ("numpy", "sentences = many (one only)") in plan.passed_over
+            model.backend = "auto"
+            plan = plan_for(model, mask, training)
+            assert (plan.encoder, plan.decoder) == (REFERENCE_BACKEND, FUSED)
+    for name in ("auto", "numpy", "numba"):
+        plan = choose_backend(ModelConfig(), "one", "cuda", "float32", True, force=name)
+        assert plan.encoder is REFERENCE_BACKEND and plan.decoder in (FUSED, REFERENCE_BACKEND), name
+    assert NUMPY.refuses("encoder", {"sentences": "one", "device": "cuda"}) == "device = cuda (cpu only)"
     decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5).double()
-    run_both(decoder, None, [4, 3])
+    model.backend = "auto"
+    run_both(decoder, None, [4, 3], backend=plan_for(model, two, training=True).decoder)
     assert not counted
 
 
@@ -144,14 +180,10 @@ def test_lean_bilstm_matches_nn_lstm(loops):
         x = torch.randn(1, length, 7, dtype=torch.float64, requires_grad=True)
         upstream = torch.randn(1, length, 10, dtype=torch.float64)
         found = []
-        for use_lean in (True, False):
+        for backend in (loops, REFERENCE_BACKEND):
             encoder.zero_grad()
             x.grad = None
-            lean.enabled = use_lean
-            try:
-                out = encoder(x, torch.ones(1, length, dtype=torch.bool))
-            finally:
-                lean.enabled = True
+            out = backend.encoder(encoder, x, torch.ones(1, length, dtype=torch.bool))
             (out * upstream).sum().backward()
             found.append([out.detach(), x.grad.clone()] + [p.grad.clone() for p in encoder.parameters()])
         for a, b in zip(*found, strict=True):
@@ -163,7 +195,12 @@ def test_lean_bilstm_gradcheck(loops):
     lstm = BiLSTMEncoder(4, 3).double().lstm
     weights = [getattr(lstm, name).detach().clone().requires_grad_() for name in LSTM_WEIGHTS]
     x = torch.randn(5, 4, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lean.LeanBiLSTMFunction.apply, (x, *weights))
+    kernels = kernels_of(loops)
+
+    def function(x, *weights):
+        return lean.LeanBiLSTMFunction.apply(x, kernels, *weights)
+
+    assert torch.autograd.gradcheck(function, (x, *weights))
 
 
 def test_csoftmax_row_matches_the_batched_function(loops):
@@ -175,7 +212,7 @@ def test_csoftmax_row_matches_the_batched_function(loops):
         u[torch.rand(length, generator=generator) < 0.3] = 0.0  # spent words
         if trial % 7 == 0:
             u = u * 0.5 / max(u.sum().item(), 1e-9)  # Σu ≤ 1: tight
-        if loops == "compiled":
+        if loops is NUMBA:
             alpha, free = np.empty(length), np.empty(length, bool)
             if not lean.kernels().csoftmax_row(z.numpy(), u.numpy(), _EXP_RANGE, alpha, free):
                 assert z.abs().max() > _EXP_RANGE  # given back: the caller takes the log-space path
@@ -193,7 +230,7 @@ def test_sparsemax_row_matches_entmax(loops):
     for trial in range(200):
         length = 1 + trial % 12
         z = torch.randn(length, generator=generator, dtype=torch.float64) * (0.3, 1, 5)[trial % 3]
-        if loops == "compiled":
+        if loops is NUMBA:
             alpha, support = np.empty(length), np.empty(length, bool)
             lean.kernels().sparsemax_row(z.numpy(), alpha, support)
         else:
@@ -209,7 +246,7 @@ def test_softmax_row_matches_torch(loops):
     generator = torch.Generator().manual_seed(6)
     for trial in range(50):
         z = torch.randn(1 + trial % 12, generator=generator, dtype=torch.float64) * (1, 30, 300)[trial % 3]
-        if loops == "compiled":
+        if loops is NUMBA:
             alpha, free = np.empty(len(z)), np.empty(len(z), bool)
             lean.kernels().softmax_row(z.numpy(), alpha, free)
         else:
@@ -218,7 +255,7 @@ def test_softmax_row_matches_torch(loops):
         assert free.all()
 
 
-@pytest.mark.parametrize("attention", lean_rows.ATTENTIONS)
+@pytest.mark.parametrize("attention", ATTENTIONS)
 def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, loops, attention):
     """The whole tagger at one sentence per update, with dropout, sparse embedding gradients and a clip
     that acts: gradients after clipping are equal whichever path computed them (this caught two biases
@@ -248,13 +285,12 @@ def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, loops, at
     parameters = list(model.parameters())
     batch = collate([encode(vocabs, sentence.words, sentence.tags)], [0])
     found = []
-    for use_lean in (True, False):
-        lean.enabled = use_lean
+    for backend in (loops, REFERENCE_BACKEND):
+        model.backend = backend.name  # forced: backward_step runs plan_for's plan
+        plan = plan_for(model, batch.mask, training=True)
+        assert (plan.encoder, plan.decoder) == (backend, backend)
         torch.manual_seed(7)
-        try:
-            _, norm = backward_step(model, model, optimizer, parameters, batch, config.train)
-        finally:
-            lean.enabled = True
+        _, norm = backward_step(model, model, optimizer, parameters, batch, config.train)
         assert norm > config.train.clip  # the clip acts
         found.append([None if p.grad is None else p.grad.to_dense().clone() for p in parameters])
     for a, b in zip(*found, strict=True):
@@ -263,23 +299,22 @@ def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, loops, at
             torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-9)
 
 
-@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
-def test_the_training_log_says_which_loops_run_a_sentence(tmp_path, monkeypatch, compiled):
-    """At one sentence per update on the CPU the log names the loops, and how to get the compiled ones."""
-    if compiled and lean.kernels() is None:
-        pytest.skip("numba is not installed")
-    monkeypatch.setattr(lean, "compiled", compiled)
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_the_training_log_says_which_loops_run_a_sentence(tmp_path, backend, counted):
+    """At one sentence per update on the CPU the log names the backend that runs the updates (here
+    forced by ``train.backend``), and the updates take its loops."""
+    if backend == "numba":
+        need_numba()
     config = Config.load(REFERENCE)
     config.data.train = config.data.dev = str(SAMPLE)
     config.train.epochs, config.model.sketch_steps = 1, 2
+    config.train.backend = backend
     log = io.StringIO()
     train(config, tmp_path / "run", console=Console(file=log, width=1000))
+    assert counted  # the updates took the lean loop
     for text in (log.getvalue(), (tmp_path / "run" / "train.log").read_text()):  # the screen and the file
-        line = next(line for line in text.splitlines() if line.startswith("updates"))
-        if compiled:
-            assert line.endswith("one sentence on the CPU: time loops compiled (Numba)")
-        else:
-            assert "NumPy loops (pip install 'easyfirst[fast]'" in line
+        line = next(line for line in text.splitlines() if line.startswith("backend updates: "))
+        assert line == f"backend updates: {backend} (BiLSTM and decoder)"
 
 
 def test_without_numba_the_numpy_loops_train(tmp_path):
@@ -288,7 +323,7 @@ def test_without_numba_the_numpy_loops_train(tmp_path):
     script = f"""
 import sys
 sys.modules["numba"] = None  # as if it were not installed
-from easyfirst.model.fast import lean, rows as lean_rows
+from easyfirst.backends import lean, rows as lean_rows
 assert lean.kernels() is None
 from easyfirst.config import Config
 from easyfirst.training.loop import train
@@ -299,7 +334,10 @@ train(config, {str(tmp_path / "run")!r})
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "NumPy loops" in (tmp_path / "run" / "train.log").read_text()
+    log = (tmp_path / "run" / "train.log").read_text()
+    line = next(line for line in log.splitlines() if line.startswith("backend updates: "))
+    assert line.startswith("backend updates: numpy (BiLSTM and decoder); passed over")
+    assert "numba: Numba is not installed (pip install 'easyfirst[fast]')" in line  # how to get it
     assert (tmp_path / "run" / "metrics.json").exists()
 
 
@@ -316,7 +354,7 @@ try:
 except SystemExit as done:
     assert not done.code, done.code
 assert "numba" not in sys.modules, "tagging loaded numba"
-from easyfirst.model.fast import lean, rows as lean_rows
+from easyfirst.backends import lean, rows as lean_rows
 if lean.kernels() is not None:  # with the extra fast: training takes the kernels
     from easyfirst.config import Config
     from easyfirst.training.loop import train
@@ -324,7 +362,7 @@ if lean.kernels() is not None:  # with the extra fast: training takes the kernel
     config.data.train = config.data.dev = {str(SAMPLE)!r}
     config.train.epochs, config.model.sketch_steps = 1, 2
     train(config, {str(tmp_path / "run")!r})
-    assert "time loops compiled" in open({str(tmp_path / "run" / "train.log")!r}).read()
+    assert "backend updates: numba (BiLSTM and decoder)" in open({str(tmp_path / "run" / "train.log")!r}).read()
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -341,21 +379,17 @@ def test_stacked_layers_take_the_lean_path_layer_by_layer(loops):
     upstream = torch.randn(1, 6, 10, dtype=torch.float64)
     calls, original = [], lean.lean_bilstm
     found = []
-    for use_lean in (True, False):
+    for backend in (loops, REFERENCE_BACKEND):
         encoder.zero_grad()
         x.grad = None
-        lean.enabled = use_lean
-        try:
-            with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(
-                    "easyfirst.model.encoder.lean_bilstm",
-                    lambda *a, used=use_lean: calls.append(used) or original(*a),
-                )
-                out = encoder(x, torch.ones(1, 6, dtype=torch.bool))
-        finally:
-            lean.enabled = True
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(
+                "easyfirst.backends.lean.lean_bilstm",
+                lambda *a, used=backend.name, **k: calls.append((used, k.get("loops"))) or original(*a, **k),
+            )
+            out = backend.encoder(encoder, x, torch.ones(1, 6, dtype=torch.bool))
         (out * upstream).sum().backward()
         found.append([out.detach(), x.grad.clone()] + [p.grad.clone() for p in encoder.parameters()])
-    assert calls == [True, True]  # both layers took it, and only when enabled
+    assert calls == [(loops.name, kernels_of(loops))] * 2  # both layers took it, only on the backend
     for a, b in zip(*found, strict=True):
         torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-10)

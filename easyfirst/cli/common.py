@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from easyfirst.atomic import INTERRUPTS
+from easyfirst.backends import NAMES
 from easyfirst.errors import EMPTY_NAME, InputError
 from easyfirst.resources import BUNDLED, MODEL_FILE, NOT_FOUND, model_folder
 
@@ -45,6 +46,14 @@ ModelOption = Annotated[
     ),
 ]
 DeviceOption = Annotated[str, typer.Option(metavar="DEVICE", help="cpu, cuda, cuda:1, ...")]
+BackendOption = Annotated[
+    str,
+    typer.Option(
+        metavar="NAME",
+        help="Force a backend (debugging, benchmarks): one of numba | numpy | fused | reference; auto: "
+        "the fastest that supports each batch (docs/architecture.md).",
+    ),
+]
 BatchOption = Annotated[
     int, typer.Option(help="Sentences per batch (each batch also at most 1,024 padded words).")
 ]
@@ -83,8 +92,9 @@ def check_option(flag: str, value, rule) -> None:
         raise InputError(f"{flag} must be {rule.says()}, not {value!r}")
 
 
-def load_tagger(model: Path | None, device: str = "cpu", note: bool = False):
-    """The tagger of ``model`` (None: the bundled one) on ``device``; a missing folder is reported
+def load_tagger(model: Path | None, device: str = "cpu", note: bool = False, backend: str = "auto"):
+    """The tagger of ``model`` (None: the bundled one) on ``device``, with ``backend`` forced unless
+    "auto" (easyfirst.backends); a missing folder or unknown backend is reported
     before torch is imported (for the device's check and the model). ``note``: say so if the run
     stopped before its last epoch (:func:`note_stopped`), where its scores or plots are studied."""
 
@@ -95,9 +105,11 @@ def load_tagger(model: Path | None, device: str = "cpu", note: bool = False):
     if not folder.exists():
         raise InputError(NOT_FOUND, model)
     check_device(device)
+    if backend != "auto" and backend not in NAMES:
+        raise InputError(f"--backend {backend}: one of auto, {', '.join(NAMES)}")
     from easyfirst.api import Tagger
 
-    tagger = Tagger.load(folder, device)
+    tagger = Tagger.load(folder, device, backend=backend)
     if note:
         note_stopped(folder, tagger.config)
     return tagger

@@ -10,6 +10,7 @@ import typer
 
 from easyfirst.cli import app
 from easyfirst.cli.common import (
+    BackendOption,
     BatchOption,
     DeviceOption,
     ModelOption,
@@ -42,6 +43,7 @@ def evaluate(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     batch_size: BatchOption = 256,
     device: DeviceOption = "cpu",
+    backend: BackendOption = "auto",
     encoding: Annotated[
         str | None, typer.Option(help="Column files: the file's encoding (default: the model's).")
     ] = None,
@@ -55,7 +57,7 @@ def evaluate(
     check_option("--batch-size", batch_size, at_least(1))
     check_option("--encoding", encoding, known_encoding())
     check_input(gold, "no such file (nor a QE prefix: PREFIX.mt is missing too)")
-    tagger = load_tagger(model, device, note=True)
+    tagger = load_tagger(model, device, note=True, backend=backend)
     task, data = task_of(tagger)
     if encoding is not None:
         data.encoding = encoding

@@ -17,6 +17,7 @@ import typer
 from easyfirst.atomic import remove_stale_temporaries
 from easyfirst.cli import app
 from easyfirst.cli.common import (
+    BackendOption,
     BatchOption,
     DeviceOption,
     ModelOption,
@@ -78,6 +79,7 @@ def tag(
     ] = "auto",
     batch_size: BatchOption = 256,
     device: DeviceOption = "cpu",
+    backend: BackendOption = "auto",
     probabilities: Annotated[
         bool,
         typer.Option(
@@ -109,7 +111,7 @@ def tag(
     """
     if several(input or []):
         corpus = plan_corpus(input, output, text, format, pretokenized, batch_size)
-        return tag_corpus(corpus, model, device, task_options, format, probabilities, batch_size)
+        return tag_corpus(corpus, (model, device, backend), task_options, format, probabilities, batch_size)
     input = input[0] if input else None
     check_arguments(input, text, format, pretokenized, batch_size, output)
     source = Source.find(
@@ -118,7 +120,7 @@ def tag(
     try:
         if device == "cpu":  # before torch is imported (by load_tagger): a second core reads ahead
             source.read_ahead(model, batch_size)
-        tagger = load_tagger(model, device)
+        tagger = load_tagger(model, device, backend=backend)
         write = source.writer(tagger, task_options, batch_size=batch_size, output=output, model=model)
         if output is not None:
             remove_stale_temporaries([output])  # one a killed run left
@@ -139,8 +141,9 @@ def plan_corpus(inputs: list[str], output: Path | None, text, format, pretokeniz
     return plan(inputs, output)
 
 
-def tag_corpus(corpus: Corpus, model, device: str, task_options, format, probabilities, batch_size) -> None:
-    """Tag each input of ``corpus`` into its output with one model, loaded once (after the first
+def tag_corpus(corpus: Corpus, loading: tuple, task_options, format, probabilities, batch_size) -> None:
+    """Tag each input of ``corpus`` into its output with one model (``loading``: model, device and
+    backend, as :func:`load_tagger` takes them), loaded once (after the first
     input's read-ahead has started); a bad input is reported and the others go on. Raises typer.Exit(2)
     after a one-line summary if any failed."""
     if corpus.skipped:
@@ -150,6 +153,7 @@ def tag_corpus(corpus: Corpus, model, device: str, task_options, format, probabi
         err.print(said, markup=False, highlight=False)
     corpus.folder.mkdir(exist_ok=True)
     remove_stale_temporaries(output for _, output in corpus.todo)  # those a killed run left
+    model, device, backend = loading
     tagger, failed = None, 0
     with Progress.for_files(corpus) as progress:
         for given, output in corpus.todo:
@@ -163,7 +167,7 @@ def tag_corpus(corpus: Corpus, model, device: str, task_options, format, probabi
                 if device == "cpu":  # the first before torch is imported, as for one input
                     source.read_ahead(model, batch_size)
                 if tagger is None:
-                    tagger = load_tagger(model, device)
+                    tagger = load_tagger(model, device, backend=backend)
                 try:
                     write = source.writer(
                         tagger,

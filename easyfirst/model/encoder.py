@@ -6,8 +6,8 @@ one-layer model's saved weights keep the names they always had (``encoder.lstm.w
 layers above are ``upper.0``, ``upper.1``, ... Each layer is its own ``nn.LSTM`` rather than one
 ``nn.LSTM(num_layers=k)``, whose built-in dropout between layers can only be naive.
 
-One sentence on the CPU takes the NumPy path layer by layer (easyfirst.model.fast.lean), the same
-arithmetic on the same parameters; batches take ``nn.LSTM`` over packed sequences.
+This is the reference: ``nn.LSTM`` over packed sequences. A backend may compute the same function
+faster for some batches (easyfirst.backends: one sentence on the CPU, layer by layer in NumPy).
 """
 
 from __future__ import annotations
@@ -15,15 +15,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
-
-from easyfirst.model.fast.lean import lean_applies, lean_bilstm
-
-# nn.LSTM's parameters in the order lean_bilstm takes them: forward direction, then reverse
-LSTM_WEIGHTS = [
-    f"{kind}_{part}_l0{direction}"
-    for direction in ("", "_reverse")
-    for kind, part in (("weight", "ih"), ("weight", "hh"), ("bias", "ih"), ("bias", "hh"))
-]
 
 
 class BiLSTMEncoder(nn.Module):
@@ -42,16 +33,10 @@ class BiLSTMEncoder(nn.Module):
         return [self.lstm, *self.upper]
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        lean = lean_applies(x) and bool(
-            mask.all()
-        )  # one sentence on the CPU: NumPy (easyfirst.model.fast.lean)
-        lengths = None if lean else mask.sum(1).cpu()
+        lengths = mask.sum(1).cpu()
         for k, lstm in enumerate(self.layers):
             if k:
                 x = self.between(x)
-            if lean:
-                x = lean_bilstm(x[0], *(getattr(lstm, name) for name in LSTM_WEIGHTS))[None]
-                continue
             packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
             out, _ = lstm(packed)
             x, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])

@@ -37,9 +37,6 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from easyfirst.model.fast.fused import LoopPlan, fused_sketch_loop
-from easyfirst.model.fast.lean import lean_applies, lean_decoder
-from easyfirst.model.fast.rows import ATTENTIONS as LEAN_ATTENTIONS
 from easyfirst.ops.attention import ATTENTIONS
 from easyfirst.ops.window import WindowConv1d
 
@@ -90,11 +87,6 @@ class SketchDecoder(nn.Module):
         self.input_half = WindowConv1d(input_dim, attention_dim + sketch_dim, width)  # nn.Conv1d, faster here
         self.sketch_half = WindowConv1d(sketch_dim, attention_dim + sketch_dim, width, bias=False)
         self.v = nn.Linear(attention_dim, 1, bias=False)
-        # the fast paths: one sentence on the CPU takes easyfirst.model.fast.lean (every attention but
-        # csparsemax and entmax15: lean_rows.ATTENTIONS), a batch with csoftmax runs the whole step loop as
-        # one autograd Function (easyfirst.model.fast.fused); False forces the generic loop below, the
-        # reference both are tested against
-        self.fused = attention in LEAN_ATTENTIONS
 
     def forward(
         self,
@@ -122,33 +114,9 @@ class SketchDecoder(nn.Module):
         size, length = mask.shape
         if self.attention.scores == "output" and score_words is None:
             raise ValueError("hard attention needs score_words (the output layer)")
-        if self.fused and length and lean_applies(states) and bool(mask.all()):  # one sentence on the CPU
-            steps = length if steps is None else steps if beyond_length else min(steps, length)
-            transform = LEAN_ATTENTIONS.index(self.attention.name)
-            settings = (self.full_state, self.temperature, self.coverage_penalty, transform)
-            return lean_decoder(
-                states,
-                self.input_half.weight,
-                self.input_half.bias,
-                self.sketch_half.weight,
-                self.v.weight,
-                steps,
-                settings,
-                (score_words.fixed, score_words.weight) if self.attention.scores == "output" else None,
-            )  # the NumPy path, easyfirst.model.fast.lean
-        lengths = mask.sum(1)
-        n_steps = sentence_steps(lengths, steps, beyond_length)
-        total = int(n_steps.max()) if size else 0
-        # up to step `common` every sentence is active and has budget round 1 (n ≤ L_b): the masks below
-        # would be all ones there, so they are skipped (one host read per batch, none per step)
-        common = int(torch.minimum(n_steps, lengths).min()) if size else 0
+        lengths, n_steps, total, common = self.step_counts(mask, steps, beyond_length)
         maskf = mask.to(states.dtype)
         fixed = self.input_half(states.transpose(1, 2))  # (B, Dz + Ds, L), the part of Eq. 1 from H
-        if self.fused and self.attention.name == "csoftmax" and total and length:
-            plan = LoopPlan(self.full_state, self.temperature, self.coverage_penalty, total, common)
-            return fused_sketch_loop(
-                fixed.transpose(1, 2), self.sketch_half.weight, self.v.weight, mask, n_steps, plan
-            )
         sketch = states.new_zeros(size, self.sketch_dim, length)
         beta = states.new_zeros(size, length)
         history = []
@@ -175,6 +143,19 @@ class SketchDecoder(nn.Module):
             history.append(alpha)
         attention = torch.stack(history, 1) if history else states.new_zeros(size, 0, length)
         return sketch.transpose(1, 2), attention
+
+    def step_counts(
+        self, mask: torch.Tensor, steps: int | None, beyond_length: bool
+    ) -> tuple[torch.Tensor, torch.Tensor, int, int]:
+        """The lengths L_b and steps N_b of the sentences ``(B,)``, N_max (``total``), and ``common``:
+        up to this step every sentence is active and has budget round 1 (n ≤ L_b), so the per-step masks
+        would be all ones there and are skipped (one host read per batch, none per step)."""
+        size = mask.shape[0]
+        lengths = mask.sum(1)
+        n_steps = sentence_steps(lengths, steps, beyond_length)
+        total = int(n_steps.max()) if size else 0
+        common = int(torch.minimum(n_steps, lengths).min()) if size else 0
+        return lengths, n_steps, total, common
 
     def scores(
         self,

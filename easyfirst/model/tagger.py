@@ -31,6 +31,8 @@ class EasyFirstTagger(nn.Module):
 
     def __init__(self, m: ModelConfig, loss: LossConfig, vocabs: Vocabularies):
         super().__init__()
+        self.settings = m  # what easyfirst.backends.chooser reads to choose how each batch is computed
+        self.backend = "auto"  # or a backend's name: forced (--backend), where it supports the batch
         self.steps = m.sketch_steps
         self.v_init = m.v_init
         self.steps_beyond_length = m.steps_beyond_length
@@ -109,23 +111,25 @@ class EasyFirstTagger(nn.Module):
         if self.crf is not None:
             self.crf.reset_parameters()
 
-    def forward(self, batch: Batch, heads: bool = False):
+    def forward(self, batch: Batch, heads: bool = False, plan=None):
         """Tag scores ``(B, L, K)`` and the attention history ``(B, N, L)`` (None without a decoder); with
-        ``heads``, also the QE heads' scores (name → scores; empty for a model without them)."""
+        ``heads``, also the QE heads' scores (name → scores; empty for a model without them).
+
+        ``plan``: the backends that compute the encoder and the decoder for this batch
+        (easyfirst.backends.chooser.plan_for); None runs the model's own modules, the reference."""
         x = self.embedding_dropout(self.embedder(batch.words, batch.prefixes, batch.suffixes, batch.features))
-        states = self.dropout(self.encoder(x, batch.mask))
+        encoded = self.encoder(x, batch.mask) if plan is None else plan.encode(self.encoder, x, batch.mask)
+        states = self.dropout(encoded)
         attention = None
         features = states
         if self.decoder is not None:
-            sketch, attention = self.decoder(
-                states,
-                batch.mask,
-                self.steps,
-                self.word_scores(states) if self.decoder.attention.scores == "output" else None,
-                beyond_length=self.steps_beyond_length,
+            scored = self.word_scores(states) if self.decoder.attention.scores == "output" else None
+            arguments = (states, batch.mask, self.steps, scored, self.steps_beyond_length)
+            sketch, attention = (
+                self.decoder(*arguments) if plan is None else plan.decode(self.decoder, *arguments)
             )
             # contiguous: dropout draws its mask in memory order, and the generic loop's sketch is a
-            # transposed view; so every path (generic, fused, lean) drops the same units for one seed
+            # transposed view; so every backend drops the same units for one seed
             features = self.features(states, self.dropout(sketch.contiguous()))
         # every input of the output layer has been through dropout exactly once
         if not heads:

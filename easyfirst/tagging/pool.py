@@ -28,6 +28,7 @@ from multiprocessing.connection import Connection
 
 import torch
 
+from easyfirst.backends.chooser import plan_for
 from easyfirst.data.batching import Batch, collate, encode, unpack
 from easyfirst.data.buckets import Packed, bucket_indices
 from easyfirst.model.qe_heads import decode_heads
@@ -50,7 +51,7 @@ def tag_batch(model, batch: Batch, device: torch.device, asked: tuple[bool, bool
     (attention, probabilities, QE heads), on the CPU."""
     attention, probabilities, heads = asked
     batch = batch.to(device)
-    scores, alpha, head_scores = model(batch, heads=True)
+    scores, alpha, head_scores = model(batch, heads=True, plan=plan_for(model, batch.mask, False))
     best, distribution = (t.cpu() for t in model.predict(scores, batch.mask))
     out = {"order": batch.order, "lengths": batch.lengths.tolist(), "best": best}
     if heads:

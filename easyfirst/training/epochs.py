@@ -18,11 +18,11 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from easyfirst.backends.chooser import plan_for, run_plan, waits_for_compiler
 from easyfirst.config import TrainConfig
 from easyfirst.data.batching import Batch, collate, indices_in_order
 from easyfirst.data.buckets import bucket_indices
 from easyfirst.data.features import drop_words
-from easyfirst.model.fast import lean
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.parallel.workers import Workers
 from easyfirst.training import anneal, distributed, hogwild
@@ -158,8 +158,8 @@ def progress_bar(run: Run, epoch: int, total: int, done: int):
     update waits for Numba to compile the time loops, it says so; the speed and time left come once
     measured (reporting.Rate)."""
     console = run.log.console
-    kernels = lean._compiled() if run.config.train.batch_size == 1 and run.device.type == "cpu" else None
-    compiling = kernels is not None and kernels.cold()
+    t = run.config.train
+    compiling = waits_for_compiler(run_plan(run.config.model, t.batch_size, run.device.type, True, t.backend))
     if not console.is_terminal:
         yield ProgressLines(run.log, epoch, run.config.train.epochs, total, done, compiling)
         return
@@ -221,7 +221,7 @@ def backward_step(
     """The loss of ``batch`` (``t.reduction`` over its words; QE: plus the gap and source heads'), its
     gradients, clipped to norm ``t.clip``: ``(loss, norm before clipping)``. ``optimizer.step()`` is
     the caller's, after checking both are finite. ``trainer``: the model, or DDP around it."""
-    scores, _, head_scores = trainer(batch, heads=True)
+    scores, _, head_scores = trainer(batch, heads=True, plan=plan_for(model, batch.mask, training=True))
     loss = model.loss(scores, batch.tags, batch.mask, t.reduction)
     if model.heads is not None:  # QE: the gap and source heads' losses (easyfirst.model.qe_heads)
         loss = loss + model.head_loss(head_scores, batch, t.reduction)

@@ -33,8 +33,10 @@ from pathlib import Path
 
 import torch
 from rich.console import Console
+from rich.markup import escape
 
 from easyfirst.atomic import read_json, write_json
+from easyfirst.backends.chooser import run_plan
 from easyfirst.config import Config
 from easyfirst.data.batching import encode
 from easyfirst.data.features import active_features, build_feature_vocabs, word_dropout_probabilities
@@ -43,7 +45,6 @@ from easyfirst.data.vectors import open_vectors
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
 from easyfirst.losses import class_weight_vector
-from easyfirst.model.fast import lean
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.parallel.workers import Workers
 from easyfirst.resources import CONFIG_FILE, VOCAB_FILE
@@ -226,13 +227,6 @@ def log_settings(
     )
     log(f"[bold]output[/] {model.describe_output()}")
     per_update = "1 sentence" if t.batch_size == 1 else f"{t.batch_size} sentences"
-    loops = ""
-    if t.batch_size == 1 and device.type == "cpu":  # easyfirst.model.fast.lean runs each sentence
-        loops = (
-            "; one sentence on the CPU: time loops compiled (Numba)"
-            if lean._compiled() is not None
-            else "; one sentence on the CPU: NumPy loops (pip install 'easyfirst\\[fast]' compiles them, 1.3x faster)"
-        )
     embedding_lr = "" if t.embedding_lr is None else f" (embedding tables {t.embedding_lr:g})"
     momentum = f" with momentum {t.momentum:g}" if t.momentum else ""
     decay = f" / (1 + {t.lr_decay:g}·(epoch − 1))" if t.lr_decay else ""
@@ -244,8 +238,11 @@ def log_settings(
         f"[bold]updates[/] {t.optimizer}{momentum}, lr {t.lr:g}{decay}{embedding_lr}, gradient norm clipped at "
         f"{t.clip:g}{patience}; {per_update} per "
         f"update, the loss {'summed' if t.reduction == 'sum' else 'averaged'} over its words; training "
-        f"sentences {'shuffled every epoch' if t.shuffle else 'in file order'}{loops}"
+        f"sentences {'shuffled every epoch' if t.shuffle else 'in file order'}"
     )
+    for what, size, training in (("updates", t.batch_size, True), ("dev scores", t.eval_batch_size, False)):
+        plan = run_plan(m, size, device.type, training, t.backend)  # easyfirst.backends.chooser
+        log(f"[bold]backend[/] {what}: {escape(plan.describe())}")
 
 
 def prepare_run(
@@ -286,6 +283,7 @@ def prepare_run(
         write_json(output / CONFIG_FILE, config.to_dict())  # so that an interrupted run can be resumed
         write_json(output / VOCAB_FILE, vocabs.to_json())
     model.to(device)
+    model.backend = t.backend  # forced, or "auto" (easyfirst.backends.chooser)
     trainer = distributed.wrap(model, group, device)  # the model, or DDP around it (averages gradients)
     if group.parallel:
         log(

@@ -13,6 +13,7 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
+from easyfirst.backends.chooser import plan_for
 from easyfirst.data.batching import IGNORE, Encoded, iterate_batches
 from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
 from easyfirst.data.schemes import convert, learned_scheme, to_bio
@@ -46,7 +47,7 @@ def evaluate_sentences(
     with torch.inference_mode():
         for batch in iterate_batches(items, batch_size, max_tokens=INFERENCE_MAX_TOKENS):
             batch = batch.to(device)
-            scores, _, head_scores = model(batch, heads=True)
+            scores, _, head_scores = model(batch, heads=True, plan=plan_for(model, batch.mask, False))
             best, probabilities = (t.cpu() for t in model.predict(scores, batch.mask))
             decoded = decode_heads(head_scores, batch)
             for row, (index, n) in enumerate(zip(batch.order, batch.lengths.tolist(), strict=True)):
@@ -104,7 +105,7 @@ def duration(seconds: float) -> str:
     return (f"{hours} h " if hours else "") + f"{minutes} min {rest} s"
 
 
-# said while the first update waits for Numba to compile the time loops (easyfirst.model.fast.kernels)
+# said while the first update waits for Numba to compile the time loops (easyfirst.backends.kernels)
 COMPILING = "compiling (once per install, ~30 s)"
 
 

@@ -11,6 +11,7 @@ import time
 import torch
 
 from easyfirst.atomic import write_json
+from easyfirst.backends.chooser import run_plan
 from easyfirst.data.batching import encode
 from easyfirst.runs import load_model, save_model
 from easyfirst.training import distributed
@@ -113,6 +114,10 @@ def finish(run: Run, started: float) -> dict:
         threads=torch.get_num_threads(),
         processes=run.group.size,
         workers=1 if run.workers is None else run.workers.count,
+        # which backend computed the updates, and why (easyfirst.backends.chooser): the model card says it
+        backend=run_plan(
+            config.model, config.train.batch_size, run.device.type, True, config.train.backend
+        ).describe(),
         best_metric=run.metric,
     )
     if p.stopped_early:

@@ -332,7 +332,8 @@ def _how_trained(metrics: dict) -> str:
         )
     else:
         per_epoch += " per epoch (evaluation not timed)"
-    return f"Trained on {metrics.get('device', '?')} by {who}: {per_epoch}."
+    backend = f" Backend: {metrics['backend']}." if "backend" in metrics else ""
+    return f"Trained on {metrics.get('device', '?')} by {who}: {per_epoch}.{backend}"
 
 
 def _use_and_limits(config: Config, half: bool, scored: bool = True) -> str:

@@ -7,29 +7,28 @@ neural-easy-first, dynet/neftagger.py; configs/pos-reference.toml), runs the BiL
 words and the sketch loop of Alg. 2 over one row per step, where every operation is tiny and its fixed
 cost is nearly all there is: about 1.3–5 µs for a torch operation with its autograd record, 0.3–1 µs for
 a NumPy one. With no padding and one sentence, the masks, the per-sentence step counts and the
-``common`` split of the batched loop disappear too. So a batch of one sentence on the CPU (float32 or
-float64; ``enabled = False`` turns this off) takes these two autograd Functions instead:
+``common`` split of the batched loop disappear too. So the backends ``numpy`` and ``numba``
+(easyfirst.backends.single; the chooser takes them for one unpadded sentence on the CPU in float32 or
+float64) run these two autograd Functions instead:
 
 - :class:`LeanBiLSTMFunction`: both directions of ``nn.LSTM`` stepped together, and backpropagation
-  through time by hand (:mod:`easyfirst.model.fast.lstm`); the same parameters, so a model trains and
+  through time by hand (:mod:`easyfirst.backends.lstm`); the same parameters, so a model trains and
   tags the same either way;
 - :class:`LeanSketchFunction`: the input half of the window map (Eq. 1) once, then the step loop with
-  the mathematics of :mod:`easyfirst.model.fast.fused` (Eqs. 1–7, 11; NEF-F and NEF-S, N fixed or
+  the mathematics of :mod:`easyfirst.backends.fused` (Eqs. 1–7, 11; NEF-F and NEF-S, N fixed or
   N = L, a fresh unit of budget every L steps, temperature and coverage penalty), whose backward it
   follows step by step with Prop. 1's Jacobian for csoftmax (sparsemax and softmax attention, unbudgeted, take the same loop
   with their own Jacobians, the prescribed orders and hard attention with none; each row's attention
-  and its backward are in :mod:`easyfirst.model.fast.rows`); the sums over steps (the weight, v and
+  and its backward are in :mod:`easyfirst.backends.rows`); the sums over steps (the weight, v and
   input-half gradients) are one matrix product each at the end. csoftmax is computed in float64 exp
   space (the CPU path of easyfirst.ops.constrained) when every score lies within 600 nats of 0, else by
   :func:`easyfirst.ops.constrained.csoftmax_forward`.
 
-With Numba installed (the extra ``fast``; the dev install has it), training runs the time loops of
-both, the BiLSTM's and the sketch loop forward and backward, as compiled kernels
-(:mod:`easyfirst.model.fast.kernels`, one call per loop instead of dozens of NumPy calls per step;
-imported on first use, see :func:`kernels`). Tagging one sentence (no gradients) runs the NumPy loops
-below: Numba compiles the kernels on their first use after an install (about 30 s), which a first
-``easyfirst tag --text`` or ``plot`` should not wait for. ``compiled = False`` keeps the NumPy loops for
-training too; they are also the path without Numba.
+Every function takes ``loops``: the compiled kernels (:mod:`easyfirst.backends.kernels`, one call per
+loop instead of dozens of NumPy calls per step; loaded by :func:`kernels`), which backend ``numba``
+passes in training, or None for the NumPy loops below (backend ``numpy``, and tagging: Numba compiles
+the kernels on their first use after an install, about 30 s, which a first ``easyfirst tag --text`` or
+``plot`` should not wait for).
 
 The batched torch paths stay the reference: tests/test_lean.py holds both loops to them in float64.
 """
@@ -38,63 +37,30 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from threadpoolctl import threadpool_limits
 
-from easyfirst.model.fast import rows
-from easyfirst.model.fast.lstm import lstm_backward, lstm_forward, pair
-from easyfirst.model.fast.rows import CSOFTMAX, UNIFORM
+from easyfirst.backends import rows
+from easyfirst.backends.lstm import lstm_backward, lstm_forward, pair
+from easyfirst.backends.rows import CSOFTMAX, LEARNED
 from easyfirst.ops.constrained import _EXP_RANGE
 from easyfirst.ops.window import flat_weight
 
-# False sends single sentences through the batched torch paths too (benchmarks/reference_speed.py and the
-# tests compare the two)
-enabled = True
-# False runs the NumPy loops of this module even where Numba is installed (the tests compare the two)
-compiled = True
-_blas_limited = 0  # 1: NumPy's BLAS limited to one thread; 2: SciPy's too (the kernels call it)
-_kernels_module = None  # easyfirst.model.fast.kernels once imported; False where it cannot be
+_kernels_module = None  # easyfirst.backends.kernels once imported; False where it cannot be
 
 
 def kernels():
-    """The compiled step loops (:mod:`easyfirst.model.fast.kernels`, pip install "easyfirst[fast]"),
+    """The compiled step loops (:mod:`easyfirst.backends.kernels`, pip install "easyfirst[fast]"),
     imported on first use: importing Numba and SciPy takes about 0.4 s, which a command that never
     runs a single sentence on the CPU (tagging in batches, a GPU) need not pay. None where Numba (or
     SciPy, whose BLAS it calls) is not installed: the NumPy loops of this module run instead."""
     global _kernels_module
     if _kernels_module is None:
         try:
-            from easyfirst.model.fast import kernels as lean_kernels
+            from easyfirst.backends import kernels as lean_kernels
 
             _kernels_module = lean_kernels
         except ImportError:
             _kernels_module = False
     return _kernels_module or None
-
-
-def _compiled():
-    """The kernels when this path is to run them (``compiled`` and Numba installed), else None."""
-    return kernels() if compiled else None
-
-
-def lean_applies(x: torch.Tensor) -> bool:
-    """Whether ``x`` ``(B, L, …)`` can take this path: one sentence on the CPU, in float32 or float64.
-
-    The first time it does, NumPy's BLAS is limited to one thread for the rest of the process: its
-    products here are tiny, and a multi-threaded OpenBLAS that finds the other cores busy waits for
-    them (one sentence per update ran 7× slower on this project's 2-core machine with another job on
-    the second core).
-    """
-    global _blas_limited
-    applies = (
-        enabled and x.shape[0] == 1 and x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
-    )
-    if applies:
-        # training loads the kernels, and SciPy's BLAS with them, which the limit must then reach too
-        level = 2 if torch.is_grad_enabled() and _compiled() is not None else 1
-        if _blas_limited < level:
-            threadpool_limits(1, user_api="blas")
-            _blas_limited = level
-    return applies
 
 
 class _Records:
@@ -124,11 +90,12 @@ def lean_loop(
     transform: int,
     store: bool,
     word_scores: tuple[np.ndarray, np.ndarray] | None = None,
+    loops=None,
 ) -> tuple[np.ndarray, np.ndarray, _Records]:
     """Sᴺ ``(L, D_s)``, the history ``(N, L)`` (αⁿ of every step) and the records for the backward.
     ``fixed`` ``(L, O)`` (the encoder half, bias included), ``weight_t`` ``(K·D_s, O)`` (the sketch
     half, windows' column order), ``v`` ``(D_z,)``; ``transform``: the attention's code
-    (:data:`easyfirst.model.fast.rows.ATTENTIONS`); ``word_scores``, for hard attention: the output layer's ``fixed`` ``(L, K)``
+    (``code`` in easyfirst.ops.kinds.KINDS); ``word_scores``, for hard attention: the output layer's ``fixed`` ``(L, K)``
     and sketch ``weight_t`` ``(D_s, K)`` (:func:`hard_row`). Without ``store`` (tagging), the records
     keep one step and the NumPy loop runs (see module)."""
     length, out = fixed.shape
@@ -138,7 +105,7 @@ def lean_loop(
     pad = width // 2
     slots = steps if store else 1
     records = _Records(slots, length, out, width, sketch_dim, full_state, fixed.dtype)
-    loops = _compiled() if store else None
+    loops = loops if store else None  # tagging runs the NumPy loop (see module)
     if word_scores is None:
         word_scores = (np.empty((0, 0), fixed.dtype), np.empty((0, 0), fixed.dtype))  # none read
     if loops is not None:
@@ -213,6 +180,7 @@ def lean_backward(
     temperature: float,
     coverage_penalty: float,
     transform: int,
+    loops=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """d fixed ``(L, O)``, d weight in the windows' column order ``(O, K·D_s)`` and dv ``(D_z,)``.
 
@@ -231,7 +199,6 @@ def lean_backward(
     g_beta = np.zeros(length, dtype)
     d_affines = np.empty((steps, length, out), dtype)  # daⁿ
     d_scores = np.empty((steps, length), dtype)  # dzⁿ (before T)
-    loops = _compiled()
     if loops is not None:
         loops.decoder_backward(
             records.tanhs,
@@ -305,7 +272,7 @@ class LeanSketchFunction(torch.autograd.Function):
     ``(1, L, D_h)``: the input half of the window map (computed once), then the step loop (see module)."""
 
     @staticmethod
-    def forward(ctx, states, in_weight, in_bias, weight, v, steps: int, settings: tuple, word_scores):
+    def forward(ctx, states, in_weight, in_bias, weight, v, steps: int, settings: tuple, word_scores, loops):
         width = weight.shape[2]
         in_flat = flat_weight(in_weight).detach().numpy()  # (O, K·D_h)
         in_cols = rows.window_rows(states[0].detach().numpy(), width)  # (L, K·D_h)
@@ -319,9 +286,10 @@ class LeanSketchFunction(torch.autograd.Function):
             *settings,
             store=True,
             word_scores=_numpy_pair(word_scores),
+            loops=loops,
         )
         ctx.saved = (records, history, in_cols, in_flat, flat, v[0].detach().numpy())
-        ctx.settings, ctx.shapes = settings, (in_weight.shape, weight.shape)
+        ctx.settings, ctx.shapes, ctx.loops = settings, (in_weight.shape, weight.shape), loops
         return torch.from_numpy(sketch)[None], torch.from_numpy(history.copy())[None]
 
     @staticmethod
@@ -336,6 +304,7 @@ class LeanSketchFunction(torch.autograd.Function):
             None if grad_sketch is None else grad_sketch[0].numpy(),
             None if grad_history is None else grad_history[0].numpy(),
             *ctx.settings,
+            loops=ctx.loops,
         )
         (out, in_dim, width), (_, sketch_dim, _) = ctx.shapes
         # the input half: dW = d fixedᵀ · windows(H), db = Σ d fixed, dH by the transposed window map
@@ -347,7 +316,8 @@ class LeanSketchFunction(torch.autograd.Function):
             torch.from_numpy(d_fixed.sum(0)),
             torch.from_numpy(d_flat).view(out, width, sketch_dim).transpose(1, 2),
             # a prescribed order or hard attention never reads v: no gradient, as in the generic loop
-            None if ctx.settings[3] >= UNIFORM else torch.from_numpy(d_v)[None],
+            None if ctx.settings[3] not in LEARNED else torch.from_numpy(d_v)[None],
+            None,
             None,
             None,
             None,
@@ -363,16 +333,17 @@ def lean_decoder(
     steps: int,
     settings: tuple[bool, float, float, int],
     word_scores: tuple[torch.Tensor, torch.Tensor] | None = None,
+    loops=None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The decoder of :class:`easyfirst.model.sketch.SketchDecoder` with an attention of
-    :data:`~easyfirst.model.fast.rows.ATTENTIONS` for one sentence: Sᴺ ``(1, L, D_s)`` and the history ``(1, N, L)`` from
+    :data:`~easyfirst.backends.rows.ROW_ATTENTIONS` for one sentence: Sᴺ ``(1, L, D_s)`` and the history ``(1, N, L)`` from
     ``states`` ``(1, L, D_h)``, the input and sketch halves' weights (``nn.Conv1d`` layout), v ``(1,
     D_z)``, N and (full_state, temperature, coverage penalty, the attention's code), and for hard
     attention the output layer (:class:`easyfirst.model.sketch.WordScores`: ``fixed`` ``(1, L, K)``,
     ``weight`` ``(K, D_s)``); with gradients where autograd wants them (none through the hard choice)."""
     tensors = (states, in_weight, in_bias, weight, v)
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-        return LeanSketchFunction.apply(*tensors, steps, settings, word_scores)
+        return LeanSketchFunction.apply(*tensors, steps, settings, word_scores, loops)
     with torch.no_grad():
         width = weight.shape[2]
         fixed = (
@@ -404,30 +375,30 @@ def _numpy_pair(word_scores: tuple[torch.Tensor, torch.Tensor] | None) -> tuple 
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _bilstm(x: torch.Tensor, weights: tuple, training: bool) -> tuple[torch.Tensor, tuple]:
+def _bilstm(x: torch.Tensor, weights: tuple, loops) -> tuple[torch.Tensor, tuple]:
     """:func:`lstm_forward` on tensors: the output ``(L, 2H)`` and what the backward needs."""
     w = [weight.detach().numpy() for weight in weights]
     w_ih, w_hh = pair(w[0], w[4]), pair(w[1], w[5])
-    loops = _compiled() if training else None
     states, saved = lstm_forward(x.detach().numpy(), w_ih, w_hh, pair(w[2] + w[3], w[6] + w[7]), loops)
     return torch.from_numpy(np.concatenate([states[0], states[1][::-1]], 1)), (saved, w_ih, w_hh)
 
 
-def lean_bilstm(x: torch.Tensor, *weights: torch.Tensor) -> torch.Tensor:
+def lean_bilstm(x: torch.Tensor, *weights: torch.Tensor, loops=None) -> torch.Tensor:
     """``nn.LSTM(bidirectional=True)``'s output ``(L, 2H)`` for one unpadded sentence ``x`` ``(L, D)``,
     from the module's eight parameters (forward direction, then reverse); with gradients where autograd
     wants them (:class:`LeanBiLSTMFunction`), else by the NumPy loop."""
     if torch.is_grad_enabled() and any(t.requires_grad for t in (x, *weights)):
-        return LeanBiLSTMFunction.apply(x, *weights)
-    return _bilstm(x, weights, training=False)[0]
+        return LeanBiLSTMFunction.apply(x, loops, *weights)
+    return _bilstm(x, weights, None)[0]
 
 
 class LeanBiLSTMFunction(torch.autograd.Function):
     """:func:`lean_bilstm` with its backward: backpropagation through time by hand."""
 
     @staticmethod
-    def forward(ctx, x, *weights):
-        output, ctx.saved = _bilstm(x, weights, training=True)
+    def forward(ctx, x, loops, *weights):
+        output, ctx.saved = _bilstm(x, weights, loops)
+        ctx.loops = loops
         return output
 
     @staticmethod
@@ -437,8 +408,9 @@ class LeanBiLSTMFunction(torch.autograd.Function):
         grad = grad.numpy()
         hidden = grad.shape[1] // 2
         d_x, d_ih, d_hh, d_b = lstm_backward(
-            saved, pair(grad[:, :hidden], grad[::-1, hidden:]), w_ih, w_hh, _compiled()
+            saved, pair(grad[:, :hidden], grad[::-1, hidden:]), w_ih, w_hh, ctx.loops
         )
         # each bias gets its own array: the optimizer and clipping change gradients in place
         found = [d_x, d_ih[0], d_hh[0], d_b[0], d_b[0].copy(), d_ih[1], d_hh[1], d_b[1], d_b[1].copy()]
-        return tuple(torch.from_numpy(np.ascontiguousarray(d)) for d in found)
+        d_x, *d_weights = (torch.from_numpy(np.ascontiguousarray(d)) for d in found)
+        return d_x, None, *d_weights

@@ -1,7 +1,7 @@
-"""The BiLSTM of :mod:`easyfirst.model.fast.lean` for one sentence, in NumPy: both directions of a
+"""The BiLSTM of :mod:`easyfirst.backends.lean` for one sentence, in NumPy: both directions of a
 bidirectional ``nn.LSTM`` layer stepped together, and backpropagation through time by hand. ``loops``:
-the compiled time loops (:mod:`easyfirst.model.fast.kernels`), or None for the NumPy ones; lean.py
-chooses (``lean.compiled``) and wraps these in an autograd Function.
+the compiled time loops (:mod:`easyfirst.backends.kernels`; backend ``numba`` passes them), or None
+for the NumPy ones; lean.py wraps these in an autograd Function.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""The step loops of :mod:`easyfirst.model.fast.lean` compiled with Numba (the optional extra ``fast``).
+"""The step loops of :mod:`easyfirst.backends.lean` compiled with Numba (the optional extra ``fast``).
 
 At one sentence per update almost all of the NumPy path's time is the fixed cost of its small
 operations: about 40 NumPy calls per sketch step each way and a dozen per BiLSTM step, at 0.5–1.5 µs
 each, against about 10 µs of arithmetic in a step's matrix product. Here each loop is one compiled
 call: the element-wise work is plain loops, the matrix products go to BLAS (``np.dot``, which Numba
 takes from SciPy). The mathematics, the order of the steps and what is recorded for the backward are
-those of the NumPy functions in :mod:`easyfirst.model.fast.lean`, which stay the readable statement of them
+those of the NumPy functions in :mod:`easyfirst.backends.lean`, which stay the readable statement of them
 (and the path without Numba); tests/test_lean.py holds both to the batched torch paths in float64.
 
 Every kernel writes into arrays its caller allocates (the caller's ``_Records``), so that the two paths
@@ -21,6 +21,8 @@ import math
 import numpy as np
 import scipy.linalg.cython_blas  # noqa: F401  (Numba's np.dot calls it: loaded now, threadpoolctl limits it)
 from numba import njit
+
+from easyfirst.backends.rows import CSOFTMAX, HARD, RIGHT_TO_LEFT, SOFTMAX, SPARSEMAX, UNIFORM
 
 # error_model="numpy": x / 0.0 is ±inf or nan as in NumPy (u = 0 gives q = +inf), not an exception
 _jit = njit(cache=True, error_model="numpy", nogil=True)
@@ -55,7 +57,7 @@ def _tanh(x, two):
 @_jit
 def csoftmax_row(z, u, exp_range, alpha, free):
     """csoftmax(z; u) of one row into ``alpha`` and its free set into ``free``, as
-    :func:`easyfirst.model.fast.rows.csoftmax_row`; False when a score lies beyond ``exp_range``."""
+    :func:`easyfirst.backends.rows.csoftmax_row`; False when a score lies beyond ``exp_range``."""
     length = z.shape[0]
     for i in range(length):
         if abs(z[i]) > exp_range:
@@ -98,7 +100,7 @@ def csoftmax_row(z, u, exp_range, alpha, free):
 @_jit
 def sparsemax_row(z, alpha, free):
     """sparsemax(z) of one row into ``alpha`` and its support into ``free``, as
-    :func:`easyfirst.model.fast.rows.sparsemax_row`."""
+    :func:`easyfirst.backends.rows.sparsemax_row`."""
     ordered = np.sort(z.astype(np.float64))[::-1]
     running = 0.0
     total = 0.0
@@ -129,15 +131,15 @@ def softmax_row(z, alpha, free):
 
 @_jit
 def prescribed_row(n, transform, alpha, free):
-    """α of step n for a prescribed order (3 uniform, 4 left-to-right, 5 right-to-left), as
-    :func:`easyfirst.model.fast.rows.prescribed_row`; no word is free."""
+    """α of step n for a prescribed order (UNIFORM, LEFT_TO_RIGHT, RIGHT_TO_LEFT), as
+    :func:`easyfirst.backends.rows.prescribed_row`; no word is free."""
     length = alpha.shape[0]
     position = (n - 1) % length
-    if transform == 5:
+    if transform == RIGHT_TO_LEFT:
         position = length - 1 - position
     for i in range(length):
         free[i] = False
-        if transform == 3:
+        if transform == UNIFORM:
             alpha[i] = 1.0 / length
         else:
             alpha[i] = 1.0 if i == position else 0.0
@@ -145,7 +147,7 @@ def prescribed_row(n, transform, alpha, free):
 
 @_jit
 def hard_row(sketch, budget, scores_fixed, scores_weight_t, alpha, free):
-    """α of vanilla easy-first into ``alpha``, as :func:`easyfirst.model.fast.rows.hard_row`: all on the
+    """α of vanilla easy-first into ``alpha``, as :func:`easyfirst.backends.rows.hard_row`: all on the
     word with budget left whose best tag score (``scores_fixed`` + ``sketch`` ``scores_weight_t``) is
     highest, the leftmost of ties; none when no word has budget left. No word is free."""
     tags = np.dot(sketch, scores_weight_t)
@@ -223,10 +225,10 @@ def decoder_forward(
     affines,
     pooled_record,
 ):
-    """:func:`easyfirst.model.fast.lean.lean_loop` into the given arrays: Sᴺ into ``sketch`` (zeros on
+    """:func:`easyfirst.backends.lean.lean_loop` into the given arrays: Sᴺ into ``sketch`` (zeros on
     entry), αⁿ into ``history`` and the records of every step (tagging runs the NumPy loop); ``transform``:
-    the attention's code (easyfirst.model.fast.rows.ATTENTIONS: CSOFTMAX 0, SPARSEMAX 1, SOFTMAX 2, UNIFORM
-    3, LEFT_TO_RIGHT 4, RIGHT_TO_LEFT 5, HARD 6); for HARD, the output layer's ``scores_fixed`` ``(L,
+    the attention's code (``code`` in easyfirst.ops.kinds.KINDS; those of easyfirst.backends.rows.
+    ROW_ATTENTIONS); for HARD, the output layer's ``scores_fixed`` ``(L,
     K)`` and ``scores_weight_t`` ``(D_s, K)`` (:func:`hard_row`)."""
     length, out = fixed.shape
     score_dim = v.shape[0]
@@ -264,14 +266,14 @@ def decoder_forward(
                 score -= coverage_penalty * betas[k, i]  # βⁿ⁻¹
             z[i] = score
             budget[i] = max(units - betas[k, i], 0.0)
-        if transform == 0:  # Eq. 3
+        if transform == CSOFTMAX:  # Eq. 3
             if not csoftmax_row(z, budget, exp_range, alpha, free_record[k]):
                 return False
-        elif transform == 1:  # Eq. 3 with sparsemax: no budget
+        elif transform == SPARSEMAX:  # Eq. 3 with sparsemax: no budget
             sparsemax_row(z, alpha, free_record[k])
-        elif transform == 2:
+        elif transform == SOFTMAX:
             softmax_row(z, alpha, free_record[k])
-        elif transform == 6:  # Alg. 1 on Sⁿ⁻¹: z is not read
+        elif transform == HARD:  # Alg. 1 on Sⁿ⁻¹: z is not read
             hard_row(sketch, budget, scores_fixed, scores_weight_t, alpha, free_record[k])
         else:  # a prescribed order: z is not read
             prescribed_row(n, transform, alpha, free_record[k])
@@ -303,7 +305,7 @@ def decoder_backward(
     d_affines,
     d_scores,
 ):
-    """The step loop of :func:`easyfirst.model.fast.lean.lean_backward`: daⁿ into ``d_affines`` and dzⁿ
+    """The step loop of :func:`easyfirst.backends.lean.lean_backward`: daⁿ into ``d_affines`` and dzⁿ
     (before the temperature) into ``d_scores``; ``g_sketch`` (dSᴺ on entry) is used up."""
     steps, length = history.shape
     out = tanhs.shape[2]
@@ -343,12 +345,12 @@ def decoder_backward(
         # csoftmax, Prop. 1: dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = (dα − …) off A;
         # softmax the same with A = all; sparsemax: dz = dα − mean_S(dα) on the support S; a prescribed
         # order or hard: A empty, dz = 0
-        # (easyfirst.model.fast.rows.attention_row_backward)
+        # (easyfirst.backends.rows.attention_row_backward)
         mass = 0.0
         dot = 0.0
         for i in range(length):
             if free[i]:
-                weight = 1.0 if transform == 1 else alpha[i]
+                weight = 1.0 if transform == SPARSEMAX else alpha[i]
                 mass += weight
                 dot += weight * d_alpha[i]
         mean = dot / mass if mass > 0 else dot
@@ -356,11 +358,11 @@ def decoder_backward(
         for i in range(length):
             centred = d_alpha[i] - mean
             if free[i]:
-                d_z = centred if transform == 1 else alpha[i] * centred
+                d_z = centred if transform == SPARSEMAX else alpha[i] * centred
             else:
                 d_z = 0.0
                 # u = (⌈n/L⌉ − β)₊: the gradient passes where ⌈n/L⌉ − β ≥ 0, as autograd's clamp_min
-                if transform == 0 and betas[k, i] <= units:
+                if transform == CSOFTMAX and betas[k, i] <= units:
                     g_beta[i] -= centred
             if coverage_penalty != 0.0:
                 g_beta[i] -= coverage_penalty * d_z
@@ -377,12 +379,12 @@ def decoder_backward(
 @_jit
 def _sigmoid(x, two):
     half = two / (two + two)
-    return _tanh(x * half, two) * half + half  # as easyfirst.model.fast.lstm._sigmoid
+    return _tanh(x * half, two) * half + half  # as easyfirst.backends.lstm._sigmoid
 
 
 @_jit
 def lstm_forward(inputs, w_hh_t, gates, cells, states, tanh_cells):
-    """The time loop of :func:`easyfirst.model.fast.lstm.lstm_forward`, both directions: ``inputs`` ``(2, L,
+    """The time loop of :func:`easyfirst.backends.lstm.lstm_forward`, both directions: ``inputs`` ``(2, L,
     4H)`` (the input parts, bias included), ``w_hh_t`` ``(2, H, 4H)``; fills the other arrays
     (``cells`` and ``states`` ``(2, L + 1, H)`` hold zeros at 0)."""
     _, length, four = inputs.shape
@@ -403,7 +405,7 @@ def lstm_forward(inputs, w_hh_t, gates, cells, states, tanh_cells):
 
 @_jit
 def lstm_backward(grad, gates, cells, tanh_cells, w_hh, d_gates):
-    """The time loop of :func:`easyfirst.model.fast.lstm.lstm_backward`: the gates' gradients into
+    """The time loop of :func:`easyfirst.backends.lstm.lstm_backward`: the gates' gradients into
     ``d_gates`` ``(2, L, 4H)`` from the states' ``grad`` ``(2, L, H)``, ``w_hh`` ``(2, 4H, H)``."""
     _, length, hidden = grad.shape
     d_state = np.zeros((2, hidden), grad.dtype)

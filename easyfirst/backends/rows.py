@@ -1,4 +1,4 @@
-"""The single-row pieces of :mod:`easyfirst.model.fast.lean`'s decoder, in NumPy: each attention
+"""The single-row pieces of :mod:`easyfirst.backends.lean`'s decoder, in NumPy: each attention
 transformation on one row of scores (csoftmax, sparsemax, softmax, the prescribed orders, vanilla
 easy-first's hard choice) with its backward, the budget of a step, and the windows of Eq. 1 over the
 rows of a sentence. Pure functions of their arrays; the loops that call them are in lean.py (and,
@@ -11,13 +11,15 @@ import numpy as np
 import torch
 
 from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_forward
+from easyfirst.ops.kinds import KINDS
 
-# the attention transformations this path serves (easyfirst.ops.attention names), in the order of the
-# codes the loops take (easyfirst.model.fast.kernels uses the numbers): the learned ones, then (from
-# UNIFORM on) those through which no gradient reaches Eq. 2's scores: the prescribed orders, and hard
-# attention, which picks the uncovered word with the best tag score (Alg. 1)
-ATTENTIONS = ("csoftmax", "sparsemax", "softmax", "uniform", "left-to-right", "right-to-left", "hard")
-CSOFTMAX, SPARSEMAX, SOFTMAX, UNIFORM, LEFT_TO_RIGHT, RIGHT_TO_LEFT, HARD = range(7)
+# the attention transformations these rows compute (names of easyfirst.ops.kinds.KINDS), and the codes
+# the loops take, read from that table by name
+_ROWS = ("csoftmax", "sparsemax", "softmax", "uniform", "left-to-right", "right-to-left", "hard")
+ROW_ATTENTIONS = frozenset(_ROWS)
+CSOFTMAX, SPARSEMAX, SOFTMAX, UNIFORM, LEFT_TO_RIGHT, RIGHT_TO_LEFT, HARD = (KINDS[n].code for n in _ROWS)
+PRESCRIBED = (UNIFORM, LEFT_TO_RIGHT, RIGHT_TO_LEFT)
+LEARNED = tuple(KINDS[n].code for n in _ROWS if KINDS[n].learned)  # gradients reach Eq. 2 through these
 
 
 def csoftmax_row(z: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -96,9 +98,11 @@ def attention_row(
         return softmax_row(z)
     if transform == HARD:  # Alg. 1 on Sⁿ⁻¹
         return hard_row(sketch, budget(n, length, beta), word_scores)
-    if transform >= UNIFORM:
+    if transform in PRESCRIBED:
         return prescribed_row(n, length, transform, sketch.dtype)
-    return csoftmax_row(z, budget(n, length, beta))  # Eq. 11
+    if transform == CSOFTMAX:
+        return csoftmax_row(z, budget(n, length, beta))  # Eq. 11
+    raise ValueError(f"no row function for attention code {transform}")
 
 
 def attention_row_backward(

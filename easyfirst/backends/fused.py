@@ -1,9 +1,9 @@
 """The sketch loop of Alg. 2 with csoftmax attention (Eqs. 1–7, 11) as ONE autograd Function.
 
-Same mathematics as :class:`easyfirst.model.sketch.SketchDecoder`'s generic step loop, which stays the
-reference (and serves every other attention); this path is taken for ``attention = "csoftmax"``, the
-default, NEF-F and NEF-S, N fixed or N = L, N > L with a fresh unit of budget every L steps,
-temperature and coverage penalty.
+Backend ``fused`` (:data:`FUSED`): the same mathematics as :class:`easyfirst.model.sketch.SketchDecoder`'s
+step loop, which stays the reference (and serves every other attention), for ``attention = "csoftmax"``,
+the default: NEF-F and NEF-S, N fixed or N = L, N > L with a fresh unit of budget every L steps,
+temperature and coverage penalty, any batch, device and dtype.
 
 Why: at the sizes the decoder runs at (16 sentences × ~20 words), a sketch step of the generic loop is
 about a hundred small tensor operations, each with an autograd node, around three matrix products, and
@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
+from easyfirst.backends.declaration import ANY, Backend
 from easyfirst.ops.constrained import csoftmax_backward, csoftmax_forward
 from easyfirst.ops.window import flat_weight, window_view
 
@@ -285,3 +286,34 @@ def fused_sketch_loop(
         return FusedSketchFunction.apply(fixed, weight, v, mask, n_steps, plan)
     sketch, history, _ = run_loop(fixed, weight, v, mask, n_steps, plan, store=False)
     return sketch, history
+
+
+def decode(decoder, states: torch.Tensor, mask: torch.Tensor, steps, score_words, beyond_length):
+    """easyfirst.model.sketch.SketchDecoder.forward by the fused loop, for csoftmax attention."""
+    lengths, n_steps, total, common = decoder.step_counts(mask, steps, beyond_length)
+    if not total or not mask.shape[1]:  # no step to run: the reference's empty result
+        return decoder(states, mask, steps, score_words, beyond_length)
+    fixed = decoder.input_half(states.transpose(1, 2))  # (B, Dz + Ds, L), the part of Eq. 1 from H
+    plan = LoopPlan(decoder.full_state, decoder.temperature, decoder.coverage_penalty, total, common)
+    return fused_sketch_loop(
+        fixed.transpose(1, 2), decoder.sketch_half.weight, decoder.v.weight, mask, n_steps, plan
+    )
+
+
+FUSED = Backend(
+    "fused",
+    "the csoftmax step loop as one autograd Function",
+    decoder=decode,
+    decoder_supports={
+        "model": {"nef-f", "nef-s"},
+        "attention": {"csoftmax"},
+        "sketch_steps": ANY,
+        "steps_beyond_length": ANY,
+        "attention_temperature": ANY,
+        "coverage_penalty": ANY,
+        "sentences": ANY,
+        "device": ANY,
+        "dtype": ANY,
+        "training": ANY,
+    },
+)

@@ -1,0 +1,31 @@
+"""Named backends: the model's encoder and decoder computed faster for some settings, and one chooser.
+
+The model (easyfirst.model) is the reference and the specification: ``nn.LSTM`` in
+:mod:`easyfirst.model.encoder`, the step loop of Alg. 2 in :mod:`easyfirst.model.sketch`, for every
+setting. A backend computes the same function as a part of it, for the settings it declares
+(:mod:`~easyfirst.backends.declaration`):
+
+- ``numba``: one unpadded sentence on the CPU in training, the BiLSTM and the sketch loop with their time
+  loops compiled by Numba (:mod:`~easyfirst.backends.kernels`, the extra ``fast``);
+- ``numpy``: the same in NumPy (:mod:`~easyfirst.backends.lean`, :mod:`~easyfirst.backends.lstm`,
+  :mod:`~easyfirst.backends.rows`), training without Numba and tagging one sentence;
+- ``fused``: the decoder for csoftmax attention, any batch, as one autograd Function with Prop. 1's
+  backward written out (:mod:`~easyfirst.backends.fused`);
+- ``reference``: the model's own modules.
+
+:func:`easyfirst.backends.chooser.choose_backend` picks, for each batch, the first of these (in that order)
+that declares the batch's settings, and says why it passed over the others; ``--backend NAME`` forces
+one (the reference runs what it does not support). What keeps them equal: tests/test_fused_sketch.py and
+tests/test_lean.py compare outputs and gradients of every backend with the reference in float64, and the
+compiled kernels with the NumPy loops; tests/test_backends.py the choice.
+
+To change an equation: change the reference; then either port each backend or remove the setting value
+from its declaration so that the chooser passes it over until it is ported. A new setting of the encoder
+or decoder goes into ``ENCODER_SETTINGS`` / ``DECODER_SETTINGS`` (declaration.py): every fast backend
+declines it until it declares it.
+
+This module imports no torch: the names are read by the config and ``--help``.
+"""
+
+# the backends by name, in the chooser's order of preference (easyfirst.backends.chooser.BACKENDS)
+NAMES = ("numba", "numpy", "fused", "reference")

@@ -1,0 +1,124 @@
+"""The one place that chooses which backend computes each part of the model: :func:`choose_backend`.
+
+Called by the training loop (each update and the dev evaluation) and by the Tagger (each batch), through
+:func:`plan_for`; nothing else picks a path. For each part (encoder, decoder) it takes the first backend in
+:data:`BACKENDS`' order of preference that computes that part, is installed, and declares every setting
+of the part's workload with a value it supports (easyfirst.backends.declaration); else the reference.
+The answer, a :class:`Plan`, says what runs and why the faster ones were passed over: the training log
+and the model card print it. A forced backend (``--backend``) narrows the choice to itself and the
+reference, which always runs what it does not support.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from easyfirst.backends import NAMES
+from easyfirst.backends.declaration import DECODER_SETTINGS, ENCODER_SETTINGS, MANY, ONE, Backend
+from easyfirst.backends.fused import FUSED
+from easyfirst.backends.lean import kernels
+from easyfirst.backends.single import NUMBA, NUMPY
+
+REFERENCE = Backend(
+    "reference",
+    "the model's own modules: nn.LSTM and the step loop of Alg. 2",
+    encoder=lambda encoder, x, mask: encoder(x, mask),
+    decoder=lambda decoder, *arguments: decoder(*arguments),
+)
+# in order of preference; the reference last, computing everything
+BACKENDS: dict[str, Backend] = {b.name: b for b in (NUMBA, NUMPY, FUSED, REFERENCE)}
+assert tuple(BACKENDS) == NAMES
+_prepared: set[str] = set()
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The backends that compute a batch's encoder and decoder (None: the model has no decoder), and
+    why each faster backend was passed over (``(name, reason)`` pairs)."""
+
+    encoder: Backend
+    decoder: Backend | None
+    passed_over: tuple[tuple[str, str], ...] = ()
+
+    def encode(self, module, x, mask):
+        return self.encoder.encoder(module, x, mask)
+
+    def decode(self, module, *arguments):
+        return self.decoder.decoder(module, *arguments)
+
+    def describe(self) -> str:
+        """In words, for the log and the model card: e.g. "numba (BiLSTM and decoder)", or "numba
+        (BiLSTM), reference (decoder); passed over numba and numpy: attention = entmax15 (not supported);
+        fused: attention = entmax15 (csoftmax only)"."""
+        if self.decoder is None or self.decoder is self.encoder:
+            ran = f"{self.encoder.name} ({'BiLSTM' if self.decoder is None else 'BiLSTM and decoder'})"
+        else:
+            ran = f"{self.encoder.name} (BiLSTM), {self.decoder.name} (decoder)"
+        reasons: dict[str, list[str]] = {}
+        for name, reason in self.passed_over:
+            names = reasons.setdefault(reason, [])
+            names += [name] if name not in names else []
+        said = [f"{' and '.join(names)}: {reason}" for reason, names in reasons.items()]
+        return ran + (f"; passed over {'; '.join(said)}" if said else "")
+
+
+def choose_backend(
+    settings, sentences: str, device: str, dtype: str, training: bool, force: str = "auto"
+) -> Plan:
+    """The :class:`Plan` for a batch of a model with ``settings`` (its ``ModelConfig``): ``sentences``
+    ``"one"`` (one unpadded sentence) or ``"many"``, ``device`` ``"cpu"``/``"cuda"``, ``dtype``
+    ``"float32"``…, ``training`` (gradients wanted), ``force`` a backend name or ``"auto"``."""
+    if force != "auto" and force not in BACKENDS:
+        raise ValueError(f"unknown backend {force!r}: one of auto, {', '.join(BACKENDS)}")
+    run = {"sentences": sentences, "device": device, "dtype": dtype, "training": training}
+    encoder = tuple((key, run[key] if key in run else getattr(settings, key)) for key in ENCODER_SETTINGS)
+    decoder = None
+    if settings.decodes:
+        decoder = tuple((key, run[key] if key in run else getattr(settings, key)) for key in DECODER_SETTINGS)
+    return _choose(encoder, decoder, force)
+
+
+@lru_cache(maxsize=512)
+def _choose(encoder: tuple, decoder: tuple | None, force: str) -> Plan:
+    candidates = list(BACKENDS.values()) if force == "auto" else [BACKENDS[force], REFERENCE]
+    chosen: dict[str, Backend | None] = {"encoder": None, "decoder": None}
+    passed: list[str] = []
+    for part, workload in (("encoder", encoder), ("decoder", decoder)):
+        if workload is None:
+            continue
+        for backend in candidates:
+            if getattr(backend, part) is None:
+                continue
+            why = None if backend is REFERENCE else backend.refuses(part, dict(workload))
+            if why is None:
+                chosen[part] = backend
+                break
+            passed.append((backend.name, why))
+    for backend in chosen.values():
+        if backend is not None and backend.name not in _prepared:
+            backend.prepare()
+            _prepared.add(backend.name)
+    return Plan(chosen["encoder"], chosen["decoder"], tuple(passed))
+
+
+def plan_for(model, mask, training: bool) -> Plan:
+    """The :class:`Plan` for ``model`` (easyfirst.model.tagger.EasyFirstTagger: its ``settings`` and
+    forced ``backend``) on a batch with ``mask`` ``(B, L)``."""
+    one = mask.shape[0] == 1 and bool(mask.all())
+    dtype = str(model.output.weight.dtype).removeprefix("torch.")
+    return choose_backend(
+        model.settings, ONE if one else MANY, mask.device.type, dtype, training, model.backend
+    )
+
+
+def run_plan(settings, batch_size: int, device: str, training: bool, force: str = "auto") -> Plan:
+    """The :class:`Plan` for batches of ``batch_size`` sentences in float32: what the training log and
+    the model card say (one sentence of a larger batch size, the last of an epoch, may run otherwise)."""
+    return choose_backend(settings, ONE if batch_size == 1 else MANY, device, "float32", training, force)
+
+
+def waits_for_compiler(plan: Plan) -> bool:
+    """Whether the plan's first batch waits for Numba to compile the kernels (the first run after an
+    install, about 30 s), which the training's progress says."""
+    return NUMBA in (plan.encoder, plan.decoder) and bool(kernels()) and kernels().cold()

@@ -1,0 +1,78 @@
+"""What a backend is: a name, the parts of the model it computes, and a declaration of what it supports.
+
+A model runs in two parts a backend may take over: the **encoder** (the BiLSTM layers, with the dropout
+between them) and the **decoder** (the sketch steps of Alg. 2). For each part, a run has a *workload*:
+the settings that part's computation depends on, by name, with their values (``ENCODER_SETTINGS``,
+``DECODER_SETTINGS``: the ``[model]`` keys, plus what the batch and the run add: how many sentences,
+device, dtype, training or not). A backend declares, per part it computes, the values it supports of
+each setting (:data:`ANY`: every value). A setting it does not declare is a setting it was not written
+for: the chooser passes it over (easyfirst.backends.chooser), so a new setting runs on the reference
+until a backend is ported and declares it.
+
+Torch-free: the declarations are data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+ANY = "any value"  # a declared setting with no restriction
+
+# the settings each part's computation reads; a new setting of the encoder or the decoder goes here, and
+# every fast backend declines it until it declares it
+ENCODER_SETTINGS = ("encoder_layers", "dropout_kind", "sentences", "device", "dtype", "training")
+DECODER_SETTINGS = (
+    "model",
+    "attention",
+    "sketch_steps",
+    "steps_beyond_length",
+    "attention_temperature",
+    "coverage_penalty",
+    "sentences",
+    "device",
+    "dtype",
+    "training",
+)
+# how the batch is described in a workload's "sentences": one unpadded sentence, or anything else
+ONE, MANY = "one", "many"
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A named way of computing the model's encoder and/or decoder.
+
+    ``encoder(module, x, mask)`` → states and ``decoder(module, states, mask, steps, score_words,
+    beyond_length)`` → (sketch, attention) take the model's own modules (easyfirst.model.encoder,
+    easyfirst.model.sketch) and compute what their ``forward`` computes; None: this backend does not
+    compute that part. ``encoder_supports`` and ``decoder_supports`` map each setting it was written for
+    to the values it supports (a set, or :data:`ANY`). ``missing()`` says why it cannot run in this
+    install (None when it can); ``prepare()`` runs once per process before its first use (thread
+    limits)."""
+
+    name: str
+    summary: str
+    encoder: Callable | None = None
+    decoder: Callable | None = None
+    encoder_supports: Mapping[str, Any] = field(default_factory=dict)
+    decoder_supports: Mapping[str, Any] = field(default_factory=dict)
+    missing: Callable[[], str | None] = lambda: None
+    prepare: Callable[[], None] = lambda: None
+
+    def refuses(self, part: str, workload: Mapping[str, Any]) -> str | None:
+        """Why this backend cannot compute ``part`` ("encoder" or "decoder") for ``workload``, in words;
+        None when it can."""
+        if getattr(self, part) is None:
+            return f"does not compute the {part}"
+        supports = self.encoder_supports if part == "encoder" else self.decoder_supports
+        for key, value in workload.items():
+            if key not in supports:
+                return f"does not declare {key}"
+            allowed = supports[key]
+            if allowed is not ANY and value not in allowed:
+                listed = (
+                    " or ".join(sorted(map(str, allowed))) + " only" if len(allowed) <= 3 else "not supported"
+                )
+                return f"{key} = {value} ({listed})"
+        return self.missing()  # last: finding out may import the backend (Numba: 0.4 s)
