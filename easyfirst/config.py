@@ -198,10 +198,14 @@ class TrainConfig:
             choices=lambda: ["auto", *NAMES],
         ),
     )
-    threads: int = field(  # torch intra-op threads; 0 leaves torch's default
-        default=0,
+    # torch intra-op threads; 0 leaves torch's default (one per core). 1 by default (issue #46): a
+    # training's small products gain little from a second thread, and threads that share busy cores
+    # spin in OpenMP's barriers (benchmarks/threads.py: 0.04-0.3x of one thread beside other work)
+    threads: int = field(
+        default=1,
         metadata=option(
-            "CPU threads for torch (0: torch's choice).",
+            "CPU threads for torch in this training process (0: torch's choice, one per core). 1 by "
+            "default: more gain little at these sizes, and spin when other work shares the cores.",
             check=at_least(0),
             show=lambda v: "torch's choice" if not v else str(v),
         ),
