@@ -20,9 +20,8 @@ from easyfirst.backends.fused import FUSED
 from easyfirst.backends.lean import kernels
 from easyfirst.backends.single import NUMBA, NUMPY
 
-REFERENCE = Backend(
+REFERENCE = Backend(  # the model's own modules: nn.LSTM and the step loop of Alg. 2
     "reference",
-    "the model's own modules: nn.LSTM and the step loop of Alg. 2",
     encoder=lambda encoder, x, mask: encoder(x, mask),
     decoder=lambda decoder, *arguments: decoder(*arguments),
 )
@@ -83,7 +82,7 @@ def choose_backend(
 def _choose(encoder: tuple, decoder: tuple | None, force: str) -> Plan:
     candidates = list(BACKENDS.values()) if force == "auto" else [BACKENDS[force], REFERENCE]
     chosen: dict[str, Backend | None] = {"encoder": None, "decoder": None}
-    passed: list[str] = []
+    passed: list[tuple[str, str]] = []
     for part, workload in (("encoder", encoder), ("decoder", decoder)):
         if workload is None:
             continue
