@@ -198,14 +198,15 @@ class TrainConfig:
             choices=lambda: ["auto", *NAMES],
         ),
     )
-    # torch intra-op threads; 0 leaves torch's default (one per core). 1 by default (issue #46): a
-    # training's small products gain little from a second thread, and threads that share busy cores
-    # spin in OpenMP's barriers (benchmarks/threads.py: 0.04-0.3x of one thread beside other work)
+    # torch intra-op threads; 0 leaves torch's default (one per core). 1 by default (issue #46): threads
+    # that share busy cores spin in OpenMP's barriers (benchmarks/threads.py: 0.27x of their own speed
+    # beside a second training), while alone on an idle 2-core machine two threads were 1.6x faster
     threads: int = field(
         default=1,
         metadata=option(
             "CPU threads for torch in this training process (0: torch's choice, one per core). 1 by "
-            "default: more gain little at these sizes, and spin when other work shares the cores.",
+            "default, since more spin when other work shares the cores; on a machine of your own, "
+            "0 is faster (docs/training.md, Threads).",
             check=at_least(0),
             show=lambda v: "torch's choice" if not v else str(v),
         ),
