@@ -48,8 +48,8 @@ def ewt(name: str) -> Path:
 
 
 def first_sentences(path: Path, count: int, out: Path) -> Path:
-    """The first ``count`` sentences of a CoNLL-U file, written to ``out``."""
-    blocks = path.read_text(encoding="utf-8").split("\n\n")[:count]
+    """The first ``count`` sentences (blank-line separated: CoNLL-U, CoNLL) of a file, written to ``out``."""
+    blocks = [b for b in path.read_text(encoding="utf-8").split("\n\n") if b.strip()][:count]
     out.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
     return out
 

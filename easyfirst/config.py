@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from easyfirst.backends import NAMES
+from easyfirst.backends import CHOICES
 from easyfirst.errors import InputError, suggest
 from easyfirst.fields import (
     Origin,
@@ -195,7 +195,7 @@ class TrainConfig:
             "Force a backend (for debugging and benchmarks): numba, numpy (one sentence on the CPU), "
             "fused (csoftmax batches) or reference (the model itself), which runs whatever the forced "
             "one does not support; auto: the fastest that supports each batch.",
-            choices=lambda: ["auto", *NAMES],
+            choices=lambda: list(CHOICES),
         ),
     )
     # torch intra-op threads; 0 leaves torch's default (one per core). 1 by default (issue #46): threads

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from easyfirst.backends import NAMES
+from easyfirst.backends import NAMES, check_backend
 from easyfirst.backends.declaration import DECODER_SETTINGS, ENCODER_SETTINGS, MANY, ONE, Backend
 from easyfirst.backends.fused import FUSED
 from easyfirst.backends.lean import kernels
@@ -68,8 +68,7 @@ def choose_backend(
     """The :class:`Plan` for a batch of a model with ``settings`` (its ``ModelConfig``): ``sentences``
     ``"one"`` (one unpadded sentence) or ``"many"``, ``device`` ``"cpu"``/``"cuda"``, ``dtype``
     ``"float32"``…, ``training`` (gradients wanted), ``force`` a backend name or ``"auto"``."""
-    if force != "auto" and force not in BACKENDS:
-        raise ValueError(f"unknown backend {force!r}: one of auto, {', '.join(BACKENDS)}")
+    check_backend(force)
     run = {"sentences": sentences, "device": device, "dtype": dtype, "training": training}
     encoder = tuple((key, run[key] if key in run else getattr(settings, key)) for key in ENCODER_SETTINGS)
     decoder = None
