@@ -134,7 +134,10 @@ def study(args: argparse.Namespace) -> None:
     group, device = distributed.start("cpu")
     log = RunLog(Console(stderr=True), run_dir / "train.log")
     run = prepare_run(config, run_dir, __import__("torch").device(device), log, False, group)
-    heldout = [encode(run.vocabs, s.words, s.tags, s.extra, run.task.targets(s)) for s in run.splits.dev]
+    heldout = [
+        encode(run.vocabs, s.words, s.tags, s.extra, run.task.targets(s), heads=run.model.outputs)
+        for s in run.splits.dev
+    ]
     sample = list(range(0, len(run.train_items), TRAIN_SAMPLE_EVERY))
     record = {
         "name": args.name,

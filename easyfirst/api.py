@@ -21,7 +21,6 @@ import torch
 from easyfirst.backends import check_backend
 from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
 from easyfirst.data.schemes import learned_scheme, to_bio
-from easyfirst.model.qe_heads import HEADS
 from easyfirst.resources import DEFAULT_MODEL, default_model_path, model_folder
 from easyfirst.runs import load_model
 from easyfirst.tagging.pool import Follow, TaggingPool, make_jobs, processes_for, tag_batches, tag_job
@@ -156,9 +155,10 @@ class Tagger:
         ``probabilities[k]`` is its ``(L, K)`` output distribution over the tags ``self.tags``: softmax,
         sparsemax or α-entmax of the scores, as trained (exact zeros for α > 1), or the CRF's per-word
         marginals. With ``return_heads`` (quality estimation: a list of sentences with their ``extras``),
-        the last item is a dict of the tags of the model's QE heads (easyfirst.model.qe_heads): ``gaps``
-        (N + 1 per sentence) and/or ``source_tags`` (one per source word); empty for a model without
-        heads. An empty MT sentence gets an ``OK`` gap and ``BAD`` source words (nothing translates them).
+        the last item is a dict of the tags of the model's extra outputs (easyfirst.data.outputs), by
+        name, e.g. QE's ``gaps`` (N + 1 per sentence) and ``source_tags`` (one per source word); empty for a
+        model without them. A sentence without words gets each head's ``empty`` tag at its positions
+        (QE: an ``OK`` gap and ``BAD`` source words, since nothing translates them).
         """
         options = dict(
             return_attention=return_attention,
@@ -215,7 +215,7 @@ class Tagger:
         if self.model.decoder is None:
             raise ValueError("this model has no sketch steps (N = 0): there is no attention to plot")
         words = self._one_sentence(text_or_tokens, sentence)
-        if extra is None and get_task(self.config.data.task).refuses_text is not None:
+        if extra is None and get_task(self.config.data.task).format.refuses_text is not None:
             raise ValueError("a QE model's raindrop needs the sentence's extra (source and alignment)")
         if gold is not None and len(gold) != len(words):
             raise ValueError(f"gold has {len(gold)} tags for {len(words)} tokens")
@@ -267,11 +267,8 @@ class Tagger:
         probabilities: list[torch.Tensor] = [torch.zeros(0, len(self.tags)) for _ in sentences]
         keep, jobs = make_jobs(sentences, extras, batches, batch_size, max_tokens)
         itos = self.vocabs.tags.itos
-        heads = {
-            name: [[] for _ in sentences]
-            for name in HEADS
-            if return_heads and getattr(self.config.model, name)
-        }
+        specs = self.model.outputs if return_heads else ()  # the extra outputs (easyfirst.data.outputs)
+        heads: dict[str, list[list[str]]] = {head.name: [[] for _ in sentences] for head in specs}
         asked = (return_attention, return_probabilities, return_heads)
         if self._pool is not None and not self._pool.closed:
             self._pool.check_call(batch_size, max_tokens, extras)
@@ -299,10 +296,8 @@ class Tagger:
         for k, sentence in enumerate(sentences):
             if not sentence:
                 attention[k] = torch.zeros(0, 0)
-                if "gaps" in heads:
-                    heads["gaps"][k] = ["OK"]
-                if "source_tags" in heads:
-                    heads["source_tags"][k] = ["BAD"] * len(extras[k]["source"])
+                for head in specs:
+                    heads[head.name][k] = head.filled(extras[k] if extras else None)
         extra = [
             x
             for x, asked in (

@@ -19,6 +19,7 @@ from easyfirst.errors import InputError
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.parallel.workers import one_thread
 from easyfirst.resources import CONFIG_FILE, MODEL_FILE, NOT_FOUND, VOCAB_FILE
+from easyfirst.tasks import get_task
 
 
 def save_model(
@@ -57,7 +58,7 @@ def _load_model(folder: Path, device) -> tuple[EasyFirstTagger, Config, Vocabula
         vocabs = Vocabularies.from_json(read_json(folder / VOCAB_FILE))
     except (KeyError, TypeError, ValueError) as error:
         raise InputError(f"malformed vocabulary: {error}", folder / VOCAB_FILE) from None
-    model = EasyFirstTagger(config.model, config.loss, vocabs)
+    model = EasyFirstTagger(config.model, config.loss, vocabs, get_task(config.data.task).outputs)
     path = folder / MODEL_FILE
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)

@@ -18,7 +18,7 @@ from conftest import QE_GAPS, QE_SAMPLE, run_cli
 from easyfirst.data.qe import read_qe
 from easyfirst.errors import InputError
 from easyfirst.metrics import binary_scores, qe_heads_report
-from easyfirst.model.qe_heads import QEHeads, aligned_features
+from easyfirst.model.heads import GapHead, aligned_features
 
 INPUTS = (".src", ".mt", ".src-mt.alignments")
 
@@ -61,9 +61,9 @@ def test_target_scores_pool_words_and_gaps():
 
 
 def test_a_gap_is_its_neighbouring_words_features_with_boundary_vectors():
-    heads = QEHeads(2, 3, gaps=True, source_dim=0, dropout=0.0)
+    heads = GapHead(2, 3, 2)
     with torch.no_grad():
-        heads.gap_boundaries.copy_(torch.tensor([[-1.0, -2.0], [8.0, 9.0]]))  # b_start, b_end
+        heads.boundaries.copy_(torch.tensor([[-1.0, -2.0], [8.0, 9.0]]))  # b_start, b_end
     features = torch.tensor([[[1.0, 1], [2, 2], [3, 3]], [[4.0, 4], [5, 5], [7, 7]]])  # 3 words; 2 + padding
     mask = torch.tensor([[True, True, True], [True, True, False]])
     gaps = heads.gap_features(features, mask)

@@ -130,7 +130,7 @@ def test_a_config_without_a_task_takes_the_given_task_defaults(tmp_path):
 
 
 def test_tasks_choose_their_best_epoch_metric():
-    assert (TASKS["pos"].metric, TASKS["ner"].metric) == ("accuracy", "f1")
+    assert (TASKS["pos"].scoring.metric, TASKS["ner"].scoring.metric) == ("accuracy", "f1")
     with pytest.raises(InputError, match="unknown task 'qa'"):
         get_task("qa")
 

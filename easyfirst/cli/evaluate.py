@@ -35,7 +35,7 @@ def evaluate(
             parser=given_path,
             metavar="FILE",
             help="File with gold tags in the format of the model's task ("
-            + "; ".join(f"{t.name}: {t.input_kind}" for t in TASKS.values())
+            + "; ".join(f"{t.name}: {t.format.input_kind}" for t in TASKS.values())
             + ").",
         ),
     ],
@@ -83,9 +83,9 @@ def score(tagger, task, sentences, batch_size: int) -> dict:
         extras=[s.extra for s in sentences],
         return_heads=True,
     )
-    report = task.score([s.tags for s in sentences], predicted)
-    if heads:  # QE: gap and source tags
-        report |= task.score_heads(sentences, predicted, heads)
+    report = task.scoring.score([s.tags for s in sentences], predicted)
+    if heads:  # the extra outputs (easyfirst.data.outputs; QE: gap and source tags)
+        report |= task.score_outputs(sentences, predicted, heads)
     ids = tagger.vocabs.tags.stoi
 
     def as_ids(tags: list[str]) -> torch.Tensor:
@@ -94,9 +94,9 @@ def score(tagger, task, sentences, batch_size: int) -> dict:
     report |= distribution_report(
         distributions, [as_ids(t) for t in predicted], [as_ids(s.tags) for s in sentences]
     )
-    known = task.known_labels(tagger.tags)
+    known = task.scoring.known_labels(tagger.tags)
     report["unknown_gold_tags"] = {
-        t: v["support"] for t, v in report[task.breakdown].items() if t not in known and v["support"]
+        t: v["support"] for t, v in report[task.scoring.breakdown].items() if t not in known and v["support"]
     }
     return report
 
@@ -105,12 +105,12 @@ def print_report(report: dict, task, name: str, n_tags: int) -> None:
     from rich.table import Table
 
     out = console()
-    out.print(task.title(name, report), markup=False, highlight=False)
+    out.print(task.scoring.title(name, report), markup=False, highlight=False)
     table = Table(show_edge=False)
-    label = task.breakdown_label
+    label = task.scoring.breakdown_label
     for column in (label, "precision", "recall", "F1", "support"):
         table.add_column(column, justify="left" if column == label else "right")
-    for row_name, row in sorted(report[task.breakdown].items(), key=lambda item: -item[1]["support"]):
+    for row_name, row in sorted(report[task.scoring.breakdown].items(), key=lambda item: -item[1]["support"]):
         table.add_row(
             row_name,
             f"{100 * row['precision']:.2f}",

@@ -126,8 +126,8 @@ def plot(
             words, gold, extra = found.words, found.tags, found.extra
         else:
             task, _ = task_of(tagger)
-            if task.refuses_text is not None:
-                raise InputError(task.refuses_text, path)
+            if task.format.refuses_text is not None:
+                raise InputError(task.format.refuses_text, path)
             sentences = text_sentences(text, pretokenized)
             if sentence > len(sentences):
                 raise InputError(f"--text has {len(sentences)} sentence(s), fewer than --sentence {sentence}")
@@ -185,7 +185,7 @@ def analyze(
         [s.words for s in sentences],
         [s.tags for s in sentences],
         extras=[s.extra for s in sentences],
-        outside=task.outside,
+        outside=task.scoring.outside,
     )
     note_if_diffuse(tagger, stats["sharpness"]["max_weight_first_half"], "this model")
     if as_json:

@@ -36,7 +36,7 @@ InputArgument = Annotated[
     typer.Argument(
         metavar="FILE",
         help="File to tag in the format of the model's task ("
-        + "; ".join(f"{t.name}: {t.input_kind}" for t in TASKS.values())
+        + "; ".join(f"{t.name}: {t.format.input_kind}" for t in TASKS.values())
         + "), or plain text (see --format), or - for stdin. Several files or folders (each "
         "standing for the files in it): each is written to -o DIR under its own name.",
     ),
@@ -299,7 +299,7 @@ def _register() -> None:
     signature = inspect.signature(tag, eval_str=True)
     common = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     common = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.name != "input" else p for p in common]
-    extra = tag_option_parameters(t.TagOptions for t in TASKS.values())
+    extra = tag_option_parameters(t.format.TagOptions for t in TASKS.values())
     tag.__signature__ = signature.replace(parameters=common + extra)
     app.command()(tag)
 

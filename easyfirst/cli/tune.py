@@ -227,7 +227,7 @@ def run_study(study, folder: Path, base, space, objectives: list[str], given: di
     from easyfirst.tuning import retrain
     from easyfirst.tuning import study as studies
 
-    label = get_task(base.data.task).selection(base)[1]
+    label = get_task(base.data.task).scoring.selection(base)[1]
     if given["retrain_best"]:
         if given["train__epochs"] is not None:  # the trials' epochs unless given (the trials' early stop)
             base.assign("train", "epochs", given["train__epochs"], ("--epochs", None))

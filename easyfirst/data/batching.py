@@ -8,10 +8,10 @@ A :class:`Batch` holds, for ``B`` sentences padded to the longest length ``L`` o
 - ``tags``: ``(B, L)`` gold tag ids, ``IGNORE`` on padding and on tags the vocabulary lacks (or None);
 - ``order``: the positions of these sentences in the input list, to restore the input order;
 - ``features``: name → ``(B, L, k)`` ids of each extra per-word input (easyfirst.data.features; 0 = padding);
-- ``heads``: for quality estimation, the inputs and gold tags of the gap and source heads
-  (easyfirst.data.qe_heads): ``source`` ``(B, S)`` source word ids (0 = padding), ``alignment``
-  ``(B, S, L)`` 1 where source word i is aligned to MT word j, and when known ``gaps`` ``(B, L + 1)`` and
-  ``source_tags`` ``(B, S)`` gold ids (0 OK, 1 BAD, ``IGNORE`` on padding).
+- ``heads``: the inputs and gold tags of the model's extra outputs (easyfirst.data.heads), e.g. for
+  quality estimation ``source`` ``(B, S)`` source word ids (0 = padding), ``source:alignment``
+  ``(B, S, L)`` 1 where source word i is aligned to word j, and when known ``gaps`` ``(B, L + 1)`` and
+  ``source_tags`` ``(B, S)`` gold ids (``IGNORE`` on padding).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ import torch
 
 from easyfirst.data.buckets import Packed, bucket_indices
 from easyfirst.data.features import encode_features
-from easyfirst.data.qe_heads import collate_heads, encode_heads
+from easyfirst.data.heads import collate_heads, encode_heads
+from easyfirst.data.outputs import OutputHead
 from easyfirst.data.vocab import IGNORE, Vocabularies
 
 
@@ -61,7 +62,7 @@ class Batch:
 @dataclass
 class Encoded:
     """One sentence as ids: ``words`` ``(n,)``, ``prefixes``/``suffixes`` ``(n, max_affix)``, ``tags`` ``(n,)``,
-    ``features`` name → ``(n, k)``, ``heads`` the QE heads' inputs and gold tags (see :func:`encode`)."""
+    ``features`` name → ``(n, k)``, ``heads`` the extra outputs' inputs and gold tags (see :func:`encode`)."""
 
     words: torch.Tensor
     prefixes: torch.Tensor
@@ -80,12 +81,13 @@ def encode(
     tags: Sequence[str] | None = None,
     extra: Mapping | None = None,
     targets: Mapping[str, Sequence[str]] | None = None,
+    *,
+    heads: Sequence[OutputHead] = (),
 ) -> Encoded:
     """Index one sentence (``extra``: its task's inputs beside the words); unknown tags become ``IGNORE``.
 
-    For quality estimation (``extra`` with ``source`` and ``alignment``, and a model with a source
-    vocabulary) the QE heads' inputs are indexed too, and ``targets`` (``gaps``, ``source_tags``: gold
-    tags, for training) become their gold ids.
+    For a model with extra outputs (``heads``: ``EasyFirstTagger.outputs``; easyfirst.data.outputs) their
+    inputs are indexed too, and ``targets`` (head name → gold tags, for training) become their gold ids.
     """
     word_ids, prefix_ids, suffix_ids = vocabs.index(words)
     k = vocabs.max_affix
@@ -97,7 +99,7 @@ def encode(
         if tags is None
         else torch.tensor([vocabs.tags.stoi.get(t, IGNORE) for t in tags], dtype=torch.long),
         encode_features(vocabs.features, words, extra),
-        encode_heads(vocabs, len(words), extra, targets),
+        encode_heads(vocabs, heads, len(words), extra, targets),
     )
 
 

@@ -73,13 +73,6 @@ class QESentence:
         """The inputs beside the MT words, for the QE features (easyfirst.data.features)."""
         return {"source": self.source, "alignment": self.alignment}
 
-    @property
-    def head_tags(self) -> dict[str, list[str]]:
-        """The gold tags beside the word tags, for training the QE heads (easyfirst.model.qe_heads):
-        ``gaps`` and ``source_tags`` where they were read."""
-        found = {"gaps": self.gaps, "source_tags": self.source_tags}
-        return {name: tags for name, tags in found.items() if tags is not None}
-
 
 @dataclass
 class QEFiles:

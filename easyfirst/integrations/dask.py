@@ -203,7 +203,7 @@ def _tag_file_here(plugin: str, input: str, output: str, batch_size: int, option
 
 def tag_options(given: dict[str, Any]) -> dict[str, Any]:
     """Every task's tag options (as the command line has them), with ``given`` in place of defaults."""
-    options = {f.name: f.default for task in TASKS.values() for f in fields(task.TagOptions)}
+    options = {f.name: f.default for task in TASKS.values() for f in fields(task.format.TagOptions)}
     unknown = set(given) - set(options)
     if unknown:
         raise TypeError(f"no tag option {', '.join(sorted(unknown))}")

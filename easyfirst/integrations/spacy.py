@@ -4,7 +4,7 @@ spaCy finds the factory through the ``spacy_factories`` entry point in pyproject
 extra ``spacy`` is enough; no import). The component tags each sentence of a Doc (``doc.sents`` when
 something before it set sentence boundaries, else the whole Doc as one sentence) with the model's
 :meth:`~easyfirst.api.Tagger.tag`, on the Doc's own tokens, and writes where the model's task says
-(:meth:`easyfirst.tasks.Task.text_column`): ``token.pos_`` for a UPOS model, ``token.tag_`` for an XPOS
+(:meth:`easyfirst.tasks.parts.Format.text_column`): ``token.pos_`` for a UPOS model, ``token.tag_`` for an XPOS
 model, ``doc.ents`` for a model of entities (its BIO tags read by easyfirst.data.schemes). Whitespace
 tokens (``token.is_space``, or any token with whitespace in it) are not words to the model: they get no
 tag and no column of attention.
@@ -95,14 +95,14 @@ class EasyFirst:
         self.name, self.batch_size = name, batch_size
         self.tagger = Tagger.load(model)
         task, data = get_task(self.tagger.config.data.task), self.tagger.config.data
-        column = task.text_column(data)
-        if task.outside is not None:
+        column = task.format.text_column(data)
+        if task.scoring.outside is not None:
             self.sets = "ents"
         elif column in ("upos", "xpos"):
             self.sets = {"upos": "pos", "xpos": "tag"}[column]
         else:  # QE: sentence pairs, not the tokens of one Doc
             raise ValueError(
-                f"easyfirst: {model or 'the model'} is a {task.name} model, which tags {task.input_kind}, "
+                f"easyfirst: {model or 'the model'} is a {task.name} model, which tags {task.format.input_kind}, "
                 "not a Doc's tokens: a spaCy component needs a pos or ner model"
             )
         self.task = task.name

@@ -292,8 +292,8 @@ class ModelConfig:
             metavar="D",
         ),
     )
-    # QE heads (easyfirst.model.qe_heads): an OK/BAD tag for every gap of the MT sentence (2N+1 tags) and
-    # for every source word; unset: on when the training data has gap tags / a .source_tags file
+    # QE heads (the qe task's extra outputs: easyfirst.tasks.qe, easyfirst.model.heads): an OK/BAD tag
+    # for every gap of the MT sentence (2N+1 tags) and for every source word; unset: on when the training data has gap tags / a .source_tags file
     gaps: bool | None = field(
         default=None,
         metadata=option(

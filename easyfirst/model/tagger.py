@@ -9,27 +9,33 @@ same scores (easyfirst.model.crf) whose per-word marginals are the output distri
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import nn
 
 from easyfirst.data.batching import IGNORE, Batch
 from easyfirst.data.features import active_features
+from easyfirst.data.outputs import OutputHead, switched_on
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.losses import class_weight_vector, fenchel_young_loss, output_distribution
 from easyfirst.model.crf import CRF, entity_scheme
 from easyfirst.model.dropout import make_dropout
 from easyfirst.model.embedder import Embedder
 from easyfirst.model.encoder import BiLSTMEncoder
-from easyfirst.model.qe_heads import HeadLoss, QEHeads
+from easyfirst.model.heads import ExtraHeads, HeadLoss
 from easyfirst.model.settings import LossConfig, ModelConfig
 from easyfirst.model.sketch import SketchDecoder, WordScores
 
 
 class EasyFirstTagger(nn.Module):
     """The model of ``m`` (the ``[model]`` settings) with the output objective ``loss`` (``[loss]``),
-    over the words, affixes, features and tags of ``vocabs``."""
+    over the words, affixes, features and tags of ``vocabs``; ``outputs``: the extra outputs its task
+    declares (easyfirst.data.outputs), of which it has those ``m`` switches on."""
 
-    def __init__(self, m: ModelConfig, loss: LossConfig, vocabs: Vocabularies):
+    def __init__(
+        self, m: ModelConfig, loss: LossConfig, vocabs: Vocabularies, outputs: Sequence[OutputHead] = ()
+    ):
         super().__init__()
         self.settings = m  # what easyfirst.backends.chooser reads to choose how each batch is computed
         self.backend = "auto"  # or a backend's name: forced (--backend), where it supports the batch
@@ -75,18 +81,15 @@ class EasyFirstTagger(nn.Module):
             scheme = entity_scheme(tags)
             constrained = scheme is not None if m.bio_constraints is None else m.bio_constraints
             self.crf = CRF(len(tags), tags if constrained else None, scheme or "bio")
-        # QE: gap and source tags from the same features (easyfirst.model.qe_heads); registered last, so
-        # that the other parameters are initialised as in a model without them
+        # extra outputs from the same features (easyfirst.model.heads); registered last, so that the other
+        # parameters are initialised as in a model without them. A head over aligned words needs its
+        # feature's embeddings.
+        tables = self.embedder.features
+        self.outputs = tuple(h for h in switched_on(outputs, m) if h.over != "aligned" or h.aligned in tables)
         self.heads = None
-        if m.gaps or m.source_tags:
-            self.heads = QEHeads(
-                output_in,
-                m.hidden_dim,
-                gaps=bool(m.gaps),
-                source_dim=m.source_dim if m.source_tags else 0,
-                dropout=m.dropout,
-            )
-            self.head_loss = HeadLoss(loss)
+        if self.outputs:
+            self.heads = ExtraHeads(output_in, m.hidden_dim, self.outputs, tables, m.dropout)
+            self.head_loss = HeadLoss(loss, self.outputs)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -113,7 +116,7 @@ class EasyFirstTagger(nn.Module):
 
     def forward(self, batch: Batch, heads: bool = False, plan=None):
         """Tag scores ``(B, L, K)`` and the attention history ``(B, N, L)`` (None without a decoder); with
-        ``heads``, also the QE heads' scores (name → scores; empty for a model without them).
+        ``heads``, also the extra outputs' scores (name → scores; empty for a model without them).
 
         ``plan``: the backends that compute the encoder and the decoder for this batch
         (easyfirst.backends.chooser.plan_for); None runs the model's own modules, the reference."""
@@ -136,8 +139,7 @@ class EasyFirstTagger(nn.Module):
             return self.output(features), attention
         head_scores = {}
         if self.heads is not None:
-            source_table = self.embedder.features["source"] if self.heads.source else None
-            head_scores = self.heads(features, batch.mask, batch.heads, source_table)
+            head_scores = self.heads(features, batch.mask, batch.heads, self.embedder.features)
         return self.output(features), attention, head_scores
 
     def word_scores(self, states: torch.Tensor) -> WordScores:
@@ -194,9 +196,10 @@ class EasyFirstTagger(nn.Module):
         words += [f"label smoothing ε = {o.label_smoothing:g}"] if o.label_smoothing else []
         words += [f"temperature T = {o.temperature:g}"] if o.temperature != 1 else []
         words += [f"class weights {o.class_weights}"] if o.class_weights else []
-        if self.heads is not None:  # QE (easyfirst.model.qe_heads)
-            words += [f"gap tags (class weights {o.gap_class_weights})"] if self.heads.gaps else []
-            words += [f"source tags (class weights {o.source_class_weights})"] if self.heads.source else []
+        for head in self.outputs:  # easyfirst.model.heads
+            words += [
+                f"{head.what} (class weights {getattr(o, head.weights)})" if head.weights else head.what
+            ]
         return ", ".join(words)
 
     def predict(self, scores: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

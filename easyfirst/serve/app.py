@@ -28,7 +28,7 @@ def build_app(tagger, name: str, limits: Limits, window: float) -> Starlette:
     from easyfirst.viz.web import tag_colors
 
     task = get_task(tagger.config.data.task)
-    pairs = task.text_column(tagger.config.data) is None  # a model of sentence pairs (QE)
+    pairs = task.format.text_column(tagger.config.data) is None  # a model of sentence pairs (QE)
     batcher = Batcher(tagger, window=window)
     about = {"model": name, "task": task.name}
     html = page({**about, "colors": tag_colors(sorted(tagger.tags))}, pairs)

@@ -294,7 +294,7 @@ class Source:
             task, column = TASKS[data["task"]], data.get("tag_column", DataConfig.tag_column)
         except (InputError, OSError, KeyError, TypeError, AttributeError):
             return
-        if not task.reads_ahead:
+        if not task.format.reads_ahead:
             return
         from easyfirst.data.files import open_binary
         from easyfirst.tagging.readahead import ReadAhead
@@ -343,14 +343,14 @@ class Source:
         if self.claimed is not None and self.claimed[0] is not task:
             kind = self.claimed[0].name
             raise InputError(f"{kind.upper()} input needs a {kind} model; this is a {task.name} model", model)
-        if self.claimed is None and task.unclaimed_input is not None:
-            raise InputError(task.unclaimed_input)
+        if self.claimed is None and task.format.unclaimed_input is not None:
+            raise InputError(task.format.unclaimed_input)
         options = task.tag_options(task_options)
-        task.configure(data, options)
-        column = task.text_column(data)
+        task.format.configure(data, options)
+        column = task.format.text_column(data)
         if (self.plain or self.text is not None) and column is None:
             raise InputError(
-                f"a {task.name} model cannot tag plain text: give it {task.input_kind}", self.path
+                f"a {task.name} model cannot tag plain text: give it {task.format.input_kind}", self.path
             )
         stream, name = self.stream, self.name
         if self.probabilities:

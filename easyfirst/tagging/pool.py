@@ -31,12 +31,12 @@ import torch
 from easyfirst.backends.chooser import plan_for
 from easyfirst.data.batching import Batch, collate, encode, unpack
 from easyfirst.data.buckets import Packed, bucket_indices
-from easyfirst.model.qe_heads import decode_heads
+from easyfirst.model.heads import decode_heads
 from easyfirst.model.sketch import sentence_steps
 from easyfirst.parallel.cores import pooled, tagging_processes
 from easyfirst.parallel.workers import Workers, one_thread
 
-NOTHING_ASKED = (False, False, False)  # tags only: no attention, probabilities or QE heads
+NOTHING_ASKED = (False, False, False)  # tags only: no attention, probabilities or extra outputs
 NEXT_WINDOW = "next window"  # a following worker's message: take your part of the next window
 
 
@@ -48,14 +48,14 @@ def processes_for(requested: int | None, device: torch.device) -> int:
 
 def tag_batch(model, batch: Batch, device: torch.device, asked: tuple[bool, bool, bool]) -> dict:
     """One batch through the model: its order and lengths, the best tags and what ``asked`` names
-    (attention, probabilities, QE heads), on the CPU."""
+    (attention, probabilities, extra outputs), on the CPU."""
     attention, probabilities, heads = asked
     batch = batch.to(device)
     scores, alpha, head_scores = model(batch, heads=True, plan=plan_for(model, batch.mask, False))
     best, distribution = (t.cpu() for t in model.predict(scores, batch.mask))
     out = {"order": batch.order, "lengths": batch.lengths.tolist(), "best": best}
     if heads:
-        out["heads"] = decode_heads(head_scores, batch)
+        out["heads"] = decode_heads(head_scores, batch, model.outputs)
     if probabilities:
         out["probabilities"] = distribution.float()
     if attention:  # each sentence's rows of the attention history: the steps it ran
@@ -102,7 +102,7 @@ def tag_job(model, vocabs, job: Job, device: torch.device, asked: tuple[bool, bo
     indices, words, extras, packed = job
     if packed is not None:
         return tag_batch(model, unpack(packed, indices), device, asked)
-    items = [encode(vocabs, w, extra=x) for w, x in zip(words, extras, strict=True)]
+    items = [encode(vocabs, w, extra=x, heads=model.outputs) for w, x in zip(words, extras, strict=True)]
     return tag_batch(model, collate(items, indices), device, asked)
 
 

@@ -1,16 +1,18 @@
 """The task layer: everything that differs between POS tagging, NER and quality estimation.
 
-A :class:`Task` owns what is particular to one kind of data: how a file (or a set of files) is
-recognised and read into sentences, which data set and config values it uses by default, how
-predictions are scored, which score chooses the best epoch and how a report is titled, how
-``easyfirst tag`` writes a tagged file back, and the tag options only it reads (typed, in its
-``TagOptions`` dataclass). Extra per-word inputs (capitalization patterns, aligned source words) are
-features switched on by the task's default config (easyfirst.data.features); a task's reader puts what
+A :class:`Task` is two parts and its defaults: a :class:`~easyfirst.tasks.parts.Format`, how its inputs
+are recognised, read into sentences and written back tagged (with the tag options only it reads, typed
+in its ``TagOptions`` dataclass), and a :class:`~easyfirst.tasks.parts.Scoring`, how predictions are
+scored, which score chooses the best epoch and how a report is titled; beside them its name, its data
+set, its config values and the extra outputs it predicts beside the word tags (easyfirst.data.outputs:
+QE's gap and source tags). Extra per-word inputs (capitalization patterns, aligned source words) are
+features switched on by the task's default config (easyfirst.data.features); a format's reader puts what
 they need beside the words in ``Sentence.extra``.
 
 Everything else (vocabularies, the model, the training loop, the command line) is shared and asks the
-task; no other module branches on a task's name. Adding a task means a module here with a
-:class:`Task` subclass, a reader in easyfirst/data/, an entry in ``TASKS`` and a config in configs/.
+task; no other module branches on a task's name. Adding a task means a module here that builds a
+:class:`Task` from a format and a scoring (new or existing), a reader in easyfirst/data/, an entry in
+:func:`_registry` and a config in configs/.
 
 This module imports no torch, so that ``easyfirst --help`` stays fast.
 
@@ -20,207 +22,182 @@ sits above the tasks and asks them for their defaults.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar
+from typing import Any, BinaryIO
 
-from easyfirst.data.sentence import Sentence
+from easyfirst.data.outputs import OutputHead, gold_outputs
 from easyfirst.errors import InputError
+from easyfirst.tasks.parts import Format, NoOptions, Predict, Scoring, Tags
 
 DEFAULT_TASK = "pos"  # what `easyfirst train` and a config without [data] task mean
-Tags = Sequence[Sequence[str]]
-# Tagger.tag: (sentences, batch_size=, extras=) → tags
-Predict = Callable[..., Tags]
+__all__ = ["DEFAULT_TASK", "TASKS", "Format", "NoOptions", "Predict", "Scoring", "Tags", "Task", "get_task"]
 
 
-@dataclass
-class NoOptions:
-    """A task without options of its own for ``easyfirst tag``."""
-
-
+@dataclass(frozen=True)
 class Task:
-    """What one task does differently; the defaults fit a task whose data set is one file.
+    """One task: its name and help, its two parts, its extra outputs and its config values."""
 
-    A subclass's ``read``, ``stream`` and ``write`` are wrapped by :func:`names_task`,
-    so that every reader's wrong-kind error names the model's task."""
-
-    def __init_subclass__(cls, **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        for method in ("read", "stream", "write"):
-            if method in cls.__dict__:
-                setattr(cls, method, names_task(cls.__dict__[method]))
-
-    name: ClassVar[str]
-    reads_ahead: ClassVar[bool] = False  # whether read_ahead makes what write takes as windows=
-    help: ClassVar[str]  # one line, for --help
-    dataset: ClassVar[str]  # the default data set (a key of easyfirst.data.datasets.DATASETS)
-    metric: ClassVar[str]  # the report key that chooses the best epoch (higher is better)
-    metric_label: ClassVar[str]  # its short name in tables
-    breakdown: ClassVar[str] = "per_tag"  # the report key of the per-label table (label → P/R/F1/support)
-    breakdown_label: ClassVar[str] = "tag"  # what a row of that table is
-    columns: ClassVar[tuple[tuple[str, str], ...]] = ()  # more (report key, label) in per-epoch tables
-    selectable: ClassVar[tuple[str, ...]] = ()  # more report keys that [train] best_metric may name
+    name: str  # the registry key: --task NAME, [data] task
+    help: str  # one line, for --help
+    summary: str  # what it is in a few words, for the model card ("part-of-speech tagging (CoNLL-U)")
+    dataset: str  # the default data set (a key of easyfirst.data.datasets.DATASETS)
+    format: Format
+    scoring: Scoring
+    outputs: tuple[OutputHead, ...] = ()  # what it predicts beside the word tags (easyfirst.data.outputs)
     # config changes from the built-in values of easyfirst.config (the paper's §5.1 POS values)
-    defaults: ClassVar[dict[str, dict[str, Any]]] = {}
+    defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
     # `easyfirst train --easy-first`: the config changes of the task's recipe for sharp (easy-first)
-    # attention, from the attention study (docs/results.md); empty: none measured for the task
-    easy_first: ClassVar[dict[str, dict[str, Any]]] = {}
+    # attention, from the attention study (docs/results.md); empty: none measured for the task; and what
+    # `train --help` says of it after the changes
+    easy_first: dict[str, dict[str, Any]] = field(default_factory=dict)
+    easy_first_note: str = ""
     # changes to the defaults when pretrained word vectors are given (model.pretrained), for the keys not
     # given (easyfirst.config.Config.validate applies them)
-    with_vectors: ClassVar[dict[str, dict[str, Any]]] = {}
-    # the tag of words outside any entity ("O"): set, `analyze` says where the first focus goes against
-    # the entities (easyfirst.viz.analysis.EntityFocus); None: the task tags no entities
-    outside: ClassVar[str | None] = None
-    input_kind: ClassVar[str]  # what its files are, for help and errors ("CoNLL-U files")
-    # why `plot --text` cannot give this task a sentence (None: it can)
-    refuses_text: ClassVar[str | None] = None
-    # what `easyfirst tag` says when the input is not one this task claims (None: any file will do)
-    unclaimed_input: ClassVar[str | None] = None
-    TagOptions: ClassVar[type] = NoOptions  # the options of `easyfirst tag` that only this task reads
+    with_vectors: dict[str, dict[str, Any]] = field(default_factory=dict)
     # the tagging schemes a model of this task may learn ([data] scheme; easyfirst.data.schemes)
-    schemes: ClassVar[tuple[str, ...]] = ("bio",)
+    schemes: tuple[str, ...] = ("bio",)
 
-    # reading
+    # reading and writing: the format's, with a file of the wrong kind named in the task's words ("this
+    # is an ner model, which reads CoNLL column files"; easyfirst.data.detect.WrongKind.for_task)
 
-    def exists(self, path: str | Path) -> bool:
-        """Whether ``path`` names an input of this task (a file here; a prefix for QE)."""
-        return Path(path).is_file()
+    def read(self, path: str | Path | BinaryIO, data) -> list:
+        """The format's sentences of ``path``, with their gold tags."""
+        with self._named():
+            return self.format.read(path, data)
 
-    def check_exists(self, path: str | Path, split: str) -> None:
-        """Fail unless the ``split`` (train, dev, test) input ``path`` exists."""
-        if not Path(path).is_file():
-            raise InputError(f"{split} file not found", path)
+    def stream(self, source: BinaryIO, data, name: str | None) -> Iterator:
+        """The format's sentences of an open stream, one at a time."""
+        with self._named():
+            sentences = self.format.stream(source, data, name)
+        return self._renamed(sentences)
 
-    def read(self, path: str | Path, data) -> list[Sentence]:
-        """The sentences of ``path`` with their gold tags; ``data`` is the run's DataConfig."""
-        raise NotImplementedError
+    def write(self, source, out: BinaryIO, predict: Predict, data, options, **keywords) -> int:
+        """The format's writer (easyfirst.tasks.parts.Format.write)."""
+        with self._named():
+            return self.format.write(source, out, predict, data, options, **keywords)
 
-    def stream(self, source: BinaryIO, data, name: str | None) -> Iterator[Sentence]:
-        """Sentences one at a time from an open stream (formats that need the whole file read it all)."""
-        return iter(self.read(source, data))
+    def read_ahead(self, source: BinaryIO, folder: Path, tag_column: str, name: str, batch_size: int):
+        """The format's read-ahead (easyfirst.tasks.parts.Format.read_ahead)."""
+        with self._named():
+            windows = self.format.read_ahead(source, folder, tag_column, name, batch_size)
+        return self._renamed(windows)
 
     def claim_input(self, input: str | None, options: dict[str, Any]) -> Any:
-        """The parsed input of `easyfirst tag` when ``input`` (and the tag ``options``) can only be meant
-        for this task, else None; a task whose input is one file or stdin claims nothing."""
-        return None
+        return self.format.claim_input(input, options)
 
-    def validate(self, data, source: str) -> None:
-        """Check the task's own ``[data]`` keys."""
+    def exists(self, path: str | Path) -> bool:
+        return self.format.exists(path)
 
-    def text_column(self, data) -> str | None:
-        """Where the tags of plain text go in the CoNLL-U written for it (easyfirst.data.text):
-        ``upos``, ``xpos`` or ``misc:KEY``; None when this task cannot tag plain text."""
-        return "upos"
+    def check_exists(self, path: str | Path, split: str) -> None:
+        self.format.check_exists(path, split)
 
-    def configure(self, data, options) -> None:
-        """Apply tag options that change how files are read (e.g. their encoding) to ``data``."""
+    def _named(self):
+        return _NamedErrors(self.name)
+
+    def _renamed(self, items: Iterator) -> Iterator:
+        with self._named():
+            yield from items
 
     # training
 
-    def prepare(self, config, sentences: Sequence[Sentence]) -> None:
-        """Settle the config values that depend on the training ``sentences`` before the model is built.
-        Only QE has output heads beside the word tags (``[model] gaps``, ``source_tags``)."""
-        for key in ("gaps", "source_tags"):
-            if getattr(config.model, key):
-                raise InputError(f"[model] {key}: only for the qe task, not {self.name}")
+    def prepare(self, config, sentences: Sequence) -> None:
+        """Settle the config values that depend on the training ``sentences`` before the model is built:
+        the switches of the extra outputs left unset (on when the sentences have their gold tags; an
+        aligned head also needs its feature on), and the tags in ``[data] scheme``. Asking for a head the
+        data cannot train, or one of another task, is an error."""
+        m = config.model
+        own = {head.switch for head in self.outputs}
+        for head in (h for task in TASKS.values() for h in task.outputs if h.switch and h.switch not in own):
+            if getattr(m, head.switch):
+                raise InputError(f"[model] {head.switch}: only for the {_owner(head)} task, not {self.name}")
+        for head in self.outputs:
+            if head.switch is None:
+                continue
+            found = any(s.words and head.name in gold_outputs([head], s) for s in sentences)
+            if getattr(m, head.switch) is None:
+                setattr(m, head.switch, found and (head.aligned is None or _feature_on(m, head.aligned)))
+            elif getattr(m, head.switch) and not found:
+                raise InputError(
+                    f"[model] {head.switch} = true, but the training data has no {head.gold_from}",
+                    config.data.train,
+                )
+            if head.aligned and getattr(m, head.switch) and not _feature_on(m, head.aligned):
+                key = _feature_key(head.aligned)
+                raise InputError(
+                    f"{head.what} are predicted from the embeddings of the feature {head.aligned}: they need "
+                    f"{key} > 0"
+                )
+        if config.data.scheme != "bio":  # every reader gives BIO; the model's tags are read back as BIO
+            from easyfirst.data.schemes import convert
 
-    def selection(self, config) -> tuple[str, str]:
-        """The report key that chooses the best epoch (``[train] best_metric``, else ``metric``) and its
-        label in the log."""
-        key = config.train.best_metric or self.metric
-        return key, self.metric_label if key == self.metric else key
+            for sentence in sentences:
+                sentence.tags = convert(sentence.tags, "bio", config.data.scheme)
 
-    def report_columns(self, config) -> tuple[tuple[str, str], ...]:
-        """The (report key, label) pairs of the per-epoch log beside the selecting score."""
-        return self.columns
+    def targets(self, sentence) -> dict[str, list[str]]:
+        """The gold tags of the extra outputs that ``sentence`` has, for training (name → tags)."""
+        return gold_outputs(self.outputs, sentence)
 
-    def targets(self, sentence: Sentence) -> dict[str, list[str]] | None:
-        """Gold tags beside the word tags that the model trains on (QE: gaps, source words)."""
-        return None
+    def score_outputs(self, gold: Sequence, predicted: Tags, heads: dict[str, list]) -> dict:
+        """The scoring's report of the extra outputs ``heads`` (name → tags per sentence) against the
+        gold ``sentences``, for the heads that every gold sentence has."""
+        known = {}
+        for head in self.outputs:
+            tags = [head.gold(s) for s in gold]
+            if tags and all(t is not None for t in tags):
+                known[head.name] = tags
+        return self.scoring.score_outputs([s.tags for s in gold], predicted, known, heads, self.outputs)
 
-    def score_heads(self, gold: Sequence[Sentence], predicted: Tags, heads: dict[str, list]) -> dict:
-        """The report of the model's other outputs (QE: gap and source tags) against ``gold``."""
-        return {}
-
-    # writing and scoring
-
-    def write(
-        self,
-        source,
-        out: BinaryIO,
-        predict: Predict,
-        data,
-        options,
-        *,
-        name: str,
-        output: Path | None = None,
-    ) -> int:
-        """Write ``source`` tagged by ``predict`` (:meth:`easyfirst.api.Tagger.tag`, its batch size
-        bound) to ``out`` (which becomes the file ``output``, None for stdout); returns the number of
-        sentences. A file that streams is read and tagged a window (easyfirst.data.files.TAG_WINDOW) of
-        sentences at a time."""
-        raise NotImplementedError
-
-    def read_ahead(
-        self, source: BinaryIO, folder: Path, tag_column: str, name: str, batch_size: int
-    ) -> Iterator:
-        """What :meth:`write` can take as ``windows=``, made from ``source`` (read for ``tag_column``)
-        and the vocabularies of the model in ``folder`` without torch, in batches of ``batch_size``, by a
-        process that reads ahead while the model loads (easyfirst.tagging.readahead); for a task whose
-        ``reads_ahead``."""
-        raise NotImplementedError
-
-    def score(self, gold: Tags, predicted: Tags) -> dict:
-        """The report of ``predicted`` against ``gold``: fractions, with ``metric`` and ``breakdown``."""
-        raise NotImplementedError
-
-    def title(self, name: str, report: dict) -> str:
-        """The headline of `easyfirst evaluate`."""
-        return f"{name}: accuracy {100 * report['accuracy']:.2f}% over {report['tokens']:,} words"
-
-    def known_labels(self, tags: Sequence[str]) -> set[str]:
-        """The rows of the breakdown a model with these output tags can predict."""
-        return set(tags)
+    # tagging
 
     def tag_options(self, given: dict[str, Any]) -> Any:
         """This task's ``TagOptions`` from the tag command's values; an option of another task that was
         given is an error naming the task it belongs to."""
-        own = {f.name for f in fields(self.TagOptions)}
+        options = self.format.TagOptions
+        own = {f.name for f in fields(options)}
         for key, value in given.items():
-            owners = [t for t in TASKS.values() if key in {f.name for f in fields(t.TagOptions)}]
-            default = next(f.default for f in fields(owners[0].TagOptions) if f.name == key)
+            owners = [t for t in TASKS.values() if key in {f.name for f in fields(t.format.TagOptions)}]
+            default = next(f.default for f in fields(owners[0].format.TagOptions) if f.name == key)
             if key not in own and value != default:  # --no-gaps is given too, where gaps default to None
                 flag = "--" + key.replace("_", "-")
                 raise InputError(
-                    f"{flag}: only for {owners[0].input_kind} ({' and '.join(t.name for t in owners)} models); "
-                    f"this is a {self.name} model"
+                    f"{flag}: only for {owners[0].format.input_kind} ({' and '.join(t.name for t in owners)} "
+                    f"models); this is a {self.name} model"
                 )
-        return self.TagOptions(**{k: v for k, v in given.items() if k in own})
+        return options(**{k: v for k, v in given.items() if k in own})
 
 
-def names_task(method: Callable) -> Callable:
-    """Wrap a task's reading or writing method so that a file of the wrong kind says which model reads
-    what ("this is an ner model, which reads CoNLL column files"; see easyfirst.data.detect). A
-    method that returns an iterator (``stream``) is wrapped as it is consumed."""
-    from easyfirst.data.detect import WrongKind
+class _NamedErrors:
+    """A context in which a reader's WrongKind (easyfirst.data.detect) becomes the error of a model of
+    task ``task``."""
 
-    def renamed(items: Iterator, task: str) -> Iterator:
-        try:
-            yield from items
-        except WrongKind as error:
-            raise error.for_task(task) from None
+    def __init__(self, task: str):
+        self.task = task
 
-    @functools.wraps(method)
-    def wrapper(self: Task, *args, **kwargs):
-        try:
-            result = method(self, *args, **kwargs)
-        except WrongKind as error:
-            raise error.for_task(self.name) from None
-        return renamed(result, self.name) if isinstance(result, Iterator) else result
+    def __enter__(self):
+        return self
 
-    return wrapper
+    def __exit__(self, kind, error, traceback) -> bool:
+        from easyfirst.data.detect import WrongKind
+
+        if isinstance(error, WrongKind):
+            raise error.for_task(self.task) from None
+        return False
+
+
+def _owner(head: OutputHead) -> str:
+    return next(task.name for task in TASKS.values() if head in task.outputs)
+
+
+def _feature_key(feature: str) -> str:
+    from easyfirst.data.features import FEATURES
+
+    return FEATURES[feature].dim_key
+
+
+def _feature_on(model_settings, feature: str) -> bool:
+    return getattr(model_settings, _feature_key(feature)) > 0
 
 
 def _registry() -> dict[str, Task]:
@@ -228,7 +205,7 @@ def _registry() -> dict[str, Task]:
     from easyfirst.tasks.pos import POS
     from easyfirst.tasks.qe import QE
 
-    return {task.name: task for task in (POS(), NER(), QE())}
+    return {task.name: task for task in (POS, NER, QE)}
 
 
 TASKS: dict[str, Task] = _registry()

@@ -1,4 +1,5 @@
-"""Named entity recognition on CoNLL column files (CoNLL-2003 English by default)."""
+"""Named entity recognition on CoNLL column files (CoNLL-2003 English by default): the column format
+scored by entity F1."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import BinaryIO
 
 from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
-from easyfirst.tasks import Predict, Tags, Task
+from easyfirst.tasks import Task
+from easyfirst.tasks.parts import Format, Predict, Scoring, Tags
 
 SCHEMES = ("bio", "iob1", "bioes")
 
@@ -40,48 +42,11 @@ class ColumnOptions:
                 raise InputError(f"--encoding: unknown encoding {self.encoding!r}") from None
 
 
-class NER(Task):
-    name = "ner"
-    help = "named entity recognition on CoNLL column files (CoNLL-2003 English by default)"
-    dataset = "conll2003-en"
-    metric, metric_label = "f1", "F1"
-    breakdown, breakdown_label = "per_type", "type"
+class Columns(Format[Sentence]):
+    """CoNLL column files: the words in ``[data] token_column``, the BIO tags in ``label_column``."""
+
     input_kind = "column files"
-    outside = "O"
     TagOptions = ColumnOptions
-    schemes = ("bio", "bioes")
-    # paper §5.2: the POS values but dropout 0.3, N = 5, a CRF output layer; plus the NER word features.
-    # N = 5 is Table 2's "maximum number of sketch steps": a sentence of L < 5 words runs L steps
-    defaults = {
-        # N = 5 costs O(5L) per sentence (not POS's O(L²)): train on every sentence (docs/configuration.md)
-        "data": {"max_train_length": 0},
-        "model": {
-            "sketch_steps": 5,
-            "steps_beyond_length": False,
-            "dropout": 0.3,
-            "crf": True,
-            "case_dim": 20,
-            "lowercase": True,
-            "word_min_freq": 1,
-            "word_dropout": 0.25,
-        },
-    }
-    # with word vectors (--pretrained), no affix n-grams: on CoNLL-2003 English with GloVe 6B 50-d they
-    # cost 1.5 test F1 (NEF-CRF-F, N = 5, seeds 1-3: 87.17 ± 0.50 without, 85.66 ± 0.13 with; dev 92.68
-    # against 91.86), the recall of entities unseen in training most (rows ner-glove-noaffix, ner-glove;
-    # docs/ner.md, "The English recipe")
-    with_vectors = {"model": {"affix_dim": 0}}
-
-    def prepare(self, config, sentences: Sequence[Sentence]) -> None:
-        """With ``[data] scheme = "bioes"`` the model learns BIOES tags: the training sentences' BIO tags
-        (every reader gives BIO) are converted in place; the model's tags are converted back to BIO
-        wherever they are read out (easyfirst.data.schemes.to_bio)."""
-        super().prepare(config, sentences)
-        if config.data.scheme != "bio":
-            from easyfirst.data.schemes import convert
-
-            for sentence in sentences:
-                sentence.tags = convert(sentence.tags, "bio", config.data.scheme)
 
     def text_column(self, data) -> str:
         return "misc:NER"  # CoNLL-U has no column for entity tags: NER=B-PER in MISC
@@ -98,15 +63,7 @@ class NER(Task):
         )
 
     def write(
-        self,
-        source,
-        out: BinaryIO,
-        predict: Predict,
-        data,
-        options: ColumnOptions,
-        *,
-        name: str,
-        **_,
+        self, source, out: BinaryIO, predict: Predict, data, options: ColumnOptions, *, name: str, **_
     ) -> int:
         from easyfirst.data.conll import tag_conll
 
@@ -122,6 +79,14 @@ class NER(Task):
             name=name,
         )
 
+
+class EntityScoring(Scoring):
+    """Entity precision, recall and F1 (exact spans, seqeval's), per entity type."""
+
+    metric, metric_label = "f1", "F1"
+    breakdown, breakdown_label = "per_type", "type"
+    outside = "O"
+
     def score(self, gold: Tags, predicted: Tags) -> dict:
         from easyfirst.metrics import entity_report
 
@@ -136,3 +101,38 @@ class NER(Task):
 
     def known_labels(self, tags: Sequence[str]) -> set[str]:
         return {t[2:] for t in tags if t != "O"}
+
+
+NER = Task(
+    name="ner",
+    help="named entity recognition on CoNLL column files (CoNLL-2003 English by default)",
+    summary="named entity recognition (CoNLL column files)",
+    dataset="conll2003-en",
+    format=Columns(),
+    scoring=EntityScoring(),
+    # with [data] scheme = "bioes" the model learns BIOES tags: the training sentences' BIO tags are
+    # converted (Task.prepare), the model's converted back to BIO wherever they are read out
+    # (easyfirst.data.schemes.to_bio)
+    schemes=("bio", "bioes"),
+    # paper §5.2: the POS values but dropout 0.3, N = 5, a CRF output layer; plus the NER word features.
+    # N = 5 is Table 2's "maximum number of sketch steps": a sentence of L < 5 words runs L steps
+    defaults={
+        # N = 5 costs O(5L) per sentence (not POS's O(L²)): train on every sentence (docs/configuration.md)
+        "data": {"max_train_length": 0},
+        "model": {
+            "sketch_steps": 5,
+            "steps_beyond_length": False,
+            "dropout": 0.3,
+            "crf": True,
+            "case_dim": 20,
+            "lowercase": True,
+            "word_min_freq": 1,
+            "word_dropout": 0.25,
+        },
+    },
+    # with word vectors (--pretrained), no affix n-grams: on CoNLL-2003 English with GloVe 6B 50-d they
+    # cost 1.5 test F1 (NEF-CRF-F, N = 5, seeds 1-3: 87.17 ± 0.50 without, 85.66 ± 0.13 with; dev 92.68
+    # against 91.86), the recall of entities unseen in training most (rows ner-glove-noaffix, ner-glove;
+    # docs/ner.md, "The English recipe")
+    with_vectors={"model": {"affix_dim": 0}},
+)

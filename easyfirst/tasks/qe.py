@@ -1,5 +1,5 @@
 """Word-level translation quality estimation: OK/BAD per MT word (WMT16 en-de by default), and as
-WMT18–20 scored it, per gap and per source word (easyfirst.model.qe_heads).
+WMT18–20 scored it, per gap and per source word (two extra outputs: easyfirst.data.outputs).
 
 A data set is a path prefix of parallel files (easyfirst.data.qe); `easyfirst tag` takes the prefix,
 or the files one by one with --src, --mt and --alignments, and never reads gold tags.
@@ -8,16 +8,43 @@ or the files one by one with --src, --mt and --alignments, and never reads gold 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from easyfirst.data.sentence import Sentence
+from easyfirst.data.outputs import OutputHead
+from easyfirst.data.qe import QE_TAGS, QESentence
 from easyfirst.errors import InputError
-from easyfirst.tasks import Predict, Tags, Task
+from easyfirst.tasks import Task
+from easyfirst.tasks.parts import Format, Predict, Scoring, Tags
 
-HEADS = ("gaps", "source_tags")  # the outputs beside the MT word tags: [model] keys and gold tag names
+# the outputs beside the MT word tags, WMT18–20's ([model] gaps and source_tags), with their parameters'
+# names in a model.pt saved before the heads had a module each (easyfirst.model.heads)
+GAPS = OutputHead(
+    name="gaps",
+    labels=QE_TAGS,
+    over="gaps",
+    what="gap tags",
+    gold=lambda sentence: sentence.gaps,
+    gold_from="gap tags (a 2N+1 .tags file)",
+    empty="OK",  # the one gap of an empty MT sentence: nothing is missing from nothing
+    switch="gaps",
+    weights="gap_class_weights",
+    saved_before=(("gap_boundaries", "boundaries"), ("gap_hidden", "hidden"), ("gap_output", "output")),
+)
+SOURCE_TAGS = OutputHead(
+    name="source_tags",
+    labels=QE_TAGS,
+    over="aligned",
+    aligned="source",
+    what="source tags",
+    gold=lambda sentence: sentence.source_tags,
+    gold_from="source tags (a .source_tags file)",
+    empty="BAD",  # the source words of an empty MT sentence: nothing translates them
+    switch="source_tags",
+    weights="source_class_weights",
+    saved_before=(("unaligned", "unaligned"), ("source_encoder", "encoder"), ("source_output", "output")),
+)
 # the per-epoch log's columns for a model with heads: (report key, label)
 HEAD_COLUMNS = {
     "gaps": (
@@ -66,42 +93,15 @@ def score_label(key: str) -> str:
     return SCORE_LABELS.get(key, key)
 
 
-class QE(Task):
-    name = "qe"
-    help = (
-        "word-level translation quality estimation, OK/BAD per MT word, and per gap and source word "
-        "when the data has those tags (WMT16 en-de by default)"
-    )
-    dataset = "wmt16-qe-en-de"
-    metric, metric_label = "f1_mult", "F1-MULT"
-    columns = (("f1_ok", "F1-OK"), ("f1_bad", "F1-BAD"), ("accuracy", "acc"))
-    selectable = ("mcc",)
+class QEFormat(Format[QESentence]):
+    """A QE data set: a path prefix of parallel files (easyfirst.data.qe); `easyfirst tag` takes the
+    prefix or the files one by one, and writes a tags file (and OUT.source_tags)."""
+
     input_kind = "QE file prefixes: PREFIX.src, .mt, .src-mt.alignments, .tags (.source_tags)"
     refuses_text = "a qe model needs the source and alignment: plot --input PREFIX"
     unclaimed_input = "a qe model tags sentence pairs: give --src, --mt and --alignments (or a PREFIX)"
     TagOptions = QEOptions
-    # paper §5.3: the POS values but dropout 0.1, N = 5, the target word ⊕ its aligned source words
-    # instead of affixes (64 + 64 dimensions), BAD weighted 5 in the loss; plus the WMT16 baseline's
-    # context (4 × 64: MT neighbours, aligned words' source neighbours), which took dev F1-MULT above
-    # 0.37 here (see README, "Results: WMT16 word-level QE"). WMT18+ data: gaps and source words get
-    # heads of their own; BAD gaps are ~2% of the gaps (BAD words 12%), so they are weighted more
-    defaults = {
-        # no "data" entry: QE keeps the built-in 50-word training cap, though N = 5 costs only O(5L):
-        # without it dev target F1-MULT fell in 3 of 3 WMT19 seeds and 2 of 3 WMT16 seeds
-        # (docs/configuration.md, "Before and after"); it drops < 0.1% of those sets
-        "model": {
-            "sketch_steps": 5,
-            "dropout": 0.1,
-            "affix_dim": 0,
-            "source_dim": 64,
-            "qe_context_dim": 64,
-        },
-        "loss": {
-            "class_weights": {"BAD": 5.0},
-            "gap_class_weights": {"BAD": 10.0},
-            "source_class_weights": {"BAD": 5.0},
-        },
-    }
+    extra = ("source", "alignment")
 
     def text_column(self, data) -> None:
         return None  # a QE model tags sentence pairs, not one text
@@ -117,12 +117,12 @@ class QE(Task):
 
         QEFiles.from_prefix(path)
 
-    def read(self, path: str | Path, data) -> list[Sentence]:
+    def read(self, path: str | Path, data) -> list[QESentence]:
         from easyfirst.data.qe import read_qe
 
         return read_qe(path)
 
-    def claim_input(self, input: str | None, options: dict[str, Any]):
+    def claim_input(self, input: str | None, options: dict[str, Any]) -> list[QESentence] | None:
         """The QE sentences to tag, from --src/--mt/--alignments or a PREFIX; None when the input is not
         a QE data set. Read here, before the model is loaded, so that input errors come first. Only the
         inputs are read: never a .tags or .source_tags file beside them."""
@@ -150,7 +150,7 @@ class QE(Task):
 
     def write(
         self,
-        source,
+        source: list[QESentence],
         out: BinaryIO,
         predict: Predict,
         data,
@@ -181,6 +181,15 @@ class QE(Task):
             write_source_tags=write_source_tags,
         )
 
+
+class QEScoring(Scoring):
+    """WMT's word-level scores: F1-OK, F1-BAD, their product F1-MULT and MCC, of the MT words and, for a
+    model with the extra outputs, of the gaps, of words and gaps together and of the source words."""
+
+    metric, metric_label = "f1_mult", "F1-MULT"
+    columns = (("f1_ok", "F1-OK"), ("f1_bad", "F1-BAD"), ("accuracy", "acc"))
+    selectable = ("mcc",)
+
     def score(self, gold: Tags, predicted: Tags) -> dict:
         from easyfirst.metrics import qe_report
 
@@ -193,29 +202,6 @@ class QE(Task):
             f"{100 * report['accuracy']:.2f}% over {report['tokens']:,} MT words"
         )
 
-    # the gap and source heads (easyfirst.model.qe_heads)
-
-    def prepare(self, config, sentences: Sequence[Sentence]) -> None:
-        """Settle ``[model] gaps`` and ``source_tags`` left unset: on when the training sentences have gap
-        tags / source tags (source tags also need the aligned-source embeddings, ``source_dim`` > 0).
-        Asking for a head the data cannot train is an error."""
-        m = config.model
-        found = {
-            name: any(getattr(s, name, None) is not None and s.words for s in sentences) for name in HEADS
-        }
-        what = {"gaps": "gap tags (a 2N+1 .tags file)", "source_tags": "source tags (a .source_tags file)"}
-        for name in HEADS:
-            if getattr(m, name) is None:
-                setattr(m, name, found[name] and (name != "source_tags" or m.source_dim > 0))
-            elif getattr(m, name) and not found[name]:
-                raise InputError(
-                    f"[model] {name} = true, but the training data has no {what[name]}", config.data.train
-                )
-        if m.source_tags and m.source_dim <= 0:
-            raise InputError(
-                "source tags are predicted from the aligned-source embeddings: they need source_dim > 0"
-            )
-
     def selection(self, config) -> tuple[str, str]:
         """``[train] best_metric``, else the F1-MULT of MT words and gaps together (WMT19's target score)
         for a model that predicts gaps, else the MT words' F1-MULT (WMT16)."""
@@ -225,17 +211,48 @@ class QE(Task):
         return key, score_label(key) if key != self.metric else label
 
     def report_columns(self, config) -> tuple[tuple[str, str], ...]:
-        heads = (column for name in HEADS if getattr(config.model, name) for column in HEAD_COLUMNS[name])
+        heads = (c for name, columns in HEAD_COLUMNS.items() if getattr(config.model, name) for c in columns)
         return self.columns + tuple(heads)
 
-    def targets(self, sentence) -> dict[str, list[str]] | None:
-        return sentence.head_tags
-
-    def score_heads(self, gold: Sequence[Sentence], predicted: Tags, heads: dict[str, list]) -> dict:
+    def score_outputs(self, gold_words, predicted_words, gold, predicted, heads) -> dict:
         """The ``gaps_*``, ``target_*`` (MT words and gaps pooled) and ``source_*`` scores, for the parts
         both the model and the gold sentences have."""
         from easyfirst.metrics import qe_heads_report
 
-        tags = [getattr(s, "head_tags", {}) for s in gold]
-        known = {name: [t[name] for t in tags] for name in HEADS if tags and all(name in t for t in tags)}
-        return qe_heads_report([s.tags for s in gold], predicted, known, heads)
+        return qe_heads_report(gold_words, predicted_words, gold, predicted)
+
+
+QE = Task(
+    name="qe",
+    help=(
+        "word-level translation quality estimation, OK/BAD per MT word, and per gap and source word "
+        "when the data has those tags (WMT16 en-de by default)"
+    ),
+    summary="word-level translation quality estimation (WMT files)",
+    dataset="wmt16-qe-en-de",
+    format=QEFormat(),
+    scoring=QEScoring(),
+    outputs=(GAPS, SOURCE_TAGS),
+    # paper §5.3: the POS values but dropout 0.1, N = 5, the target word ⊕ its aligned source words
+    # instead of affixes (64 + 64 dimensions), BAD weighted 5 in the loss; plus the WMT16 baseline's
+    # context (4 × 64: MT neighbours, aligned words' source neighbours), which took dev F1-MULT above
+    # 0.37 here (see README, "Results: WMT16 word-level QE"). WMT18+ data: gaps and source words get
+    # heads of their own; BAD gaps are ~2% of the gaps (BAD words 12%), so they are weighted more
+    defaults={
+        # no "data" entry: QE keeps the built-in 50-word training cap, though N = 5 costs only O(5L):
+        # without it dev target F1-MULT fell in 3 of 3 WMT19 seeds and 2 of 3 WMT16 seeds
+        # (docs/configuration.md, "Before and after"); it drops < 0.1% of those sets
+        "model": {
+            "sketch_steps": 5,
+            "dropout": 0.1,
+            "affix_dim": 0,
+            "source_dim": 64,
+            "qe_context_dim": 64,
+        },
+        "loss": {
+            "class_weights": {"BAD": 5.0},
+            "gap_class_weights": {"BAD": 10.0},
+            "source_class_weights": {"BAD": 5.0},
+        },
+    },
+)

@@ -218,12 +218,12 @@ def backward_step(
     batch: Batch,
     t: TrainConfig,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The loss of ``batch`` (``t.reduction`` over its words; QE: plus the gap and source heads'), its
+    """The loss of ``batch`` (``t.reduction`` over its words, plus its extra outputs'), its
     gradients, clipped to norm ``t.clip``: ``(loss, norm before clipping)``. ``optimizer.step()`` is
     the caller's, after checking both are finite. ``trainer``: the model, or DDP around it."""
     scores, _, head_scores = trainer(batch, heads=True, plan=plan_for(model, batch.mask, training=True))
     loss = model.loss(scores, batch.tags, batch.mask, t.reduction)
-    if model.heads is not None:  # QE: the gap and source heads' losses (easyfirst.model.qe_heads)
+    if model.heads is not None:  # the extra outputs' losses (easyfirst.model.heads)
         loss = loss + model.head_loss(head_scores, batch, t.reduction)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()

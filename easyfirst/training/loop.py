@@ -177,7 +177,7 @@ def build_model(
             f"pretrained vectors: {added:,} of their first {m.pretrained_words:,} words added to the "
             "vocabulary (words not in the training set)"
         )
-    model = EasyFirstTagger(m, config.loss, vocabs)
+    model = EasyFirstTagger(m, config.loss, vocabs, get_task(config.data.task).outputs)
     if vectors:
         m.pretrained_covered = model.embedder.load_pretrained(vectors, vocabs)
         training = len(vocabs.words) - 2 - added  # the words added from the vectors all have one
@@ -259,10 +259,10 @@ def prepare_run(
     splits = load_splits(config)
     config.data.train, config.data.dev, config.data.test = (splits.paths[k] for k in ("train", "dev", "test"))
     train_sents, kept, warning = length_cap(splits.train, config.data.max_train_length)
-    task.prepare(config, train_sents)  # settings that depend on the data (QE: which heads to train)
-    metric, metric_label = task.selection(config)
-    columns = task.report_columns(config)
-    known = {"accuracy", task.metric, *task.selectable, *(key for key, _ in columns)}
+    task.prepare(config, train_sents)  # settings that depend on the data (which extra outputs to train)
+    metric, metric_label = task.scoring.selection(config)
+    columns = task.scoring.report_columns(config)
+    known = {"accuracy", task.scoring.metric, *task.scoring.selectable, *(key for key, _ in columns)}
     if metric not in known:
         raise InputError(
             f"best_metric {metric!r} is not a dev score of this model (known: {', '.join(sorted(known))})"
@@ -276,7 +276,7 @@ def prepare_run(
         log(warning)
     if resume:
         vocabs = Vocabularies.from_json(read_json(output / VOCAB_FILE))
-        model = EasyFirstTagger(config.model, config.loss, vocabs)
+        model = EasyFirstTagger(config.model, config.loss, vocabs, task.outputs)
     else:
         vocabs, model = build_model(config, train_sents, log)
     if group.main and not resume:
@@ -312,8 +312,11 @@ def prepare_run(
         trainer=trainer,
         optimizer=optimizer,
         generator=generator,
-        train_items=[encode(vocabs, s.words, s.tags, s.extra, task.targets(s)) for s in train_sents],
-        dev_items=[encode(vocabs, s.words, extra=s.extra) for s in splits.dev],
+        train_items=[
+            encode(vocabs, s.words, s.tags, s.extra, task.targets(s), heads=model.outputs)
+            for s in train_sents
+        ],
+        dev_items=[encode(vocabs, s.words, extra=s.extra, heads=model.outputs) for s in splits.dev],
         drop_probabilities=drop_probabilities,
         progress=RunProgress(best={metric: -1.0, "epoch": 0}),
         metric=metric,

@@ -20,7 +20,7 @@ from easyfirst.data.schemes import convert, learned_scheme, to_bio
 from easyfirst.data.sentence import Sentence
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.metrics import distribution_report, tag_report
-from easyfirst.model.qe_heads import decode_heads
+from easyfirst.model.heads import decode_heads
 from easyfirst.model.tagger import EasyFirstTagger
 
 
@@ -35,8 +35,8 @@ def evaluate_sentences(
     score_heads=None,
 ) -> dict:
     """Tag encoded sentences and score them against their gold tags with ``score`` (the task's), plus ECE
-    and support of the output distributions; a model with QE heads (easyfirst.model.qe_heads) also has
-    their tags scored, by ``score_heads(gold, predicted, heads)`` (the task's ``score_heads``)."""
+    and support of the output distributions; a model with extra outputs (easyfirst.model.heads) also has
+    their tags scored, by ``score_heads(gold, predicted, heads)`` (the task's ``score_outputs``)."""
     model.eval()
     itos = vocabs.tags.itos
     scheme = learned_scheme(itos)  # a BIOES model's tags are scored as BIO (easyfirst.data.schemes)
@@ -49,7 +49,7 @@ def evaluate_sentences(
             batch = batch.to(device)
             scores, _, head_scores = model(batch, heads=True, plan=plan_for(model, batch.mask, False))
             best, probabilities = (t.cpu() for t in model.predict(scores, batch.mask))
-            decoded = decode_heads(head_scores, batch)
+            decoded = decode_heads(head_scores, batch, model.outputs)
             for row, (index, n) in enumerate(zip(batch.order, batch.lengths.tolist(), strict=True)):
                 predicted[index] = to_bio([itos[t] for t in best[row, :n].tolist()], scheme)
                 ids[index], distributions[index] = best[row, :n], probabilities[row, :n]

@@ -37,8 +37,8 @@ def evaluate_and_select(run: Run, epoch: int, seconds: float) -> None:
             run.splits.dev,
             run.config.train.eval_batch_size,
             run.device,
-            task.score,
-            task.score_heads,
+            task.scoring.score,
+            task.score_outputs,
         )
     dev = distributed.broadcast(dev, group)
     improved = dev[metric] > p.best[metric]
@@ -94,13 +94,27 @@ def finish(run: Run, started: float) -> dict:
     model, _, _ = load_model(run.output, run.device)
     metrics: dict = {
         "dev": evaluate_sentences(
-            model, run.vocabs, run.dev_items, splits.dev, batch_size, run.device, task.score, task.score_heads
+            model,
+            run.vocabs,
+            run.dev_items,
+            splits.dev,
+            batch_size,
+            run.device,
+            task.scoring.score,
+            task.score_outputs,
         )
     }
     if splits.test:
-        test_items = [encode(run.vocabs, s.words, extra=s.extra) for s in splits.test]
+        test_items = [encode(run.vocabs, s.words, extra=s.extra, heads=model.outputs) for s in splits.test]
         metrics["test"] = evaluate_sentences(
-            model, run.vocabs, test_items, splits.test, batch_size, run.device, task.score, task.score_heads
+            model,
+            run.vocabs,
+            test_items,
+            splits.test,
+            batch_size,
+            run.device,
+            task.scoring.score,
+            task.score_outputs,
         )
     metrics.update(
         best_epoch=p.best["epoch"],
