@@ -376,7 +376,7 @@ class Config:
             return next(filter(None, map(self.given, keys)), (source, None))
 
         task = TASKS[self.data.task]
-        task.validate(self.data, source)
+        task.format.validate(self.data, source)
         if self.data.scheme not in task.schemes:
             raise InputError(
                 f"data.scheme = {self.data.scheme!r}: the {task.name} task learns {' or '.join(task.schemes)}",
@@ -421,8 +421,10 @@ class Config:
         """Set the keys that the pretrained ``vectors`` decide: their table's size (``size``: the words',
         or QE's ``source_dim``) and, for an uncased set of word vectors, lower-cased lookups (a note says
         which other parts of a word keep the case). A value given that disagrees is an error; returns log notes."""
+        from easyfirst.tasks import get_task
+
         m, notes = self.model, []
-        if size == "source_dim" and self.data.task != "qe":
+        if size == "source_dim" and "source" not in get_task(self.data.task).format.extra:
             at = self.origins.get("model.source_pretrained", ("command line", None))
             raise InputError(f"model.source_pretrained is for QE's source words, not {self.data.task}", *at)
         if getattr(m, size) != vectors.dim and self.given(f"model.{size}"):

@@ -156,3 +156,55 @@ def test_the_model_is_the_reference_and_imports_no_backend():
         if {unit(name), unit(target)} == {"model", "backends"}
     ]
     assert not found, found
+
+
+def task_name_branches(source: str, where: str, names: set[str]) -> list[str]:
+    """Where ``source`` (the module ``where``) compares something with a task's name (``task == "qe"``, ``task in ("pos", …)``,
+    ``case "ner"``), looks a task up by its name written out (``TASKS["pos"]``) or keys a table by names."""
+
+    def named(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in names
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(named(item) for item in node.elts)
+        return False
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            hit = any(named(side) for side in (node.left, *node.comparators))
+        elif isinstance(node, ast.Subscript):
+            hit = named(node.slice)
+        elif isinstance(node, ast.MatchValue):
+            hit = named(node.value)
+        elif isinstance(node, ast.Dict):
+            hit = any(key is not None and named(key) for key in node.keys)
+        else:
+            continue
+        if hit:
+            found.append(f"{where}:{node.lineno}: {ast.unparse(node)[:80]}")
+    return found
+
+
+def test_no_module_outside_the_tasks_branches_on_a_task_name():
+    """What differs between tasks is asked of the task (easyfirst/tasks/): no other module compares with a
+    task's name, looks one up by its name written out, or keeps a table keyed by task names."""
+    from easyfirst.tasks import TASKS
+
+    names = set(TASKS)
+    found = [
+        hit
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if PACKAGE / "tasks" not in path.parents
+        for hit in task_name_branches(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)), names)
+    ]
+    assert not found, found
+
+
+def test_the_task_name_check_finds_each_kind_of_branch():
+    source = (
+        'if task == "qe": pass\nif name in ("pos", "x"): pass\nTASKS["ner"]\nLABELS = {"pos": 1}\n'
+        'match task:\n    case "qe": pass\nif kind == "upos": pass\nDEFAULT = "pos"\n'
+    )
+    found = task_name_branches(source, "sample.py", {"pos", "ner", "qe"})
+    assert [hit.split(":")[1] for hit in found] == ["1", "2", "3", "4", "6"]

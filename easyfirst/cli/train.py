@@ -120,11 +120,13 @@ COMMON = [
             typer.Option(
                 "--easy-first",
                 help="Train for sharper attention still, about one word per early step as in the paper's "
-                "Figure 2, with the task's recipe from the attention study (pos: "
-                + (recipe_text(TASKS["pos"].easy_first) or "none")
-                + ", at a cost of about 0.1 points of dev accuracy against the pos default's 0.35, which is "
-                "easy-first already; with --pretrained, 0.25 is the pos default; docs/results.md). Applied "
-                "after --config and --set, before the other flags.",
+                "Figure 2, with the task's recipe from the attention study ("
+                + "; ".join(
+                    f"{t.name}: {recipe_text(t.easy_first)}{t.easy_first_note}"
+                    for t in TASKS.values()
+                    if t.easy_first
+                )
+                + "; docs/results.md). Applied after --config and --set, before the other flags.",
             ),
         ],
     ),

@@ -26,11 +26,6 @@ MODEL_NAMES = {
     "nef-s": "NEF-S (single-state sketch)",
     "bilstm": "BiLSTM",
 }
-TASK_NAMES = {
-    "pos": "part-of-speech tagging (CoNLL-U)",
-    "ner": "named entity recognition (CoNLL column files)",
-    "qe": "word-level translation quality estimation (WMT files)",
-}
 # scores kept as counts or sizes, not fractions: shown as they are rather than as percentages
 NOT_PERCENT = {"tokens", "mean_support", "sentences", "words", "gaps", "source_words"}
 SPLIT_FLAGS = {"train": "--train", "dev": "--dev", "test": "--test"}
@@ -63,10 +58,11 @@ def model_card(
 
 def _summary(config: Config, sizes: dict[str, int], parameters: int, half: bool) -> str:
     model, task = config.model, config.data.task
+    tag_set = get_task(task).format.tag_set(config.data)
     name = MODEL_NAMES.get(model.model, model.model)
     steps = "" if model.model == "bilstm" else f", N = {model.sketch_steps or 'L'} sketch steps"
     rows = [
-        ("task", f"{task}: {TASK_NAMES.get(task, task)}"),
+        ("task", f"{task}: {get_task(task).summary}"),
         ("model", f"{name}{steps}"),
     ]
     if model.model != "bilstm":
@@ -82,7 +78,7 @@ def _summary(config: Config, sizes: dict[str, int], parameters: int, half: bool)
     )
     rows += [
         ("output layer", output),
-        ("tags", f"{sizes['tags']}" + (f" ({config.data.tag_column.upper()})" if task == "pos" else "")),
+        ("tags", f"{sizes['tags']}" + (f" ({tag_set})" if tag_set else "")),
         ("vocabulary", f"{sizes['words']:,} words (those seen at least {model.word_min_freq} times{added})"),
         ("pretrained vectors", _vectors(config, sizes)),
         ("affix n-grams", _affixes(config)),
