@@ -23,6 +23,7 @@ sits above the tasks and asks them for their defaults.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -94,7 +95,7 @@ class Task:
         self.format.check_exists(path, split)
 
     def _named(self):
-        return _NamedErrors(self.name)
+        return _named_errors(self.name)
 
     def _renamed(self, items: Iterator) -> Iterator:
         with self._named():
@@ -168,22 +169,15 @@ class Task:
         return options(**{k: v for k, v in given.items() if k in own})
 
 
-class _NamedErrors:
-    """A context in which a reader's WrongKind (easyfirst.data.detect) becomes the error of a model of
-    task ``task``."""
+@contextmanager
+def _named_errors(task: str) -> Iterator[None]:
+    """A reader's WrongKind (easyfirst.data.detect) raised inside becomes the error of a model of ``task``."""
+    from easyfirst.data.detect import WrongKind
 
-    def __init__(self, task: str):
-        self.task = task
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, error, traceback) -> bool:
-        from easyfirst.data.detect import WrongKind
-
-        if isinstance(error, WrongKind):
-            raise error.for_task(self.task) from None
-        return False
+    try:
+        yield
+    except WrongKind as error:
+        raise error.for_task(task) from None
 
 
 def _owner(head: OutputHead) -> str:
