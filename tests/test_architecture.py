@@ -156,3 +156,36 @@ def test_the_model_is_the_reference_and_imports_no_backend():
         if {unit(name), unit(target)} == {"model", "backends"}
     ]
     assert not found, found
+
+
+# Modules no test need import: `python -m easyfirst` (the CLI's app, which tests run as a process), and the
+# bundled model's data folder (its __init__ only names the files, read by every test that tags with it).
+UNTESTED_BY_IMPORT = {"easyfirst.__main__": "run as `python -m easyfirst`, as every CLI test does"}
+
+
+def imported_by_tests() -> set[str]:
+    """Every easyfirst module a file under tests/ (recursively) imports, or imports a name from, read with
+    ast (imports inside functions included). ``import easyfirst.a.b`` and ``from easyfirst.a.b import x``
+    count for ``easyfirst.a.b`` (and ``from easyfirst.a import b`` for ``easyfirst.a.b`` when ``b`` is a
+    module); importing only a package counts for the package's __init__, not for its modules."""
+    found: set[str] = set()
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                targets = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                if target.split(".")[0] == "easyfirst" and (module := resolve(target)):
+                    found.add(module)
+    return found
+
+
+def test_every_package_module_is_imported_by_a_test():
+    """Issue #45: a test file for every package module: each module under easyfirst/ (a package's
+    __init__ as the package) is imported, or a name from it, by at least one file under tests/."""
+    modules = {module_name(path) for path in PACKAGE.rglob("*.py")}
+    missing = sorted(modules - imported_by_tests() - set(UNTESTED_BY_IMPORT))
+    assert not missing, "no test file imports:\n" + "\n".join(missing)
