@@ -158,8 +158,7 @@ def test_the_model_is_the_reference_and_imports_no_backend():
     assert not found, found
 
 
-# Modules no test need import: `python -m easyfirst` (the CLI's app, which tests run as a process), and the
-# bundled model's data folder (its __init__ only names the files, read by every test that tags with it).
+# Modules no test need import, and why: `python -m easyfirst` is run as a process (importing it runs the CLI)
 UNTESTED_BY_IMPORT = {"easyfirst.__main__": "run as `python -m easyfirst`, as every CLI test does"}
 
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from reference import slow_csoftmax
 
 from conftest import extra
 from easyfirst.backends.lstm import lstm_backward, lstm_forward, pair
+from reference import slow_csoftmax
 
-kernels = extra("easyfirst.backends.kernels", "fast")
+extra("numba", "fast")
+from easyfirst.backends import kernels  # noqa: E402
 
 LENGTH, DIM, HIDDEN = 5, 3, 4
 

@@ -21,7 +21,11 @@ def counted():
     """(gold, predicted) for every word of the sample, the bundled model's tags."""
     sentences = read_conllu(SAMPLE)
     predicted = Tagger.load().tag([s.words for s in sentences])
-    return [(g, p) for s, tags in zip(sentences, predicted, strict=True) for g, p in zip(s.tags, tags, strict=True)]
+    return [
+        (g, p)
+        for s, tags in zip(sentences, predicted, strict=True)
+        for g, p in zip(s.tags, tags, strict=True)
+    ]
 
 
 def test_the_json_report_counts_what_the_tagger_got_right(counted):
@@ -71,7 +75,13 @@ def test_a_missing_gold_file_says_it_is_no_qe_prefix_either(tmp_path):
 
 def test_the_qe_table_has_a_row_for_each_part_the_report_has():
     report = {"f1_mult": 0.25, "f1_ok": 0.5, "f1_bad": 0.5, "mcc": 0.1, "tokens": 40}
-    report |= {"gaps_f1_mult": 0.04, "gaps_f1_ok": 0.2, "gaps_f1_bad": 0.2, "gaps_mcc": -0.3, "gaps_tokens": 44}
+    report |= {
+        "gaps_f1_mult": 0.04,
+        "gaps_f1_ok": 0.2,
+        "gaps_f1_bad": 0.2,
+        "gaps_mcc": -0.3,
+        "gaps_tokens": 44,
+    }
     console = Console(width=120, record=True)
     console.print(qe_scores_table(report))
     rows = [[cell for cell in line.split() if cell != "│"] for line in console.export_text().splitlines()]

@@ -102,7 +102,9 @@ def test_configure_takes_the_encoding_option_only_when_given():
 
 
 def test_tag_options_of_another_task_name_that_task():
-    with pytest.raises(InputError, match=r"--gaps: only for QE file prefixes.*\(qe models\); this is a ner model"):
+    with pytest.raises(
+        InputError, match=r"--gaps: only for QE file prefixes.*\(qe models\); this is a ner model"
+    ):
         NER().tag_options({"gaps": True})
     assert NER().tag_options({"replace": True, "gaps": None}) == ColumnOptions(replace=True)
 

@@ -41,7 +41,10 @@ def test_read_gives_mt_words_with_their_tags_and_aligned_source(tmp_path):
     [
         ({"tags": "OK BAD\nOK FINE\n"}, ".tags:2: tag 'FINE' is neither OK nor BAD"),
         ({"tags": "OK\nOK\n"}, ".tags:1: 1 tags for 2 MT words: expected 2 (one per word) or 5"),
-        ({"src-mt.alignments": "0-0 1-2\n0-0\n"}, ".src-mt.alignments:1: alignment 1-2: MT index 2 out of range"),
+        (
+            {"src-mt.alignments": "0-0 1-2\n0-0\n"},
+            ".src-mt.alignments:1: alignment 1-2: MT index 2 out of range",
+        ),
         ({"mt": "die Katze\n"}, ".mt:2: the file ends after line 1"),
     ],
 )
@@ -65,7 +68,10 @@ def test_claim_input_reads_a_prefix_or_the_three_files_but_never_the_tags(tmp_pa
     assert QE().claim_input(str(tmp_path / "set.mt"), {}) is None  # a file: not claimed
     sentences = QE().claim_input(str(prefix), {})
     assert [s.words for s in sentences] == [["die", "Katze"], ["hallo"]]
-    files = {k: tmp_path / f"set.{e}" for k, e in (("src", "src"), ("mt", "mt"), ("alignments", "src-mt.alignments"))}
+    files = {
+        k: tmp_path / f"set.{e}"
+        for k, e in (("src", "src"), ("mt", "mt"), ("alignments", "src-mt.alignments"))
+    }
     assert [s.words for s in QE().claim_input(None, files)] == [["die", "Katze"], ["hallo"]]
 
 

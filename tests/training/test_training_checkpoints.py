@@ -60,7 +60,9 @@ def test_a_checkpoint_of_other_processes_or_workers_is_refused(run, tmp_path):
     with pytest.raises(InputError, match="trained by 4 process\\(es\\); resume it with as many"):
         restore_checkpoint(run, {**checkpoint, "processes": 4})
     within = {**checkpoint, "step": 5, "worker_steps": [3, 2]}
-    with pytest.raises(InputError, match="within an epoch of 2 Hogwild worker\\(s\\); resume it with --workers 2"):
+    with pytest.raises(
+        InputError, match="within an epoch of 2 Hogwild worker\\(s\\); resume it with --workers 2"
+    ):
         restore_checkpoint(run, within)
 
 

@@ -44,7 +44,9 @@ def right_on_dev(folder) -> float:
 
     sentences = read_conllu(SAMPLE)
     predicted = Tagger.load(folder).tag([s.words for s in sentences])
-    pairs = [(g, p) for s, t in zip(sentences, predicted, strict=True) for g, p in zip(s.tags, t, strict=True)]
+    pairs = [
+        (g, p) for s, t in zip(sentences, predicted, strict=True) for g, p in zip(s.tags, t, strict=True)
+    ]
     return sum(g == p for g, p in pairs) / len(pairs)
 
 
@@ -69,9 +71,10 @@ def test_an_epoch_no_better_keeps_the_best_and_patience_stops_the_run(run, tmp_p
     assert not (tmp_path / "train.log").read_text().splitlines()[-1].endswith("best")
     assert not stop_early(run, 2)  # one epoch without a better score; patience 2
     assert stop_early(run, 3) and run.progress.stopped_early == 3
-    assert "stopping early after epoch 3 of 5: no better dev acc for 2 epochs (the best: epoch 1)" in (
-        tmp_path / "train.log"
-    ).read_text()
+    assert (
+        "stopping early after epoch 3 of 5: no better dev acc for 2 epochs (the best: epoch 1)"
+        in (tmp_path / "train.log").read_text()
+    )
     run.config.train.patience = 0
     assert not stop_early(run, 4)
 

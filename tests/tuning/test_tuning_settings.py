@@ -12,7 +12,14 @@ from easyfirst.errors import InputError
 from easyfirst.tuning.settings import flag, merged, objectives, record, saved
 from easyfirst.tuning.study import STUDY_FILE
 
-COMMAND = {"task": "pos", "pruner": None, "objectives": None, "storage": None, "data__train": None, "space": "s.toml"}
+COMMAND = {
+    "task": "pos",
+    "pruner": None,
+    "objectives": None,
+    "storage": None,
+    "data__train": None,
+    "space": "s.toml",
+}
 
 
 def test_flags_are_named_as_the_command_line_names_them():

@@ -52,7 +52,12 @@ class Trial:
 
 def test_a_space_has_its_ranges_choices_and_fixed_keys_with_their_lines():
     space = read(SPACE)
-    assert [p.name for p in space.parameters] == ["model.hidden_dim", "model.dropout", "train.lr", "train.optimizer"]
+    assert [p.name for p in space.parameters] == [
+        "model.hidden_dim",
+        "model.dropout",
+        "train.lr",
+        "train.optimizer",
+    ]
     assert [p.line for p in space.parameters] == [2, 3, 6, 7]
     hidden = space.parameters[0]
     assert (hidden.low, hidden.high, hidden.step, hidden.integer) == (8, 24, 8, True)
@@ -78,17 +83,34 @@ def test_a_trial_draws_each_key_as_its_kind_and_apply_sets_them():
     ]
     cfg = Config.for_task("pos")
     space.apply(cfg, values, "trial 0")
-    assert (cfg.model.hidden_dim, cfg.train.lr, cfg.train.optimizer, cfg.train.epochs) == (8, 0.01, "adagrad", 4)
+    assert (cfg.model.hidden_dim, cfg.train.lr, cfg.train.optimizer, cfg.train.epochs) == (
+        8,
+        0.01,
+        "adagrad",
+        4,
+    )
 
 
 @pytest.mark.parametrize(
     "text, message",
     [
         ("[modle]\nx = 1\n", "space.toml:1: unknown section [modle] (did you mean model?)"),
-        ("[model]\ndropout = { low = 0.5, high = 0.1 }\n", "space.toml:2: model.dropout: low must be below high"),
-        ("[train]\nlr = { low = 0.0, high = 0.1, log = true }\n", "space.toml:2: train.lr: a log range must start above 0"),
-        ("[model]\nhidden_dim = { low = 8, high = 24, step = 2.5 }\n", "space.toml:2: model.hidden_dim is an integer"),
-        ("[data]\ntest = { choices = ['a', 'b'] }\n", "space.toml:2: data.test cannot be set in a search space"),
+        (
+            "[model]\ndropout = { low = 0.5, high = 0.1 }\n",
+            "space.toml:2: model.dropout: low must be below high",
+        ),
+        (
+            "[train]\nlr = { low = 0.0, high = 0.1, log = true }\n",
+            "space.toml:2: train.lr: a log range must start above 0",
+        ),
+        (
+            "[model]\nhidden_dim = { low = 8, high = 24, step = 2.5 }\n",
+            "space.toml:2: model.hidden_dim is an integer",
+        ),
+        (
+            "[data]\ntest = { choices = ['a', 'b'] }\n",
+            "space.toml:2: data.test cannot be set in a search space",
+        ),
         ("[model]\ndropout = { low = 0.1, hi = 0.5 }\n", "space.toml:2: model.dropout: unknown key 'hi'"),
         ("[model]\nattention = { choices = ['csoftmax', 'magic'] }\n", "space.toml:2:"),
         ("[model]\ndropout = 0.1\n", "space.toml: the search space has no key to search"),
