@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 import pytest
 
@@ -25,10 +26,8 @@ FILE = (
 
 
 def data(**values):
-    config = Config.for_task("pos")
-    for key, value in values.items():
-        setattr(config.data, key, value)
-    return config.data
+    """The task's [data] settings, with ``values`` changed."""
+    return replace(Config.for_task("pos").data, **values)
 
 
 def test_the_registry_holds_this_task_under_its_name():
