@@ -136,7 +136,14 @@ def test_the_page_has_a_text_box_or_the_three_qe_fields():
     assert "<title>easyfirst: m&lt;1&gt;</title>" in text and "<textarea" in text
     assert "A POS model." in text and "connect-src 'self'" in text
     pairs = page({**about, "task": "qe"}, pairs=True)
-    assert "<textarea" not in pairs or pairs.count("<textarea") != text.count("<textarea")
+    assert 'data-key="text"' not in pairs
+    assert [
+        k for k in ("src", "mt", "alignments") if f'<input type="text" id="{k}" data-key="{k}">' in pairs
+    ] == [
+        "src",
+        "mt",
+        "alignments",
+    ]
     assert "A QE model." in pairs
 
 
