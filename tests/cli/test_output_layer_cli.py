@@ -110,7 +110,7 @@ def test_evaluate_reports_calibration_and_support(sparse_run):
 
 def test_model_folder_without_loss_keys_loads_as_softmax(tmp_path):
     """A config.json written before the [loss] table and the CRF existed (as older run folders hold)."""
-    bundled = Path(__file__).parent.parent / "easyfirst/resources/en_ewt_upos"
+    bundled = Path(__file__).parents[2] / "easyfirst/resources/en_ewt_upos"
     old = tmp_path / "old"
     shutil.copytree(bundled, old)
     config = json.loads((old / "config.json").read_text())

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import run_cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted(
     [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "data" / "README.md", *(ROOT / "docs").glob("*.md")]
     + list((ROOT / "easyfirst" / "resources").glob("*/README.md"))

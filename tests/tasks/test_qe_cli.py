@@ -1,6 +1,6 @@
 """`easyfirst train --task qe`, `tag` and `evaluate` on the self-written QE samples: the issue's acceptance
 (the 2N+1 gap-format sample is read and tagged) and user errors; models that predict gaps and source
-tags: tests/test_qe_heads.py."""
+tags: tests/model/test_qe_heads.py."""
 
 from __future__ import annotations
 

@@ -133,7 +133,7 @@ def test_batches_in_order_keep_the_file_order():
 def test_the_reference_config_is_the_papers_code_regime():
     from pathlib import Path
 
-    config = Config.load(Path(__file__).parent.parent / "configs" / "pos-reference.toml")
+    config = Config.load(Path(__file__).parents[2] / "configs" / "pos-reference.toml")
     t = config.train
     assert (t.batch_size, t.reduction, t.shuffle, t.optimizer, t.lr, t.clip) == (
         1,
@@ -150,7 +150,7 @@ def test_the_easy_first_config_is_the_reference_regime_with_attention_temperatur
     from dataclasses import replace
     from pathlib import Path
 
-    configs = Path(__file__).parent.parent / "configs"
+    configs = Path(__file__).parents[2] / "configs"
     easy_first, reference = (
         Config.load(configs / name) for name in ("pos-easyfirst.toml", "pos-reference.toml")
     )

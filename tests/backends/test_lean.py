@@ -41,7 +41,7 @@ from easyfirst.training.epochs import backward_step
 from easyfirst.training.loop import build_vocabularies, train
 from easyfirst.training.optim import make_optimizer
 
-REFERENCE = Path(__file__).parent.parent / "configs" / "pos-reference.toml"  # the paper's regime
+REFERENCE = Path(__file__).parents[2] / "configs" / "pos-reference.toml"  # the paper's regime
 
 
 def need_numba() -> None:

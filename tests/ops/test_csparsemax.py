@@ -122,7 +122,7 @@ def test_degenerate_rows_give_u_and_pass_gradients_to_u():
     torch.testing.assert_close(du, grad, atol=0, rtol=0)
 
 
-# extreme inputs (±1000, tiny and zero budgets): tests/test_constrained.py, for both budgeted transforms
+# extreme inputs (±1000, tiny and zero budgets): tests/ops/test_constrained.py, for both budgeted transforms
 
 
 @pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-5), (torch.float64, 1e-12)])

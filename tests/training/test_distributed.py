@@ -14,7 +14,7 @@ import torch
 from conftest import run_cli, sample_training
 from easyfirst.training import distributed
 
-DRIVER = Path(__file__).with_name("distributed_driver.py")
+DRIVER = Path(__file__).parents[1] / "distributed_driver.py"
 
 
 def free_port() -> int:

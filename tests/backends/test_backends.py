@@ -1,8 +1,8 @@
 """The one chooser of backends (easyfirst.backends.chooser): which backend computes each part of the
 model for which settings and batches; a setting that no fast backend declares runs the reference, and
 the log says so; a forced backend runs where it applies and the reference elsewhere; one attention table.
-That each backend computes what the reference computes is tests/test_fused_sketch.py's and
-tests/test_lean.py's (float64, outputs and gradients)."""
+That each backend computes what the reference computes is tests/backends/test_fused_sketch.py's and
+tests/backends/test_lean.py's (float64, outputs and gradients)."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def test_a_setting_no_fast_backend_declares_runs_the_reference_and_the_log_says_
     monkeypatch.setattr(ModelConfig, "sketch_novelty", 1, raising=False)
     monkeypatch.setattr(lean, "lean_decoder", lambda *a, **k: pytest.fail("a fast decoder ran"))
     monkeypatch.setattr(fused, "fused_sketch_loop", lambda *a, **k: pytest.fail("a fast decoder ran"))
-    config = Config.load(os.path.join(os.path.dirname(__file__), "..", "configs", "pos-reference.toml"))
+    config = Config.load(os.path.join(os.path.dirname(__file__), "..", "..", "configs", "pos-reference.toml"))
     config.data.train = config.data.dev = str(SAMPLE)
     config.train.epochs, config.model.sketch_steps, config.train.workers = 1, 2, 1
     log = io.StringIO()

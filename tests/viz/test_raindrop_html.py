@@ -1,6 +1,6 @@
 """The interactive raindrop's HTML without a browser (easyfirst.viz.web, Tagger.raindrop, ``plot -o FILE.html``):
 the data a page carries against ``Tagger.tag``'s attention, pages that fetch nothing, text that cannot end
-the script it sits in, saving by suffix, and the errors for bad input. tests/test_web.py reads the same
+the script it sits in, saving by suffix, and the errors for bad input. tests/viz/test_web.py reads the same
 pages rendered in Chromium."""
 
 from __future__ import annotations
