@@ -138,9 +138,9 @@ def test_compare_puts_one_view_per_model_side_by_side_on_the_page(tagger, tmp_pa
 
 
 def test_the_screenshot_script_says_what_is_missing_without_ewt(tmp_path):
-    """benchmarks/raindrop_screenshots.py with EASYFIRST_DATA unset: one line naming it, exit 2, no
+    """benchmarks/screenshots/raindrop_screenshots.py with EASYFIRST_DATA unset: one line naming it, exit 2, no
     traceback (it was a KeyError), and no screenshot written."""
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / "raindrop_screenshots.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "screenshots" / "raindrop_screenshots.py"
     env = {k: v for k, v in os.environ.items() if k != "EASYFIRST_DATA"}
     env["EASYFIRST_CACHE"] = str(tmp_path / "cache")
     result = subprocess.run(
