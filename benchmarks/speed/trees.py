@@ -8,7 +8,9 @@ Each round runs, for every tree in turn (its code through PYTHONPATH, one torch 
 - ``train1``: one epoch at one sentence per update (the paper's regime, `--workers 1`) on the first
   ``--sentences`` sentences of EWT train, dev on 100 of EWT dev, in training words per second of the
   epoch (metrics.json);
-- ``train16``: the same at 16 sentences per update.
+- ``train16``: the same at 16 sentences per update;
+- ``hogwild``: the same as ``train1`` with two Hogwild workers (`--workers 2`, one thread each), the
+  paper's POS training on this project's two cores (issue #45's acceptance).
 
 Rounds alternate the trees, so that a neighbour's load falls on both; the table gives each tree's
 median and the ratio to the first tree. A ratio is of one run; run it again before trusting 5%.
@@ -66,9 +68,9 @@ def measure(tree: Path, what: str, files: dict[str, Path], scratch: Path, model:
         )
         return json.loads(done.stdout.strip().splitlines()[-1])["rate"]
     run = scratch / f"{tree.name}-{what}"
-    batch = "1" if what == "train1" else "16"
+    batch, workers = {"train1": ("1", "1"), "train16": ("16", "1"), "hogwild": ("1", "2")}[what]
     command = [sys.executable, "-m", "easyfirst", "train", "--train", files["train"], "--dev", files["dev"]]
-    command += ["--epochs", "1", "--threads", "1", "--workers", "1", "--batch-size", batch, "--seed", "1"]
+    command += ["--epochs", "1", "--threads", "1", "--workers", workers, "--batch-size", batch, "--seed", "1"]
     subprocess.run(
         [*map(str, command), "-o", str(run), "--overwrite"], env=env, capture_output=True, check=True
     )
@@ -85,7 +87,12 @@ def main() -> None:
     parser.add_argument("trees", nargs="+", type=Path, help="checkouts to compare (the first is the base)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--sentences", type=int, default=600)
-    parser.add_argument("--only", nargs="*", default=["tag", "train1", "train16"])
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        choices=["tag", "train1", "train16", "hogwild"],
+        default=["tag", "train1", "train16"],
+    )
     parser.add_argument("--model", type=Path, help="tag: this model folder in every tree")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
