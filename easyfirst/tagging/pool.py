@@ -30,7 +30,7 @@ import torch
 
 from easyfirst.backends.chooser import plan_for
 from easyfirst.data.batching import Batch, collate, encode, unpack
-from easyfirst.data.buckets import Packed, bucket_indices
+from easyfirst.data.buckets import Packed, bucket_indices, pack
 from easyfirst.model.qe_heads import decode_heads
 from easyfirst.model.sketch import sentence_steps
 from easyfirst.parallel.cores import pooled, tagging_processes
@@ -100,6 +100,8 @@ def tag_job(model, vocabs, job: Job, device: torch.device, asked: tuple[bool, bo
     """:func:`tag_batch` of one batch, encoded and collated here (so that a pool's processes share that
     work too) unless it was packed before."""
     indices, words, extras, packed = job
+    if packed is None and not vocabs.features and not any(extras):  # ids padded into one buffer each
+        packed = pack([vocabs.index(w) for w in words], vocabs.max_affix)
     if packed is not None:
         return tag_batch(model, unpack(packed, indices), device, asked)
     items = [encode(vocabs, w, extra=x) for w, x in zip(words, extras, strict=True)]
