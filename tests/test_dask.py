@@ -85,9 +85,10 @@ def test_a_sharded_file_is_easyfirst_tags_output_byte_for_byte(counted, tmp_path
 def test_both_workers_tag_and_the_shards_come_back_in_order(client):
     sentences = [[f"w{k}"] * (1 + k % 5) for k in range(40)]
     tagger = ClusterTagger(client, shard=2)
-    tags, attention = tagger.tag(sentences, return_attention=True)
-    assert [len(t) for t in tags] == [len(s) for s in sentences]
-    assert [a.shape[1] for a in attention] == [len(s) for s in sentences]
+    tagged = tagger.tag(sentences, attention=True)
+    assert [t.tokens for t in tagged] == sentences  # each sentence back at its place
+    assert [len(t.tags) for t in tagged] == [len(s) for s in sentences]
+    assert [t.attention.shape[1] for t in tagged] == [len(s) for s in sentences]
     futures = client.map(lambda k: distributed.get_worker().address, range(20), pure=False)
     assert len(set(client.gather(futures))) == 2  # the cluster has two workers that take tasks
 

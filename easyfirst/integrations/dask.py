@@ -56,8 +56,8 @@ class TaggerPlugin(WorkerPlugin):
     def setup(self, worker) -> None:
         from easyfirst.api import Tagger
 
-        self.tagger = Tagger.load(self.model, self.device)
-        self.tagger.processes = 1  # the worker is the unit of parallelism: no pool forked inside it
+        self.tagger = Tagger.load(self.model, self.device)  # tags in this process (Tagger.processes None):
+        # the worker is the unit of parallelism, no pool is forked inside it
 
     def teardown(self, worker) -> None:
         self.tagger = None
@@ -101,7 +101,8 @@ def shards(lengths: Sequence[int], count: int, size: int | None = None) -> list[
 
 def assemble(parts: Sequence[Any], indices: Sequence[Sequence[int]], count: int) -> Any:
     """The results of ``Tagger.tag`` on the shards of ``indices`` as one call's on ``count`` sentences:
-    each sentence's item back at its index; a tuple's items each so, a dict (the QE heads) key by key."""
+    each sentence's item (its Tagged) back at its index; a tuple's items each so, a dict (the QE heads)
+    key by key (what a deprecated call form returns, issue #45)."""
     first = parts[0]
     if isinstance(first, tuple):
         return tuple(assemble([part[k] for part in parts], indices, count) for k in range(len(first)))
@@ -130,7 +131,8 @@ class ClusterTagger:
         self.plugin = register(client, model)
 
     def tag(self, sentences: Sequence[Sequence[str]], *, extras: Sequence | None = None, **options) -> Any:
-        """``Tagger.tag(sentences, extras=extras, **options)`` for a list of tokenized sentences."""
+        """``Tagger.tag(sentences, extras=extras, **options)`` for a list of tokenized sentences: one
+        easyfirst.tagging.tagged.Tagged per sentence."""
         if not sentences:
             return self.client.submit(_tag_shard, self.plugin, [], extras, options, pure=False).result()
         workers = max(1, len(self.client.scheduler_info(n_workers=-1)["workers"]))

@@ -1,0 +1,104 @@
+"""What :meth:`easyfirst.api.Tagger.tag` returns: one :class:`Tagged` per sentence, whatever it was given
+(tokenized sentences or text), with the attention, probabilities and QE heads' tags when asked.
+
+Here, below ``api``, so that the tagging path (easyfirst.tagging.pipeline: the CLI's writers, the server)
+and the API share the one record. :func:`old_result` turns a call's records back into what ``tag``
+returned before issue #45 (a list of tags, or a tuple by flag), for the call forms deprecated then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(eq=False)
+class Tagged:
+    """One tagged sentence: its tokens (the caller's, or the tokenizer's for text) and their tags, and
+    what else was asked for (None otherwise).
+
+    ``attention``: an ``(N, L)`` tensor of αⁿ (rows: sketch steps, columns: words; ``(0, L)`` for a model
+    without sketch steps, ``(0, 0)`` for an empty sentence). ``probabilities``: an ``(L, K)`` tensor, each
+    word's distribution over the tagger's tags (softmax, sparsemax or α-entmax as trained, or the CRF's
+    marginals). ``heads``: the QE heads' tags (easyfirst.model.qe_heads), ``{"gaps": N + 1 tags,
+    "source_tags": one per source word}`` for the heads the model has (empty for none).
+
+    A sentence reads as its ``(token, tag)`` pairs: ``for token, tag in sentence``, ``sentence[i]``,
+    ``len(sentence)``, ``list(sentence)`` (what ``Tagger.tag(text)`` returned per sentence before).
+    Two records are equal when their tokens, tags and heads are and their tensors hold the same values
+    (or both are None).
+    """
+
+    tokens: list[str]
+    tags: list[str]
+    attention: Any = None
+    probabilities: Any = None
+    heads: dict[str, list[str]] | None = None
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return zip(self.tokens, self.tags, strict=True)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return list(self)[index]
+        return self.tokens[index], self.tags[index]
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Tagged):
+            return NotImplemented
+        return (
+            (self.tokens, self.tags, self.heads) == (other.tokens, other.tags, other.heads)
+            and _same(self.attention, other.attention)
+            and _same(self.probabilities, other.probabilities)
+        )
+
+    __hash__ = None  # mutable, as a list
+
+    def as_json(self) -> dict:
+        """A JSON object: tokens, tags, and attention (a list of rows), probabilities (one row per word),
+        gaps and source_tags where present."""
+        found: dict[str, Any] = {"tokens": self.tokens, "tags": self.tags}
+        if self.attention is not None:
+            found["attention"] = self.attention.tolist()
+        if self.probabilities is not None:
+            found["probabilities"] = self.probabilities.tolist()
+        found.update(self.heads or {})
+        return found
+
+
+def _same(a, b) -> bool:
+    """Two tensors (or None) hold the same values in the same shape."""
+    if a is None or b is None:
+        return a is b
+    return a.shape == b.shape and a.equal(b)
+
+
+def heads_by_name(tagged: Sequence[Tagged]) -> dict[str, list[list[str]]]:
+    """The QE heads' tags of a call's sentences by head, as easyfirst.tasks.Task.score_heads and the QE
+    writer read them: ``{"gaps": [sentence 0's, …], "source_tags": […]}``; empty without heads."""
+    names = (tagged[0].heads or {}) if tagged else {}
+    return {name: [t.heads[name] for t in tagged] for name in names}
+
+
+def old_result(
+    tagged: list[Tagged], *, text: bool, one: bool, attention: bool, probabilities: bool, heads: bool
+):
+    """What ``Tagger.tag`` returned before issue #45 for the same call (deprecated): per sentence its
+    tags, or for ``text`` its ``(token, tag)`` pairs; with any of ``attention``, ``probabilities`` and
+    ``heads`` asked, the tuple ``(tags, attention, probabilities, heads)`` of those asked, in that order,
+    ``heads`` a dict of lists (:func:`heads_by_name`); for ``one`` sentence's tokens, that sentence's
+    items rather than lists of one."""
+    parts: list[Any] = [[list(t) for t in tagged] if text else [t.tags for t in tagged]]
+    if attention:
+        parts.append([t.attention for t in tagged])
+    if probabilities:
+        parts.append([t.probabilities for t in tagged])
+    if heads:
+        parts.append(heads_by_name(tagged))
+    if one:
+        parts = [part[0] for part in parts]
+    return tuple(parts) if len(parts) > 1 else parts[0]
