@@ -349,15 +349,15 @@ class Tagger:
         """One :class:`Tagged` per sentence, with what ``asked`` names (attention, probabilities, QE
         heads), in batches of ``packed`` ids where given; through the pool of ``processes`` (None:
         :attr:`processes`) for a large call."""
-        return_attention, return_probabilities, return_heads = asked
+        with_attention, with_probabilities, with_heads = asked
         itos, size = self.vocabs.tags.itos, len(self.tags)
         found = [
             Tagged(
                 list(words),
                 [],
-                torch.zeros(0, 0) if return_attention else None,
-                torch.zeros(0, size) if return_probabilities else None,
-                {name: [] for name in HEADS if getattr(self.config.model, name)} if return_heads else None,
+                torch.zeros(0, 0) if with_attention else None,
+                torch.zeros(0, size) if with_probabilities else None,
+                {name: [] for name in HEADS if getattr(self.config.model, name)} if with_heads else None,
             )
             for words in sentences
         ]
@@ -379,11 +379,11 @@ class Tagger:
                 k, n = keep[index], lengths[row]
                 tagged = found[k]
                 tagged.tags = to_bio([itos[t] for t in best[row, :n].tolist()], self.scheme)
-                if return_attention:
+                if with_attention:
                     alpha = out["attention"]
                     matrix = alpha[row, : out["steps"][row], :n] if alpha is not None else torch.zeros(0, n)
                     tagged.attention = matrix.clone()
-                if return_probabilities:
+                if with_probabilities:
                     tagged.probabilities = out["probabilities"][row, :n].clone()
                 for name, rows in out.get("heads", {}).items():
                     tagged.heads[name] = rows[row]

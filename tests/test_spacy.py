@@ -58,6 +58,24 @@ def test_the_entry_point_finds_the_component_and_it_tags_as_the_tagger_does(tagg
         assert numpy.allclose(found, expected.numpy(), atol=1e-5)
 
 
+def test_the_component_forks_no_process_inside_its_users_pipeline(sentences, monkeypatch):
+    """Issue #45: a call of 2,000 words or more forked a pool of one process per core by default, inside
+    the user's nlp.pipe; the component now tags in the pipeline's own process."""
+    import multiprocessing
+
+    import easyfirst.api
+    from easyfirst.parallel import cores
+
+    monkeypatch.setattr(easyfirst.api, "TaggingPool", lambda *a, **k: pytest.fail("forked a tagging pool"))
+    nlp = spacy.blank("en")
+    nlp.add_pipe("easyfirst", config={"batch_size": 8})
+    many = sentences * (cores.MIN_WORDS // sum(map(len, sentences)) + 1)
+    before = set(multiprocessing.active_children())
+    docs = list(nlp.pipe(blank_docs(nlp, many), batch_size=len(many)))  # one Tagger.tag call
+    assert sum(len(doc) for doc in docs) >= cores.MIN_WORDS
+    assert set(multiprocessing.active_children()) == before
+
+
 def test_nlp_pipe_calls_the_tagger_once_per_batch_of_docs(sentences, monkeypatch):
     nlp = spacy.blank("en")
     component = nlp.add_pipe("easyfirst")

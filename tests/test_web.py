@@ -1,7 +1,7 @@
 """The interactive raindrop (easyfirst.viz.web) in a real browser: ``easyfirst plot -o FILE.html`` and the
 notebook fragment of ``Tagger.raindrop``, read from the DOM headless Chromium renders (tests/browser.py).
 
-The expected values come from ``Tagger.tag(..., return_attention=True)`` and sums over its tensor, never
+The expected values come from ``Tagger.tag(..., attention=True)`` and sums over its tensor, never
 from the component."""
 
 from __future__ import annotations
