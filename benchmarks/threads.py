@@ -29,6 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from trees import first_sentences  # benchmarks/ is on the path: run from the repository root
+
 SETTINGS = {
     "torch": (["--threads", "0"], {"OMP_WAIT_POLICY": None}),
     "passive": (["--threads", "0"], {"OMP_WAIT_POLICY": "PASSIVE"}),
@@ -41,13 +43,6 @@ RECIPE += ["--set", 'train.optimizer="adam"', "--lr", "0.002", "--batch-size", "
 
 def conll(name: str) -> Path:
     return Path(os.environ.get("EASYFIRST_DATA", "../shared/data")) / "ner" / "conll2003" / name
-
-
-def first_sentences(path: Path, count: int, out: Path) -> Path:
-    """The first ``count`` sentences (blank-line separated) of a CoNLL file, written to ``out``."""
-    blocks = [b for b in path.read_text(encoding="utf-8").split("\n\n") if b.strip()][:count]
-    out.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
-    return out
 
 
 def start(setting: str, files: dict[str, Path], run: Path) -> subprocess.Popen:

@@ -2,8 +2,9 @@
 
 Each round runs, for every tree in turn (its code through PYTHONPATH, one torch thread, a fresh process):
 
-- ``tag``: the bundled en-upos model (the tree's own copy) tagging EWT test in this process (no pool),
-  in words per CPU second of the call (after a warm-up of 50 sentences);
+- ``tag``: the bundled en-upos model (the tree's own copy; ``--model DIR``: that model folder for every
+  tree, so that only the code differs) tagging EWT test in this process (no pool), in words per CPU
+  second of the call (after a warm-up of 50 sentences);
 - ``train1``: one epoch at one sentence per update (the paper's regime, `--workers 1`) on the first
   ``--sentences`` sentences of EWT train, dev on 100 of EWT dev, in training words per second of the
   epoch (metrics.json);
@@ -31,7 +32,7 @@ import json, sys, time, torch
 torch.set_num_threads(1)
 from easyfirst.api import Tagger
 from easyfirst.data.conllu import read_conllu
-tagger = Tagger.load()
+tagger = Tagger.load(sys.argv[2] if len(sys.argv) > 2 else None)
 tagger.processes = 1
 sentences = [s.words for s in read_conllu(sys.argv[1])]
 tagger.tag(sentences[:50])
@@ -47,17 +48,17 @@ def ewt(name: str) -> Path:
 
 
 def first_sentences(path: Path, count: int, out: Path) -> Path:
-    """The first ``count`` sentences of a CoNLL-U file, written to ``out``."""
-    blocks = path.read_text(encoding="utf-8").split("\n\n")[:count]
+    """The first ``count`` sentences (blank-line separated: CoNLL-U, CoNLL) of a file, written to ``out``."""
+    blocks = [b for b in path.read_text(encoding="utf-8").split("\n\n") if b.strip()][:count]
     out.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
     return out
 
 
-def measure(tree: Path, what: str, files: dict[str, Path], scratch: Path) -> float:
+def measure(tree: Path, what: str, files: dict[str, Path], scratch: Path, model: Path | None = None) -> float:
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
     if what == "tag":
         done = subprocess.run(
-            [sys.executable, "-c", TAG, str(files["test"])],
+            [sys.executable, "-c", TAG, str(files["test"]), *([str(model)] if model else [])],
             env=env,
             capture_output=True,
             text=True,
@@ -85,6 +86,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--sentences", type=int, default=600)
     parser.add_argument("--only", nargs="*", default=["tag", "train1", "train16"])
+    parser.add_argument("--model", type=Path, help="tag: this model folder in every tree")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
@@ -98,7 +100,7 @@ def main() -> None:
         for round_ in range(args.rounds):
             for what in args.only:
                 for tree in args.trees if round_ % 2 == 0 else args.trees[::-1]:
-                    found[str(tree)][what].append(measure(tree.resolve(), what, files, scratch))
+                    found[str(tree)][what].append(measure(tree.resolve(), what, files, scratch, args.model))
             print(f"round {round_ + 1}/{args.rounds} done", file=sys.stderr)
     base = str(args.trees[0])
     print(f"{'tree':<30}" + "".join(f"{w:>22}" for w in args.only))
@@ -110,7 +112,8 @@ def main() -> None:
             cells.append(f"{median:>12,.0f} ({ratio:.3f}×)")
         print(f"{tree:<30}" + "".join(f"{c:>22}" for c in cells))
     if args.json:
-        args.json.write_text(json.dumps({"rounds": args.rounds, "rates": found}, indent=1) + "\n")
+        record = {"rounds": args.rounds, "model": str(args.model) if args.model else None, "rates": found}
+        args.json.write_text(json.dumps(record, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from easyfirst.backends import NAMES
+from easyfirst.backends import check_backend
 from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
 from easyfirst.data.schemes import learned_scheme, to_bio
 from easyfirst.model.qe_heads import HEADS
@@ -125,8 +125,7 @@ class Tagger:
 
     @backend.setter
     def backend(self, name: str) -> None:
-        if name != "auto" and name not in NAMES:
-            raise ValueError(f"unknown backend {name!r}: one of auto, {', '.join(NAMES)}")
+        check_backend(name)
         self.close()  # processes forked before tag with the backend they were forked with
         self.model.backend = name
 

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from easyfirst.backends import NAMES
+from easyfirst.backends import CHOICES
 from easyfirst.errors import InputError, suggest
 from easyfirst.fields import (
     Origin,
@@ -195,13 +195,18 @@ class TrainConfig:
             "Force a backend (for debugging and benchmarks): numba, numpy (one sentence on the CPU), "
             "fused (csoftmax batches) or reference (the model itself), which runs whatever the forced "
             "one does not support; auto: the fastest that supports each batch.",
-            choices=lambda: ["auto", *NAMES],
+            choices=lambda: list(CHOICES),
         ),
     )
-    threads: int = field(  # torch intra-op threads; 0 leaves torch's default
-        default=0,
+    # torch intra-op threads; 0 leaves torch's default (one per core). 1 by default (issue #46): threads
+    # that share busy cores spin in OpenMP's barriers (benchmarks/threads.py: 0.27x of their own speed
+    # beside a second training), while alone on an idle 2-core machine two threads were 1.6x faster
+    threads: int = field(
+        default=1,
         metadata=option(
-            "CPU threads for torch (0: torch's choice).",
+            "CPU threads for torch in this training process (0: torch's choice, one per core). 1 by "
+            "default, since more spin when other work shares the cores; on a machine of your own, "
+            "0 is faster (docs/training.md, Threads).",
             check=at_least(0),
             show=lambda v: "torch's choice" if not v else str(v),
         ),

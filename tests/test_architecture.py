@@ -143,3 +143,16 @@ def test_house_sizes(path):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             length = node.end_lineno - node.lineno + 1
             assert length <= MAX_FUNCTION_LINES, f"{path.name}:{node.lineno}: {node.name} is {length} lines"
+
+
+def test_the_model_is_the_reference_and_imports_no_backend():
+    """easyfirst/model/ computes everything itself; the backends (easyfirst/backends/) compute parts of it
+    faster and are chosen outside it (issue #45), so no model module imports them, nor they the model."""
+    graph = import_graph()
+    found = [
+        f"{name} imports {target}"
+        for name, targets in graph.items()
+        for target in targets
+        if {unit(name), unit(target)} == {"model", "backends"}
+    ]
+    assert not found, found

@@ -49,8 +49,10 @@ ADDED = {  # new since: generic config overrides (issue #14); plain text, pretra
     | {"--output-dropout", "--word-dropout", "--optimizer", "--momentum", "--lr-decay", "--clip"}
     | {"--patience", "--scheme"}
     | {"--checkpoint-minutes"}  # a checkpoint every few minutes of training (#47)
-    | {"--freeze-vectors", "--no-freeze-vectors"},  # the vectors kept as read (#44)
-    "tag": {"--format", "--pretokenized"},
+    | {"--freeze-vectors", "--no-freeze-vectors"}  # the vectors kept as read (#44)
+    | {"--backend"},  # force a backend (#45)
+    "tag": {"--format", "--pretokenized", "--backend"},
+    "evaluate": {"--backend"},
     "plot": {"--pretokenized"},
     "export": {"--overwrite", "--no-overwrite", "--output", "-o"},  # -o OUT beside the positional OUT (#28)
     "data": {"--vectors"},  # the named sets of pretrained vectors (#36)

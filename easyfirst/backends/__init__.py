@@ -29,3 +29,11 @@ This module imports no torch: the names are read by the config and ``--help``.
 
 # the backends by name, in the chooser's order of preference (easyfirst.backends.chooser.BACKENDS)
 NAMES = ("numba", "numpy", "fused", "reference")
+CHOICES = ("auto", *NAMES)  # what --backend and Tagger.backend take; auto: the chooser's pick
+
+
+def check_backend(name: str) -> str:
+    """``name`` if it is one of :data:`CHOICES`, else a ValueError that lists them."""
+    if name not in CHOICES:
+        raise ValueError(f"unknown backend {name!r}: one of {', '.join(CHOICES)}")
+    return name

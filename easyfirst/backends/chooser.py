@@ -14,15 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from easyfirst.backends import NAMES
+from easyfirst.backends import NAMES, check_backend
 from easyfirst.backends.declaration import DECODER_SETTINGS, ENCODER_SETTINGS, MANY, ONE, Backend
 from easyfirst.backends.fused import FUSED
 from easyfirst.backends.lean import kernels
 from easyfirst.backends.single import NUMBA, NUMPY
 
-REFERENCE = Backend(
+REFERENCE = Backend(  # the model's own modules: nn.LSTM and the step loop of Alg. 2
     "reference",
-    "the model's own modules: nn.LSTM and the step loop of Alg. 2",
     encoder=lambda encoder, x, mask: encoder(x, mask),
     decoder=lambda decoder, *arguments: decoder(*arguments),
 )
@@ -69,8 +68,7 @@ def choose_backend(
     """The :class:`Plan` for a batch of a model with ``settings`` (its ``ModelConfig``): ``sentences``
     ``"one"`` (one unpadded sentence) or ``"many"``, ``device`` ``"cpu"``/``"cuda"``, ``dtype``
     ``"float32"``…, ``training`` (gradients wanted), ``force`` a backend name or ``"auto"``."""
-    if force != "auto" and force not in BACKENDS:
-        raise ValueError(f"unknown backend {force!r}: one of auto, {', '.join(BACKENDS)}")
+    check_backend(force)
     run = {"sentences": sentences, "device": device, "dtype": dtype, "training": training}
     encoder = tuple((key, run[key] if key in run else getattr(settings, key)) for key in ENCODER_SETTINGS)
     decoder = None
@@ -83,7 +81,7 @@ def choose_backend(
 def _choose(encoder: tuple, decoder: tuple | None, force: str) -> Plan:
     candidates = list(BACKENDS.values()) if force == "auto" else [BACKENDS[force], REFERENCE]
     chosen: dict[str, Backend | None] = {"encoder": None, "decoder": None}
-    passed: list[str] = []
+    passed: list[tuple[str, str]] = []
     for part, workload in (("encoder", encoder), ("decoder", decoder)):
         if workload is None:
             continue

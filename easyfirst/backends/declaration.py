@@ -52,7 +52,6 @@ class Backend:
     limits)."""
 
     name: str
-    summary: str
     encoder: Callable | None = None
     decoder: Callable | None = None
     encoder_supports: Mapping[str, Any] = field(default_factory=dict)

@@ -300,9 +300,8 @@ def decode(decoder, states: torch.Tensor, mask: torch.Tensor, steps, score_words
     )
 
 
-FUSED = Backend(
+FUSED = Backend(  # a batch's csoftmax step loop as one autograd Function
     "fused",
-    "the csoftmax step loop as one autograd Function",
     decoder=decode,
     decoder_supports={
         "model": {"nef-f", "nef-s"},

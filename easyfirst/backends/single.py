@@ -88,18 +88,16 @@ _DECODER = {
 }
 _FLOATS = {"dtype": {"float32", "float64"}}
 
-NUMPY = Backend(
+NUMPY = Backend(  # one sentence on the CPU in NumPy
     "numpy",
-    "one sentence on the CPU in NumPy",
     encoder=_encoder(lambda: None),
     decoder=_decoder(lambda: None),
     encoder_supports=_ENCODER | _FLOATS | {"training": ANY},
     decoder_supports=_DECODER | _FLOATS | {"training": ANY},
     prepare=_limit_blas(1),
 )
-NUMBA = Backend(
+NUMBA = Backend(  # one sentence on the CPU, the time loops compiled by Numba (in training)
     "numba",
-    "one sentence on the CPU, time loops compiled by Numba",
     encoder=_encoder(lean.kernels),
     decoder=_decoder(lean.kernels),
     encoder_supports=_ENCODER | _FLOATS | {"training": {True}},

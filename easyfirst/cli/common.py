@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from easyfirst.atomic import INTERRUPTS
-from easyfirst.backends import NAMES
+from easyfirst.backends import CHOICES, NAMES
 from easyfirst.errors import EMPTY_NAME, InputError
 from easyfirst.resources import BUNDLED, MODEL_FILE, NOT_FOUND, model_folder
 
@@ -50,8 +50,8 @@ BackendOption = Annotated[
     str,
     typer.Option(
         metavar="NAME",
-        help="Force a backend (debugging, benchmarks): one of numba | numpy | fused | reference; auto: "
-        "the fastest that supports each batch (docs/architecture.md).",
+        help=f"Force a backend (debugging, benchmarks): one of {' | '.join(NAMES)}; auto: the fastest "
+        "that supports each batch (docs/architecture.md).",
     ),
 ]
 BatchOption = Annotated[
@@ -107,8 +107,8 @@ def load_tagger(model: Path | None, device: str = "cpu", note: bool = False, bac
     if not folder.exists():
         raise InputError(NOT_FOUND, model)
     check_device(device)
-    if backend != "auto" and backend not in NAMES:
-        raise InputError(f"--backend {backend}: one of auto, {', '.join(NAMES)}")
+    if backend not in CHOICES:
+        raise InputError(f"--backend {backend}: one of {', '.join(CHOICES)}")
     from easyfirst.api import Tagger
     from easyfirst.parallel.cores import tagging_processes
 

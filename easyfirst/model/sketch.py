@@ -28,6 +28,10 @@ start over.
 Scores (see easyfirst.ops.attention): Eq. 2, optionally z/T (``temperature``) and z − λβⁿ⁻¹
 (``coverage_penalty``, §4); for ``hard``, the output layer's best tag score on concat(h_i, s_iⁿ⁻¹)
 (``score_words``), taken without gradient; none for the prescribed orders.
+
+This loop is the reference for every setting. The backends ``fused`` (a batch with csoftmax) and
+``numpy``/``numba`` (one sentence on the CPU) compute the same function faster where they declare the
+settings (easyfirst.backends); the model never calls them itself.
 """
 
 from __future__ import annotations

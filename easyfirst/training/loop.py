@@ -295,34 +295,30 @@ def prepare_run(
     if config.model.word_dropout > 0:
         counts = Counter(w.lower() if vocabs.lowercase else w for s in train_sents for w in s.words)
         drop_probabilities = word_dropout_probabilities(counts, vocabs.words, config.model.word_dropout)
+    optimizer = make_optimizer(
+        t.optimizer, t.lr, model, sparse=not group.parallel, embedding_lr=t.embedding_lr, momentum=t.momentum
+    )
     run = Run(
-        config,
-        output,
-        device,
-        log,
-        group,
-        task,
-        splits,
-        train_sents,
-        vocabs,
-        model,
-        trainer,
-        make_optimizer(
-            t.optimizer,
-            t.lr,
-            model,
-            sparse=not group.parallel,
-            embedding_lr=t.embedding_lr,
-            momentum=t.momentum,
-        ),
-        generator,
-        [encode(vocabs, s.words, s.tags, s.extra, task.targets(s)) for s in train_sents],
-        [encode(vocabs, s.words, extra=s.extra) for s in splits.dev],
-        drop_probabilities,
-        RunProgress(best={metric: -1.0, "epoch": 0}),
-        metric,
-        metric_label,
-        columns,
+        config=config,
+        output=output,
+        device=device,
+        log=log,
+        group=group,
+        task=task,
+        splits=splits,
+        train_sents=train_sents,
+        vocabs=vocabs,
+        model=model,
+        trainer=trainer,
+        optimizer=optimizer,
+        generator=generator,
+        train_items=[encode(vocabs, s.words, s.tags, s.extra, task.targets(s)) for s in train_sents],
+        dev_items=[encode(vocabs, s.words, extra=s.extra) for s in splits.dev],
+        drop_probabilities=drop_probabilities,
+        progress=RunProgress(best={metric: -1.0, "epoch": 0}),
+        metric=metric,
+        metric_label=metric_label,
+        columns=columns,
     )
     distributed.seed_dropout(t.seed, group)
     count = hogwild.choose_workers(t.workers, t.batch_size, device, len(train_sents), group.parallel)
