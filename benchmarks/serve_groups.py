@@ -25,11 +25,11 @@ from serve_load import sentences_to_tag
 
 
 def policies(tagger, caps: list[int]) -> dict:
-    found = {"one batch (1,024)": lambda group: tagger.tag(group, batch_size=len(group))}
-    found["one sentence at a time"] = lambda group: tagger.tag(group, batch_size=1)
+    found = {"one batch (1,024)": lambda group: tagger.tag(group, batch_size=len(group), records=True)}
+    found["one sentence at a time"] = lambda group: tagger.tag(group, batch_size=1, records=True)
     for cap in caps:
         found[f"sub-batches ≤ {cap}"] = lambda group, cap=cap: tagger.tag(
-            group, batch_size=len(group), max_tokens=cap
+            group, batch_size=len(group), max_tokens=cap, records=True
         )
     return found
 
@@ -68,7 +68,7 @@ def main() -> None:
     torch.set_num_threads(1)
     sentences, source = sentences_to_tag(args.sentences)
     tagger = Tagger.load()
-    tagger.tag(sentences[:64])  # warm-up
+    tagger.tag(sentences[:64], records=True)  # warm-up
     result = {
         "command": "python benchmarks/serve_groups.py " + " ".join(sys.argv[1:]),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__} (1 thread)",

@@ -2,16 +2,17 @@
 
 >>> from easyfirst import Tagger
 >>> tagger = Tagger.load()                      # the bundled English UPOS model
->>> [t.tags for t in tagger.tag([["She", "reads", "a", "book", "."]])]  # sentences: lists of tokens
+>>> [t.tags for t in tagger.tag([["She", "reads", "a", "book", "."]], records=True)]  # lists of tokens
 [['PRON', 'VERB', 'DET', 'NOUN', 'PUNCT']]
->>> [list(t) for t in tagger.tag("She reads. It's late.")]   # text: split into sentences and tokenized
+>>> [list(t) for t in tagger.tag("She reads. It's late.", records=True)]  # text: split, tokenized
 [[('She', 'PRON'), ('reads', 'VERB'), ('.', 'PUNCT')], [('It', 'PRON'), ("'s", 'AUX'), ('late', 'ADJ'), ('.', 'PUNCT')]]
 
-``Tagger.tag`` returns one :class:`~easyfirst.tagging.tagged.Tagged` per sentence for every input, with
-the attention, probabilities and QE heads' tags when asked, and tags in this process unless asked for a
-pool of processes (``processes=``). The call forms of before (``return_attention=`` and the other flags,
-one sentence's tokens as a list of strings, ``batches=``) still work, with a DeprecationWarning, and give
-what they gave.
+``Tagger.tag(..., records=True)`` returns one :class:`~easyfirst.tagging.tagged.Tagged` per sentence for
+every input, with the attention, probabilities and QE heads' tags when asked, and tags in this process
+unless asked for a pool of processes (``processes=``). Without ``records=True`` it returns what it
+returned before issue #45 (tag lists, ``(token, tag)`` pairs for text, tuples for ``return_attention=``
+and the other old flags) with a DeprecationWarning, for this release only: the next makes
+``records=True`` the default.
 """
 
 from __future__ import annotations
@@ -38,17 +39,9 @@ from easyfirst.tagging.pool import (
     tag_batches,
     tag_job,
 )
-from easyfirst.tagging.tagged import Tagged, old_result
+from easyfirst.tagging.tagged import Tagged, call_form, old_result
 
 __all__ = ["DEFAULT_MODEL", "Tagged", "Tagger", "default_model_path", "input_kind"]
-
-# Tagger.tag's keywords before issue #45, still taken for one release with a DeprecationWarning
-DEPRECATED = {
-    "return_attention": "attention=True, and read each Tagged's .attention",
-    "return_probabilities": "probabilities=True, and read each Tagged's .probabilities",
-    "return_heads": "heads=True, and read each Tagged's .heads",
-    "batches": "nothing: it is easyfirst tag's own path (read ahead), not the API's",
-}
 
 
 class Tagger:
@@ -144,8 +137,9 @@ class Tagger:
 
     def tag(
         self,
-        sentences: str | Sequence[Sequence[str]],
+        sentences: str | Sequence[str] | Sequence[Sequence[str]],
         *,
+        records: bool | None = None,
         attention: bool = False,
         probabilities: bool = False,
         heads: bool = False,
@@ -154,11 +148,15 @@ class Tagger:
         max_tokens: int | None = INFERENCE_MAX_TOKENS,
         processes: int | None = None,
         **deprecated,
-    ) -> list[Tagged]:
-        """Tag tokenized sentences or text: one :class:`~easyfirst.tagging.tagged.Tagged` per sentence.
+    ):
+        """Tag text or tokenized sentences; with ``records=True``, one
+        :class:`~easyfirst.tagging.tagged.Tagged` per sentence, whatever the input.
 
         - **a list of token lists** ``[["The", "dog", "barks", "."], ...]``: one record per sentence, its
           ``tokens`` the given words (the model's own input: no tokenization happens).
+        - **a list of strings** ``["The", "dog", "barks", "."]``: the tokens of *one* sentence, as Flair's
+          ``Sentence(["The", "dog"])`` and a pretokenized Stanza sentence read it: one record. A string
+          with whitespace in such a list is a ValueError (it is not a token: pass text as one string).
         - **a string**: plain text, split into sentences and tokenized as ``easyfirst tag`` does for a
           text file (segtok; see easyfirst.data.text); one record per sentence found, its ``tokens``
           the tokenizer's.
@@ -170,10 +168,10 @@ class Tagger:
         columns: words; ``(0, L)`` for a model without sketch steps). ``probabilities``: its ``(L, K)``
         output distribution over the tags ``self.tags`` (softmax, sparsemax or α-entmax of the scores, as
         trained, exact zeros for α > 1; or the CRF's per-word marginals). ``heads`` (quality estimation:
-        sentences with their ``extras``): its ``heads``, a dict of the tags of the model's QE heads
-        (easyfirst.model.qe_heads), ``gaps`` (N + 1) and/or ``source_tags`` (one per source word); empty
-        for a model without heads. An empty MT sentence gets an ``OK`` gap and ``BAD`` source words.
-        What is not asked for is None.
+        a list of sentences with their ``extras``): its ``heads``, a dict of the tags of the model's QE
+        heads (easyfirst.model.qe_heads), ``gaps`` (N + 1) and/or ``source_tags`` (one per source word);
+        empty for a model without heads. An empty MT sentence gets an ``OK`` gap and ``BAD`` source
+        words. What is not asked for is None.
 
         ``extras[k]`` holds sentence k's inputs beside its words, for models that use them (quality
         estimation: ``{"source": words, "alignment": [(i, j), ...]}``). Sentences are sorted by length and
@@ -187,68 +185,34 @@ class Tagger:
         unless asked. ``easyfirst tag`` and ``evaluate`` ask for one per core (at most 8:
         easyfirst.parallel.cores.tagging_processes). The tags are the same either way.
 
-        Deprecated (issue #45), for one release, each with a DeprecationWarning and the result it gave
-        before: ``return_attention``, ``return_probabilities``, ``return_heads`` (a tuple ``(tags,
-        attention, probabilities, heads)`` of those asked); a list of strings as one sentence's tokens
-        (its tags; pass ``[tokens]``); ``batches`` (easyfirst tag's read-ahead, now internal).
+        ``records`` (issue #45's transition, easyfirst.tagging.tagged.call_form): ``True`` returns the
+        records; ``None`` (the default of this release) and ``False`` return what ``tag`` returned before,
+        with a DeprecationWarning that says what to write: for a list of token lists its tag lists, for
+        one sentence's tokens its tags, for text each sentence's ``(token, tag)`` pairs, and with the old
+        keywords ``return_attention``, ``return_probabilities``, ``return_heads`` a tuple ``(tags,
+        attention, probabilities, heads)`` of those asked; ``batches`` (easyfirst tag's read-ahead) is
+        taken too. The next release makes ``records=True`` the default and drops the old results.
+        ``attention``, ``probabilities`` and ``heads`` go with ``records=True``.
         """
         kind = input_kind(sentences)
+        form = call_form(kind, records, (attention, probabilities, heads), deprecated)
+        if form.warning is not None:
+            warnings.warn(form.warning, DeprecationWarning, stacklevel=2)
         options = dict(extras=extras, batch_size=batch_size, max_tokens=max_tokens, processes=processes)
-        asked = (attention, probabilities, heads)
-        if deprecated or kind == "tokens":
-            return self._tag_old(sentences, kind, asked, deprecated, options)
-        if kind == "text":
-            if heads:
-                raise ValueError("heads: for a list of tokenized sentences with their extras (QE)")
-            from easyfirst.data.text import split
-
-            sentences = [s.words for s in split(sentences)]
-        return self._tag_sentences(sentences, asked=asked, **options)
-
-    def _tag_old(self, sentences, kind: str, asked: tuple, deprecated: dict, options: dict):
-        """The call forms of before issue #45 (see :meth:`tag`), with a DeprecationWarning each:
-        what they returned then (easyfirst.tagging.tagged.old_result)."""
-        unknown = sorted(set(deprecated) - set(DEPRECATED))
-        if unknown:
-            raise TypeError(f"Tagger.tag() got an unexpected keyword argument {unknown[0]!r}")
-        if any(asked):
-            raise TypeError(
-                "Tagger.tag: attention=, probabilities= and heads= go with a list of sentences or text, "
-                "not with the deprecated forms (return_...=, one sentence's tokens, batches=)"
-            )
-        for name in deprecated:
-            _deprecated(f"Tagger.tag({name}=...) is deprecated: use {DEPRECATED[name]}")
-        if kind == "tokens":
-            _deprecated(
-                "Tagger.tag(list of strings), one sentence's tokens, is deprecated: pass a list of "
-                "sentences, tag([tokens]), and read the one Tagged's .tags"
-            )
-        old = tuple(
-            bool(deprecated.get(f"return_{name}")) for name in ("attention", "probabilities", "heads")
-        )
-        attention, probabilities, heads = old
-        batches = deprecated.get("batches")
-        if batches is not None:
-            if kind != "sentences" or options["extras"] is not None or self.vocabs.features:
+        if form.batches is not None:
+            if kind != "sentences" or extras is not None or self.vocabs.features:
                 raise ValueError("batches: for a list of tokenized sentences, of a model without features")
-            options = {**options, "extras": None, "packed": batches}
-        elif heads and kind != "sentences":
-            raise ValueError("return_heads: for a list of tokenized sentences with their extras (QE)")
+            options |= dict(extras=None, packed=form.batches)
+        elif form.asked[2] and kind != "sentences":
+            raise ValueError("heads: for a list of tokenized sentences with their extras (QE)")
         if kind == "text":
             from easyfirst.data.text import split
 
             sentences = [s.words for s in split(sentences)]
-        tagged = self._tag_sentences(
-            [list(sentences)] if kind == "tokens" else sentences, asked=old, **options
-        )
-        return old_result(
-            tagged,
-            text=kind == "text",
-            one=kind == "tokens",
-            attention=attention,
-            probabilities=probabilities,
-            heads=heads,
-        )
+        elif kind == "tokens":
+            sentences = [list(sentences)]
+        tagged = self._tag_sentences(sentences, asked=form.asked, **options)
+        return tagged if form.old is None else old_result(tagged, form)
 
     def _tag_packed(
         self,
@@ -303,7 +267,7 @@ class Tagger:
             raise ValueError("a QE model's raindrop needs the sentence's extra (source and alignment)")
         if gold is not None and len(gold) != len(words):
             raise ValueError(f"gold has {len(gold)} tags for {len(words)} tokens")
-        tagged = self.tag([words], attention=True, extras=[extra] if extra else None)[0]
+        tagged = self.tag([words], records=True, attention=True, extras=[extra] if extra else None)[0]
         title = self.title
         drop = Drop(
             words,
@@ -393,13 +357,6 @@ class Tagger:
                 if "source_tags" in tagged.heads:
                     tagged.heads["source_tags"] = ["BAD"] * len(extras[k]["source"])
         return found
-
-
-def _deprecated(message: str) -> None:
-    """A DeprecationWarning pointing at the caller of :meth:`Tagger.tag` (issue #45's old call forms)."""
-    warnings.warn(
-        f"{message} (issue #45; the old form is kept for one release)", DeprecationWarning, stacklevel=4
-    )
 
 
 def input_kind(value) -> str:

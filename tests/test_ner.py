@@ -82,7 +82,7 @@ def test_analyze_says_where_the_first_focus_goes_against_the_entities(ner_run):
     assert result.returncode == 0, result.stderr.decode()
     entities = json.loads(result.stdout)["entities"]
     sentences = [s for s in read_conll(NER_SAMPLE) if set(s.tags) != {"O"}]
-    tagged = Tagger.load(ner_run).tag([s.words for s in sentences], attention=True)
+    tagged = Tagger.load(ner_run).tag([s.words for s in sentences], attention=True, records=True)
     on_entity = [s.tags[int(t.attention[0].argmax())] != "O" for s, t in zip(sentences, tagged, strict=True)]
     assert entities["sentences"] == len(sentences) > 0
     assert entities["share_on_entity"] == pytest.approx(sum(on_entity) / len(sentences))
@@ -134,13 +134,13 @@ def test_ner_runs_n_as_a_maximum_and_an_older_run_keeps_n_for_every_sentence(ner
 
     config = json.loads((ner_run / "config.json").read_text())
     assert config["model"]["sketch_steps"] == 5 and config["model"]["steps_beyond_length"] is False
-    (tagged,) = Tagger.load(ner_run).tag([["John", "Smith"]], attention=True)
+    (tagged,) = Tagger.load(ner_run).tag([["John", "Smith"]], attention=True, records=True)
     assert tagged.attention.shape == (2, 2)
     old = tmp_path / "old-run"
     shutil.copytree(ner_run, old)
     del config["model"]["steps_beyond_length"]
     (old / "config.json").write_text(json.dumps(config))
-    (tagged,) = Tagger.load(old).tag([["John", "Smith"]], attention=True)
+    (tagged,) = Tagger.load(old).tag([["John", "Smith"]], attention=True, records=True)
     assert tagged.attention.shape == (5, 2)
 
 

@@ -48,22 +48,24 @@ def test_two_processes_tag_as_one_does_bit_for_bit(sentences):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one core's run (taskset -c 0): one torch thread, as each worker has
     try:
-        expected = one.tag(sentences, attention=True, probabilities=True, batch_size=8)
+        expected = one.tag(sentences, attention=True, probabilities=True, batch_size=8, records=True)
     finally:
         torch.set_num_threads(threads)
     assert one._pool is None
     two = Tagger.load()
     two.processes = 2
-    found = two.tag(sentences, attention=True, probabilities=True, batch_size=8)
+    found = two.tag(sentences, attention=True, probabilities=True, batch_size=8, records=True)
     pool = two._pool
     assert pool is not None and all(p.is_alive() for p in pool.workers.processes)  # the pool tagged
     assert found == expected  # tags, and attention and probabilities tensors equal bit for bit
     tags = [t.tags for t in expected]
-    assert [t.tags for t in two.tag(sentences, batch_size=8)] == tags  # a second call: the same processes
+    assert [
+        t.tags for t in two.tag(sentences, batch_size=8, records=True)
+    ] == tags  # a second call: the same processes
     assert two._pool is pool
     pool.close()
     assert not any(p.is_alive() for p in pool.workers.processes)
-    assert [t.tags for t in two.tag(sentences[:2])] == tags[:2]  # small: this process alone
+    assert [t.tags for t in two.tag(sentences[:2], records=True)] == tags[:2]  # small: this process alone
 
 
 def test_a_library_call_forks_nothing_unless_it_asks(sentences, monkeypatch):
@@ -80,19 +82,21 @@ def test_a_library_call_forks_nothing_unless_it_asks(sentences, monkeypatch):
     tagger = Tagger.load()
     assert tagger.processes is None and sum(map(len, sentences)) >= cores.MIN_WORDS
     before = set(multiprocessing.active_children())
-    alone = tagger.tag(sentences, batch_size=8)
+    alone = tagger.tag(sentences, batch_size=8, records=True)
     assert tagger._pool is None and made == [] and set(multiprocessing.active_children()) == before
     try:
-        assert tagger.tag(sentences, batch_size=8, processes=2) == alone
+        assert tagger.tag(sentences, batch_size=8, processes=2, records=True) == alone
         assert made == [2] and tagger._pool is not None and not tagger._pool.closed
-        assert tagger.tag(sentences, batch_size=8, processes=1) == alone  # this one, the pool kept
-        assert tagger.tag(sentences, batch_size=8) == alone and made == [2]
+        assert (
+            tagger.tag(sentences, batch_size=8, processes=1, records=True) == alone
+        )  # this one, the pool kept
+        assert tagger.tag(sentences, batch_size=8, records=True) == alone and made == [2]
         tagger.processes = 3
-        assert tagger.tag(sentences, batch_size=8) == alone and made == [2, 3]
+        assert tagger.tag(sentences, batch_size=8, records=True) == alone and made == [2, 3]
     finally:
         tagger.close()
     with pytest.raises(ValueError, match="processes"):
-        tagger.tag(sentences, processes=0)
+        tagger.tag(sentences, processes=0, records=True)
 
 
 def test_the_cli_asks_for_one_process_per_core(sentences, monkeypatch):
@@ -173,7 +177,7 @@ def test_batches_packed_before_tag_as_the_words_do(sentences):
     another batch size are refused. The deprecated ``tag(..., batches=)`` still gives its old result."""
     tagger = Tagger.load()
     packed = pack_batches(sentences, tagger.vocabs, batch_size=8)
-    expected = tagger.tag(sentences, probabilities=True, batch_size=8)
+    expected = tagger.tag(sentences, probabilities=True, batch_size=8, records=True)
     for processes in (1, 2):
         tagger.processes = processes
         found = tagger._tag_packed(sentences, packed, batch_size=8)
@@ -182,10 +186,8 @@ def test_batches_packed_before_tag_as_the_words_do(sentences):
             tags, probabilities = tagger.tag(
                 sentences, return_probabilities=True, batch_size=8, batches=packed
             )
-        assert sorted(str(w.message).split("=")[0] for w in caught) == [
-            "Tagger.tag(batches",
-            "Tagger.tag(return_probabilities",
-        ]
+        (said,) = [str(w.message) for w in caught]  # one warning, naming both old keywords
+        assert "instead of return_probabilities=" in said and "instead of batches=" in said
         assert tags == [t.tags for t in expected]
         assert all(torch.equal(a, t.probabilities) for a, t in zip(probabilities, expected, strict=True))
     tagger.close()
@@ -204,7 +206,7 @@ def test_processes_that_follow_the_windows_tag_as_one_does_and_share_them(senten
     tagger = Tagger.load()
     windows = [sentences, sentences[:2], [], sentences[3:], [[], []], sentences[::2]]
     windows = [(w, pack_batches(w, tagger.vocabs, batch_size=8) if packed else None) for w in windows]
-    one = [tagger.tag(window, batch_size=8) if window else [] for window, _ in windows]
+    one = [tagger.tag(window, batch_size=8, records=True) if window else [] for window, _ in windows]
     ahead = ReadAhead(lambda: iter(windows), copies=1, copy=lambda window: window)
     tagger.processes = 2
     assert tagger.follow(ahead.copies, batch_size=8)
@@ -220,7 +222,7 @@ def test_processes_that_follow_the_windows_tag_as_one_does_and_share_them(senten
     assert pool.claims.next.value == shared  # every batch of the shared windows taken once
     assert len(mine) - batches[1] < shared  # the worker took some (the small window's: this process's)
     with pytest.raises(RuntimeError, match="follow a read-ahead"):
-        tagger.tag(sentences, batch_size=16)
+        tagger.tag(sentences, batch_size=16, records=True)
     pool.close()
     assert not any(p.is_alive() for p in pool.workers.processes)
 
@@ -260,12 +262,12 @@ def test_a_worker_that_died_is_reported_as_such(sentences):
 
     tagger = Tagger.load()
     tagger.processes = 2
-    tagger.tag(sentences, batch_size=8)
+    tagger.tag(sentences, batch_size=8, records=True)
     worker = tagger._pool.workers.processes[0]
     worker.kill()
     worker.join()
     with pytest.raises(WorkerFailed, match="worker 1 exited"):
-        tagger.tag(sentences, batch_size=8)
+        tagger.tag(sentences, batch_size=8, records=True)
     tagger._pool.close()
 
 

@@ -79,6 +79,7 @@ def score(tagger, task, sentences, batch_size: int) -> dict:
 
     tagged = tagger.tag(
         [s.words for s in sentences],
+        records=True,
         probabilities=True,
         heads=True,
         batch_size=batch_size,
