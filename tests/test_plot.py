@@ -160,7 +160,8 @@ class _FixedAttention:
         self.matrices = [torch.tensor(m, dtype=torch.float64) for m in matrices]
         self.model = type("Model", (), {"decoder": object(), "steps": steps})()
 
-    def tag(self, words, attention, batch_size, extras):
+    def tag(self, words, *, records, attention, batch_size, extras):
+        assert records is True and attention is True  # what analyze asks of Tagger.tag
         return [Tagged(list(w), ["X"] * len(w), m) for w, m in zip(words, self.matrices, strict=True)]
 
 

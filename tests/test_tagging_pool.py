@@ -187,7 +187,7 @@ def test_batches_packed_before_tag_as_the_words_do(sentences):
                 sentences, return_probabilities=True, batch_size=8, batches=packed
             )
         (said,) = [str(w.message) for w in caught]  # one warning, naming both old keywords
-        assert "instead of return_probabilities=" in said and "instead of batches=" in said
+        assert "for return_probabilities=, " in said and "for batches=, " in said
         assert tags == [t.tags for t in expected]
         assert all(torch.equal(a, t.probabilities) for a, t in zip(probabilities, expected, strict=True))
     tagger.close()
