@@ -199,7 +199,7 @@ class TrainConfig:
         ),
     )
     # torch intra-op threads; 0 leaves torch's default (one per core). 1 by default (issue #46): threads
-    # that share busy cores spin in OpenMP's barriers (benchmarks/threads.py: 0.27x of their own speed
+    # that share busy cores spin in OpenMP's barriers (benchmarks/speed/threads.py: 0.27x of their own speed
     # beside a second training), while alone on an idle 2-core machine two threads were 1.6x faster
     threads: int = field(
         default=1,

@@ -9,7 +9,7 @@ without an option, can also be set with ``--set section.key=value``. So a new co
 The field also carries its :class:`Rule` (``option(..., check=at_least(1))``, or ``checked(rule)`` for
 a field without a flag; an option with ``choices`` checks them without being told):
 ``Config.validate`` checks every field's value against its rule, whichever source it came from, before
-anything is written. A numeric field must declare one (tests/test_config_validation.py sees to it).
+anything is written. A numeric field must declare one (tests/package/test_config_validation.py sees to it).
 
 Reading a TOML file with errors that name its line (:func:`read_toml`, :func:`toml_lines`) and setting
 a field after checking the value's type (:func:`set_field`) are here too: config files and search

@@ -1,4 +1,4 @@
-"""`easyfirst serve` in a subprocess on a free loopback port, spoken to over HTTP (tests/test_serve*.py)."""
+"""`easyfirst serve` in a subprocess on a free loopback port, spoken to over HTTP (tests/serve/test_serve*.py)."""
 
 from __future__ import annotations
 

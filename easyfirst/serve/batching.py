@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from easyfirst.serve.requests import Job
 from easyfirst.tagging.tagged import Tagged
 
-# Padded words per sub-batch of a gathered group: benchmarks/serve_groups.py (docs/serve.md) measured
+# Padded words per sub-batch of a gathered group: benchmarks/speed/serve_groups.py (docs/serve.md) measured
 # 1.41x and 1.38x one batch capped at 1,024 for groups of 16 and 25 (one torch thread, a worker's), 128
 # and 512 less; one sentence at a time (the NumPy path) was slower at every group size (0.79-0.93x).
 GROUP_TOKENS = 256
