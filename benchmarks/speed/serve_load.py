@@ -133,7 +133,7 @@ async def load(port: int, sentences: list[list[str]], clients: int, seconds: flo
     after = health(port)
     latencies.sort()
     batches = after["batches"] - before["batches"]
-    return {
+    found = {
         "clients": clients,
         "requests": len(latencies),
         "tokens": sum(tokens),
@@ -146,6 +146,19 @@ async def load(port: int, sentences: list[list[str]], clients: int, seconds: flo
         "server_cpu_s": round(server_cpu, 2),
         "client_cpu_s": round(client_cpu, 2),
     }
+    if "timings" in after:  # EASYFIRST_SERVE_TIMINGS=1 (easyfirst.serve.timings)
+        found["us_per_request"] = breakdown(before["timings"], after["timings"], server_cpu)
+    return found
+
+
+def breakdown(before: dict, after: dict, server_cpu: float) -> dict:
+    """µs per request of each stage the server counted over the level, and "other": the server's CPU
+    time per request less the stages measured in CPU time (all but queue, a wait)."""
+    requests = max(after["requests"] - before["requests"], 1)
+    per = {name: (after["ns"][name] - before["ns"][name]) / 1000 / requests for name in after["ns"]}
+    per["other"] = 1e6 * server_cpu / requests - sum(v for name, v in per.items() if name != "queue")
+    per["server_cpu"] = 1e6 * server_cpu / requests
+    return {name: round(value, 1) for name, value in per.items()}
 
 
 def free_port() -> int:

@@ -64,8 +64,20 @@ def serving(app, requests):
     """The answers to ``requests`` ((method, path, body, headers)), sent together while the app runs."""
 
     async def main():
-        async with app.router.lifespan_context(app):
+        # the ASGI lifespan protocol, as uvicorn speaks it: startup, the requests, shutdown
+        inbox: asyncio.Queue = asyncio.Queue()
+        outbox: asyncio.Queue = asyncio.Queue()
+        running = asyncio.create_task(
+            app({"type": "lifespan", "asgi": {"version": "3.0"}}, inbox.get, outbox.put)
+        )
+        await inbox.put({"type": "lifespan.startup"})
+        assert (await outbox.get())["type"] == "lifespan.startup.complete"
+        try:
             return await asyncio.gather(*(call(app, *request) for request in requests))
+        finally:
+            await inbox.put({"type": "lifespan.shutdown"})
+            assert (await outbox.get())["type"] == "lifespan.shutdown.complete"
+            await running
 
     return asyncio.run(main())
 

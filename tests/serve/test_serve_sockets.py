@@ -118,7 +118,11 @@ def test_workers_stopped_when_asked_end_the_server_with_status_0():
         signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
         quiet = [child(drains) for _ in range(2)]
         parent = os.getpid()
-        signaller = child(lambda: os.kill(parent, signal.SIGTERM))
+        # the mask holds this thread only: under pytest-xdist another thread of this process may take a
+        # SIGTERM before _wait's handler is in place, so until then one does nothing, and the signaller
+        # repeats its SIGTERM until it is stopped
+        signal.signal(signal.SIGTERM, lambda number, frame: None)
+        signaller = child(lambda: [(os.kill(parent, signal.SIGTERM), time.sleep(0.05)) for _ in range(1200)])
         try:
             assert _wait({pid: k for k, pid in enumerate(quiet)}) == 0
         finally:
