@@ -44,7 +44,7 @@ def measure(model: str, data: Path) -> dict:
     result = {"model": model, "splits": {}}
     for split, name in SPLITS.items():
         sentences = read_conll(data / name)
-        predicted = tagger.tag([s.words for s in sentences])
+        predicted = [t.tags for t in tagger.tag([s.words for s in sentences], records=True)]
         counts = {"seen": [0, 0], "unseen": [0, 0]}  # gold entities, of which found
         for sentence, tags in zip(sentences, predicted, strict=True):
             found = entities(sentence.words, list(tags))

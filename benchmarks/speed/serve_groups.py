@@ -31,11 +31,11 @@ from serve_load import sentences_to_tag
 
 
 def policies(tagger, caps: list[int]) -> dict:
-    found = {"one batch (1,024)": lambda group: tagger.tag(group, batch_size=len(group))}
-    found["one sentence at a time"] = lambda group: tagger.tag(group, batch_size=1)
+    found = {"one batch (1,024)": lambda group: tagger.tag(group, batch_size=len(group), records=True)}
+    found["one sentence at a time"] = lambda group: tagger.tag(group, batch_size=1, records=True)
     for cap in caps:
         found[f"sub-batches ≤ {cap}"] = lambda group, cap=cap: tagger.tag(
-            group, batch_size=len(group), max_tokens=cap
+            group, batch_size=len(group), max_tokens=cap, records=True
         )
     return found
 
@@ -80,7 +80,7 @@ def main() -> None:
     torch.set_num_threads(1)
     sentences, source = sentences_to_tag(args.sentences)
     tagger = Tagger.load()
-    tagger.tag(sentences[:64])  # warm-up
+    tagger.tag(sentences[:64], records=True)  # warm-up
     result = {
         "command": "python benchmarks/speed/serve_groups.py " + " ".join(sys.argv[1:]),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__} (1 thread)",
@@ -93,7 +93,7 @@ def main() -> None:
         tagger.processes = 1
         start = CLOCK()
         for _ in range(args.repeats):
-            tagger.tag(sentences, batch_size=256)
+            tagger.tag(sentences, batch_size=256, records=True)
         whole = args.repeats * sum(map(len, sentences)) / (CLOCK() - start)
         result |= {"clock": "thread CPU time", "whole_file_tokens_per_s": round(whole, 1)}
         print(f"whole file, batches of 256: {whole:,.0f} tokens per CPU second")

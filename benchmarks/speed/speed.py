@@ -48,6 +48,7 @@ from easyfirst.data.datasets import resolve_split
 from easyfirst.data.features import CHARS, build_feature_vocabs
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.model.tagger import EasyFirstTagger
+from easyfirst.parallel.cores import tagging_processes
 from easyfirst.tasks import get_task
 from easyfirst.training.epochs import backward_step
 from easyfirst.training.optim import make_optimizer
@@ -170,7 +171,8 @@ def memory_child(args: argparse.Namespace) -> None:
             train_step(model, optimizer, batch.to(args.device), config)
     else:
         model.eval()
-        Tagger(model, config, vocabs, args.device).tag(sentences)
+        # every core, as before issue #45 made one process the library's default
+        Tagger(model, config, vocabs, args.device).tag(sentences, records=True, processes=tagging_processes())
     peak = torch.cuda.max_memory_allocated() if cuda else rss_bytes("VmHWM")
     print(json.dumps({"peak": peak, "before": before}))
 
@@ -295,7 +297,9 @@ def main() -> None:
             tagger = Tagger(model, config, inputs_of[name][0], device)
             sync()
             start = clocks()
-            tagger.tag(test_sentences)
+            tagger.tag(
+                test_sentences, processes=tagging_processes(), records=True
+            )  # every core, as before #45
             sync()
             wall, cpu = since(start)
             row = results["models"][name]

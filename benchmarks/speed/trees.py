@@ -37,9 +37,9 @@ from easyfirst.data.conllu import read_conllu
 tagger = Tagger.load(sys.argv[2] if len(sys.argv) > 2 else None)
 tagger.processes = 1
 sentences = [s.words for s in read_conllu(sys.argv[1])]
-tagger.tag(sentences[:50])
+tagger.tag(sentences[:50], records=True)
 start = time.process_time()
-tagger.tag(sentences)
+tagger.tag(sentences, records=True)
 print(json.dumps({"rate": sum(map(len, sentences)) / (time.process_time() - start)}))
 """
 

@@ -75,14 +75,18 @@ def score(tagger, task, sentences, batch_size: int) -> dict:
     import torch
 
     from easyfirst.metrics import distribution_report
+    from easyfirst.tagging.tagged import heads_by_name
 
-    predicted, distributions, heads = tagger.tag(
+    tagged = tagger.tag(
         [s.words for s in sentences],
-        return_probabilities=True,
+        records=True,
+        probabilities=True,
+        heads=True,
         batch_size=batch_size,
         extras=[s.extra for s in sentences],
-        return_heads=True,
     )
+    predicted, distributions = [t.tags for t in tagged], [t.probabilities for t in tagged]
+    heads = heads_by_name(tagged)
     report = task.score([s.tags for s in sentences], predicted)
     if heads:  # QE: gap and source tags
         report |= task.score_heads(sentences, predicted, heads)

@@ -1,7 +1,7 @@
 """The ASGI app: ``GET /health``, ``GET /`` (the page) and ``POST /tag``.
 
 A thin layer: the body is checked by easyfirst.serve.requests, tagged by the batcher
-(easyfirst.serve.batching, through easyfirst.tagging.pipeline) and answered as JSON. Every error is JSON
+(easyfirst.serve.batching, through Tagger.tag(records=True)) and answered as JSON. Every error is JSON
 ``{"error": "what is wrong"}`` with its status: 4xx for a bad request, 500 only for a fault of ours.
 
 ``POST /tag``, nearly every request a server gets, is answered by :class:`TagRoute` in plain ASGI;

@@ -2,13 +2,17 @@
 
 One worker thread owns the model. Requests wait in a queue; the worker takes the first, gathers what
 else arrives within a short window (or is already waiting, up to ``max_sentences``), tags all their
-sentences in one call of :func:`easyfirst.tagging.pipeline.tag_sentences` and hands each request its
-own sentences back. A model server does the same: one sentence per request would otherwise pay a whole
-forward pass each.
+sentences in one call of :meth:`easyfirst.api.Tagger.tag` and hands each request its own sentences
+back. A model server does the same: one sentence per request would otherwise pay a whole forward pass
+each.
 
 A gathered group mixes lengths, and a forward pass runs as many sketch steps as its longest sentence
 (N = L), so the group is sorted by length and cut into sub-batches of at most :data:`GROUP_TOKENS`
 padded words (rather than ``easyfirst tag``'s 1,024): short sentences are not padded to a long one.
+
+The worker is a thread, so its calls fork no tagging pool (easyfirst.tagging.pool forks from the main
+thread only, and only when asked): a server's cores are its processes (``--workers``,
+easyfirst.serve.processes), each tagging on its own.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 
 from easyfirst.serve.requests import Job
 from easyfirst.serve.timings import QUEUE, TAG, TIMINGS, cpu_ns, wall_ns
-from easyfirst.tagging.pipeline import Tagged, tag_sentences
+from easyfirst.tagging.tagged import Tagged
 
 # Padded words per sub-batch of a gathered group: benchmarks/speed/serve_groups.py (docs/serve.md) measured
 # 1.41x and 1.38x one batch capped at 1,024 for groups of 16 and 25 (one torch thread, a worker's), 128
@@ -115,12 +119,13 @@ class Batcher:
     def _tag(self, jobs: list[Job]) -> list[list[Tagged]]:
         sentences = [s for job in jobs for s in job.sentences]
         extras = None if jobs[0].extras is None else [x for job in jobs for x in job.extras]
-        tagged = tag_sentences(
-            self.tagger,
-            sentences,
-            extras,
+        tagged = self.tagger.tag(
+            [list(s) for s in sentences],
+            records=True,
+            extras=extras,
             attention=any(job.attention for job in jobs),
             probabilities=any(job.probabilities for job in jobs),
+            heads=extras is not None,  # QE: the gap and source tags too
             batch_size=max(len(sentences), 1),
             max_tokens=GROUP_TOKENS,
         )

@@ -31,7 +31,8 @@ from easyfirst.errors import InputError
 
 DEFAULT_TASK = "pos"  # what `easyfirst train` and a config without [data] task mean
 Tags = Sequence[Sequence[str]]
-# Tagger.tag: (sentences, batch_size=, extras=) → tags
+# the writers' predict (easyfirst.tagging.pipeline.predictor over a Tagger): sentences → their tags; with
+# batches= (read ahead), their tags; with extras= and heads=True (QE), (tags, {head: tags per sentence})
 Predict = Callable[..., Tags]
 
 
@@ -157,8 +158,8 @@ class Task:
         name: str,
         output: Path | None = None,
     ) -> int:
-        """Write ``source`` tagged by ``predict`` (:meth:`easyfirst.api.Tagger.tag`, its batch size
-        bound) to ``out`` (which becomes the file ``output``, None for stdout); returns the number of
+        """Write ``source`` tagged by ``predict`` (:data:`Predict`: easyfirst.tagging.pipeline.predictor
+        over a Tagger, its batch size bound) to ``out`` (which becomes the file ``output``, None for stdout); returns the number of
         sentences. A file that streams is read and tagged a window (easyfirst.data.files.TAG_WINDOW) of
         sentences at a time."""
         raise NotImplementedError

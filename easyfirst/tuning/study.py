@@ -276,10 +276,12 @@ def sharpness(folder: Path, cfg: Config) -> float:
     """The attention's sharpness on dev of the run in ``folder`` (easyfirst.viz.analysis: the largest α of
     a step averaged over the first half of the steps); 0 for a model without sketch steps."""
     from easyfirst.api import Tagger
+    from easyfirst.parallel.cores import tagging_processes
     from easyfirst.tasks import get_task
     from easyfirst.viz.analysis import analyze
 
     tagger = Tagger.load(folder)
+    tagger.processes = tagging_processes()  # dev on every core, as easyfirst analyze tags it
     if tagger.model.decoder is None:
         return 0.0
     sentences = get_task(cfg.data.task).read(cfg.data.dev, cfg.data)

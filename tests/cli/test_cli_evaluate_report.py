@@ -20,7 +20,7 @@ from easyfirst.data.conllu import read_conllu
 def counted():
     """(gold, predicted) for every word of the sample, the bundled model's tags."""
     sentences = read_conllu(SAMPLE)
-    predicted = Tagger.load().tag([s.words for s in sentences])
+    predicted = [t.tags for t in Tagger.load().tag([s.words for s in sentences], records=True)]
     return [
         (g, p)
         for s, tags in zip(sentences, predicted, strict=True)

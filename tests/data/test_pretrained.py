@@ -117,7 +117,7 @@ def test_training_with_pretrained_vectors_keeps_them_in_the_model_folder(tmp_pat
     assert unseen in words and "aardvark" not in words  # capped at the first 2 words
     weight = tagger.model.embedder.words.weight
     assert weight[words.index(unseen)].tolist() == [0.5, -0.5, 0.25, 8.0]
-    assert len(tagger.tag([unseen, "."])) == 2
+    assert len(tagger.tag([[unseen, "."]], records=True)[0].tags) == 2
     assert tagger.config.model.word_dim == 4 and tagger.config.model.pretrained_covered == 2  # the, zyzzyva
 
 

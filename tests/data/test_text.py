@@ -110,27 +110,31 @@ def tagger():
     return Tagger.load()
 
 
-def test_tag_a_string_returns_token_tag_pairs_per_sentence(tagger):
-    result = tagger.tag("She reads a book. He sleeps.")
-    assert [[w for w, _ in s] for s in result] == [["She", "reads", "a", "book", "."], ["He", "sleeps", "."]]
+def test_tag_a_string_returns_a_tagged_sentence_of_token_tag_pairs_per_sentence(tagger):
+    result = tagger.tag("She reads a book. He sleeps.", records=True)
+    assert [s.tokens for s in result] == [["She", "reads", "a", "book", "."], ["He", "sleeps", "."]]
+    assert [[w for w, _ in s] for s in result] == [s.tokens for s in result]
     assert all(tag in tagger.tags for s in result for _, tag in s)
     assert result[0][3] == ("book", "NOUN") and result[0][4] == (".", "PUNCT")  # issue #17: not "book."
 
 
 def test_tag_a_list_of_strings_is_one_sentence(tagger):
     tokens = ["She", "reads", "a", "book", "."]
-    assert tagger.tag(tokens) == tagger.tag([tokens])[0]
-    tags, attention = tagger.tag(tokens, return_attention=True)
-    assert len(tags) == 5 and attention.shape[1] == 5
+    (one,) = tagger.tag(tokens, records=True, attention=True)
+    assert one.tokens == tokens and one.tags == ["PRON", "VERB", "DET", "NOUN", "PUNCT"]  # by hand (UD)
+    assert tuple(one.attention.shape) == (5, 5)
+    with pytest.warns(DeprecationWarning, match=r"one sentence's tags.*tagged\[0\]\.tags"):
+        assert tagger.tag(tokens) == ["PRON", "VERB", "DET", "NOUN", "PUNCT"]  # before issue #45
+    with pytest.warns(DeprecationWarning):
+        tags, attention = tagger.tag(tokens, return_attention=True)
+    assert tags == one.tags and attention.equal(one.attention)
 
 
 def test_tag_a_string_with_attention(tagger):
-    pairs, attention, probabilities = tagger.tag(
-        "Hi there. Go!", return_attention=True, return_probabilities=True
-    )
-    assert [len(s) for s in pairs] == [3, 2]
-    assert [a.shape[1] for a in attention] == [3, 2]
-    assert [tuple(p.shape) for p in probabilities] == [(3, len(tagger.tags)), (2, len(tagger.tags))]
+    tagged = tagger.tag("Hi there. Go!", attention=True, probabilities=True, records=True)
+    assert [len(s) for s in tagged] == [3, 2]
+    assert [s.attention.shape[1] for s in tagged] == [3, 2]
+    assert [tuple(s.probabilities.shape) for s in tagged] == [(3, len(tagger.tags)), (2, len(tagger.tags))]
 
 
 @pytest.mark.parametrize(

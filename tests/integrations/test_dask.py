@@ -85,9 +85,15 @@ def test_a_sharded_file_is_easyfirst_tags_output_byte_for_byte(counted, tmp_path
 def test_both_workers_tag_and_the_shards_come_back_in_order(client):
     sentences = [[f"w{k}"] * (1 + k % 5) for k in range(40)]
     tagger = ClusterTagger(client, shard=2)
-    tags, attention = tagger.tag(sentences, return_attention=True)
-    assert [len(t) for t in tags] == [len(s) for s in sentences]
-    assert [a.shape[1] for a in attention] == [len(s) for s in sentences]
+    tagged = tagger.tag(sentences, attention=True, records=True)
+    assert [t.tokens for t in tagged] == sentences  # each sentence back at its place
+    assert [len(t.tags) for t in tagged] == [len(s) for s in sentences]
+    assert [t.attention.shape[1] for t in tagged] == [len(s) for s in sentences]
+    with pytest.warns(DeprecationWarning, match="without records=.*a list of tag lists") as caught:
+        tags, attention = tagger.tag(sentences, return_attention=True)  # before issue #45: a tuple
+    assert len(caught) == 1 and caught[0].filename == __file__  # said here, not on a worker
+    assert tags == [t.tags for t in tagged]
+    assert all(a.equal(t.attention) for a, t in zip(attention, tagged, strict=True))
     futures = client.map(lambda k: distributed.get_worker().address, range(20), pure=False)
     assert len(set(client.gather(futures))) == 2  # the cluster has two workers that take tasks
 
@@ -100,9 +106,8 @@ def test_shards_group_similar_lengths_and_assemble_puts_every_sentence_back():
     even = [3, 1, 3, 1, 3, 1, 3, 1]
     assert [[even[k] for k in shard] for shard in shards(even, count=2)] == [[1, 1, 1, 1, 3], [3, 3, 3]]
     assert shards(lengths, count=3, size=3) == [[1, 3, 6], [0, 4, 2], [5]]
-    parts = [([f"t{k}" for k in shard], {"gaps": [[k] for k in shard]}) for shard in found]
-    tags, heads = assemble(parts, found, len(lengths))
-    assert tags == [f"t{k}" for k in range(len(lengths))] and heads == {"gaps": [[k] for k in range(7)]}
+    parts = [[f"t{k}" for k in shard] for shard in found]
+    assert assemble(parts, found, len(lengths)) == [f"t{k}" for k in range(len(lengths))]
 
 
 def test_input_and_model_errors_are_raised_before_anything_is_written(client, tmp_path):

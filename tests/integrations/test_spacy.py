@@ -46,7 +46,8 @@ def blank_docs(nlp, sentences):
 def test_the_entry_point_finds_the_component_and_it_tags_as_the_tagger_does(tagger, sentences):
     nlp = spacy.blank("en")
     nlp.add_pipe("easyfirst")  # no import of easyfirst.integrations: spaCy's entry point
-    tags, attention = tagger.tag(sentences, return_attention=True)
+    tagged = tagger.tag(sentences, attention=True, records=True)
+    tags, attention = [t.tags for t in tagged], [t.attention for t in tagged]
     docs = list(nlp.pipe(blank_docs(nlp, sentences), batch_size=7))
     assert [[t.pos_ for t in doc] for doc in docs] == tags
     assert all(t.tag_ == "" for doc in docs for t in doc)  # a UPOS model leaves the XPOS alone
@@ -55,6 +56,24 @@ def test_the_entry_point_finds_the_component_and_it_tags_as_the_tagger_does(tagg
         # other batches than the tagger's own (7 Docs here): the same up to float32 rounding
         assert found.shape == tuple(expected.shape)
         assert numpy.allclose(found, expected.numpy(), atol=1e-5)
+
+
+def test_the_component_forks_no_process_inside_its_users_pipeline(sentences, monkeypatch):
+    """Issue #45: a call of 2,000 words or more forked a pool of one process per core by default, inside
+    the user's nlp.pipe; the component now tags in the pipeline's own process."""
+    import multiprocessing
+
+    import easyfirst.api
+    from easyfirst.parallel import cores
+
+    monkeypatch.setattr(easyfirst.api, "TaggingPool", lambda *a, **k: pytest.fail("forked a tagging pool"))
+    nlp = spacy.blank("en")
+    nlp.add_pipe("easyfirst", config={"batch_size": 8})
+    many = sentences * (cores.MIN_WORDS // sum(map(len, sentences)) + 1)
+    before = set(multiprocessing.active_children())
+    docs = list(nlp.pipe(blank_docs(nlp, many), batch_size=len(many)))  # one Tagger.tag call
+    assert sum(len(doc) for doc in docs) >= cores.MIN_WORDS
+    assert set(multiprocessing.active_children()) == before
 
 
 def test_nlp_pipe_calls_the_tagger_once_per_batch_of_docs(sentences, monkeypatch):
@@ -78,7 +97,9 @@ def test_sentences_are_tagged_one_by_one_and_whitespace_is_no_word(tagger):
     doc = nlp("She reads a book.\n\nIt is late .")
     sentences = [[t.text for t in sent if not t.is_space] for sent in doc.sents]
     assert len(sentences) == 2 and any(t.is_space for t in doc)
-    assert [t.pos_ for t in doc if not t.is_space] == [tag for tags in tagger.tag(sentences) for tag in tags]
+    assert [t.pos_ for t in doc if not t.is_space] == [
+        tag for t in tagger.tag(sentences, records=True) for tag in t.tags
+    ]
     assert all(t.pos_ == "" for t in doc if t.is_space)
     assert [a.shape for a in doc._.easyfirst_attention] == [(5, 5), (4, 4)]
     for empty in ("", "  \n"):  # no words: nothing tagged, nothing to draw
@@ -106,7 +127,9 @@ def test_an_xpos_model_sets_the_fine_grained_tag(tmp_path, sentences):
     nlp = spacy.blank("en")
     nlp.add_pipe("easyfirst", config={"model": str(run)})
     docs = list(nlp.pipe(blank_docs(nlp, sentences)))
-    assert [[t.tag_ for t in doc] for doc in docs] == Tagger.load(run).tag(sentences)
+    assert [[t.tag_ for t in doc] for doc in docs] == [
+        t.tags for t in Tagger.load(run).tag(sentences, records=True)
+    ]
     assert all(t.pos_ == "" for doc in docs for t in doc)
 
 
@@ -114,7 +137,7 @@ def test_an_xpos_model_sets_the_fine_grained_tag(tmp_path, sentences):
 def test_an_ner_model_sets_the_entities_of_its_bio_tags(tmp_path):
     run = trained(tmp_path / "ner", "ner", NER_SAMPLE, epochs=3)
     sentences = [s.words for s in read_conll(NER_SAMPLE)]
-    tags = Tagger.load(run).tag(sentences)
+    tags = [t.tags for t in Tagger.load(run).tag(sentences, records=True)]
     nlp = spacy.blank("en")
     nlp.add_pipe("easyfirst", config={"model": str(run)})
     docs = list(nlp.pipe(blank_docs(nlp, sentences)))

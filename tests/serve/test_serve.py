@@ -65,9 +65,9 @@ def test_tokens_with_attention_and_probabilities(server):
     sentences = [["She", "reads", "a", "book", "."], ["Birds", "fly", "south", "in", "winter", "."]]
     status, answer = server.post({"sentences": sentences, "attention": True, "probabilities": True})
     assert status == 200, answer
-    tags, attention = Tagger.load().tag(sentences, return_attention=True)
-    assert [s["tags"] for s in answer["sentences"]] == tags
-    for sentence, expected in zip(answer["sentences"], attention, strict=True):
+    tagged = Tagger.load().tag(sentences, attention=True, records=True)
+    assert [s["tags"] for s in answer["sentences"]] == [t.tags for t in tagged]
+    for sentence, expected in zip(answer["sentences"], (t.attention for t in tagged), strict=True):
         matrix = sentence["attention"]
         length = len(sentence["tokens"])
         assert len(matrix) == length and all(len(row) == length for row in matrix)  # csoftmax, N = L
@@ -115,7 +115,7 @@ def test_the_page_tags_the_text_typed_and_draws_the_raindrop_of_the_sentence_pic
     from browser import chromium
     from easyfirst import Tagger
 
-    expected = Tagger.load().tag(TEXT)  # [(token, tag), ...] per sentence
+    expected = Tagger.load().tag(TEXT, records=True)  # one Tagged per sentence: its (token, tag) pairs
     with chromium() as context:
         page = context.new_page()
         errors = []
@@ -139,7 +139,7 @@ def test_the_page_tags_the_text_typed_and_draws_the_raindrop_of_the_sentence_pic
         assert page.get_attribute("#sentences button.sentence >> nth=1", "aria-pressed") == "true"
         refused = list(context.refused)
     words = [token for token, _ in expected[1]]
-    _, attention = Tagger.load().tag(words, return_attention=True)
+    attention = Tagger.load().tag([words], attention=True, records=True)[0].attention
     steps, length = attention.shape
     assert sorted((n, i) for n, i, _ in cells) == [(n, i) for n in range(steps) for i in range(length)]
     for n, i, alpha in cells:
@@ -249,7 +249,7 @@ def test_concurrent_clients_are_tagged_together(server):
         ["The", "dog", "barks", "at", "the", "mailman", "."],
         ["Birds", "fly"],
     ]
-    expected = Tagger.load().tag(sentences)
+    expected = [t.tags for t in Tagger.load().tag(sentences, records=True)]
     before = json.loads(server.get("/health")[1])
 
     def client(k: int) -> list[bool]:

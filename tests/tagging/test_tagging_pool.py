@@ -4,6 +4,7 @@ processes give what one process gives, bit for bit."""
 from __future__ import annotations
 
 import io
+import multiprocessing
 
 import pytest
 import torch
@@ -15,6 +16,7 @@ from easyfirst.data.buckets import INFERENCE_MAX_TOKENS, pack_batches
 from easyfirst.data.conllu import read_conllu
 from easyfirst.parallel import cores
 from easyfirst.tagging import pool as tagging_pool
+from easyfirst.tagging.pipeline import predictor
 
 
 def test_the_costliest_batches_go_first_to_the_least_loaded_process():
@@ -23,9 +25,14 @@ def test_the_costliest_batches_go_first_to_the_least_loaded_process():
     assert tagging_pool.balanced_shares([2], 3) == [[0], [], []]
 
 
-def test_more_processes_than_one_only_on_the_cpu():
+def test_more_processes_than_one_only_on_the_cpu_and_only_when_asked():
     assert tagging_pool.processes_for(3, torch.device("cpu")) == 3
+    assert tagging_pool.processes_for(None, torch.device("cpu")) == 1  # the library's default
     assert tagging_pool.processes_for(None, torch.device("cuda")) == 1
+    assert tagging_pool.processes_for(3, torch.device("cuda")) == 1
+    for wrong in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="processes"):
+            tagging_pool.processes_for(wrong, torch.device("cpu"))
 
 
 @pytest.fixture
@@ -41,23 +48,84 @@ def test_two_processes_tag_as_one_does_bit_for_bit(sentences):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one core's run (taskset -c 0): one torch thread, as each worker has
     try:
-        expected = one.tag(sentences, return_attention=True, return_probabilities=True, batch_size=8)
+        expected = one.tag(sentences, attention=True, probabilities=True, batch_size=8, records=True)
     finally:
         torch.set_num_threads(threads)
     assert one._pool is None
     two = Tagger.load()
     two.processes = 2
-    found = two.tag(sentences, return_attention=True, return_probabilities=True, batch_size=8)
+    found = two.tag(sentences, attention=True, probabilities=True, batch_size=8, records=True)
     pool = two._pool
     assert pool is not None and all(p.is_alive() for p in pool.workers.processes)  # the pool tagged
-    assert found[0] == expected[0]
-    for got, want in zip(found[1] + found[2], expected[1] + expected[2], strict=True):
-        assert got.shape == want.shape and torch.equal(got, want)
-    assert two.tag(sentences, batch_size=8) == expected[0]  # a second call: the same processes
+    assert found == expected  # tags, and attention and probabilities tensors equal bit for bit
+    tags = [t.tags for t in expected]
+    assert [
+        t.tags for t in two.tag(sentences, batch_size=8, records=True)
+    ] == tags  # a second call: the same processes
     assert two._pool is pool
     pool.close()
     assert not any(p.is_alive() for p in pool.workers.processes)
-    assert two.tag(sentences[:2]) == expected[0][:2]  # small: this process alone
+    assert [t.tags for t in two.tag(sentences[:2], records=True)] == tags[:2]  # small: this process alone
+
+
+def test_a_library_call_forks_nothing_unless_it_asks(sentences, monkeypatch):
+    """The library's default is this process alone (issue #45: the spaCy component forked inside its
+    users' pipelines): a large call forks only with ``processes=`` or ``Tagger.processes``, and a call
+    that asks for another number of processes than the pool's gets a pool of its own."""
+    import easyfirst.api
+
+    made = []
+    pool_class = easyfirst.api.TaggingPool
+    monkeypatch.setattr(
+        easyfirst.api, "TaggingPool", lambda *a, **k: made.append(a[3]) or pool_class(*a, **k)
+    )
+    tagger = Tagger.load()
+    assert tagger.processes is None and sum(map(len, sentences)) >= cores.MIN_WORDS
+    before = set(multiprocessing.active_children())
+    alone = tagger.tag(sentences, batch_size=8, records=True)
+    assert tagger._pool is None and made == [] and set(multiprocessing.active_children()) == before
+    try:
+        assert tagger.tag(sentences, batch_size=8, processes=2, records=True) == alone
+        assert made == [2] and tagger._pool is not None and not tagger._pool.closed
+        assert (
+            tagger.tag(sentences, batch_size=8, processes=1, records=True) == alone
+        )  # this one, the pool kept
+        assert tagger.tag(sentences, batch_size=8, records=True) == alone and made == [2]
+        tagger.processes = 3
+        assert tagger.tag(sentences, batch_size=8, records=True) == alone and made == [2, 3]
+    finally:
+        tagger.close()
+    with pytest.raises(ValueError, match="processes"):
+        tagger.tag(sentences, processes=0, records=True)
+
+
+def test_the_cli_asks_for_one_process_per_core(sentences, monkeypatch):
+    """``easyfirst evaluate`` (and every verb that loads a tagger through easyfirst.cli.common.load_tagger)
+    tags a large call on every core, as before issue #45; here in this process, on the sample cut into
+    batches of 8 sentences."""
+    import contextlib
+    import sys
+
+    import easyfirst.api
+    from easyfirst.cli import main
+
+    made = []
+    pool_class = easyfirst.api.TaggingPool
+
+    def recorded(*args, **kwargs):
+        made.append(pool_class(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(easyfirst.api, "TaggingPool", recorded)
+    monkeypatch.setattr(cores, "tagging_processes", lambda requested=None: 2)
+    monkeypatch.setattr(sys, "argv", ["easyfirst", "evaluate", str(SAMPLE), "--batch-size", "8", "--json"])
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), pytest.raises(SystemExit) as exit:
+            main()
+        assert exit.value.code == 0 and [pool.workers.count for pool in made] == [2]
+    finally:
+        for pool in made:
+            pool.close()
 
 
 def test_easyfirst_tag_on_every_core_writes_the_bytes_of_one_process(tmp_path):
@@ -80,7 +148,7 @@ def test_easyfirst_tag_on_every_core_writes_the_bytes_of_one_process(tmp_path):
     torch.set_num_threads(1)
     try:
         expected = io.BytesIO()
-        tag_conllu(big, expected, one.tag)
+        tag_conllu(big, expected, predictor(one, 256))
     finally:
         torch.set_num_threads(threads)
     assert (tmp_path / "out.conllu").read_bytes() == expected.getvalue()
@@ -104,19 +172,27 @@ def test_batches_packed_without_torch_are_the_batches_collate_makes(sentences):
 
 
 def test_batches_packed_before_tag_as_the_words_do(sentences):
-    """``Tagger.tag(..., batches=)`` (easyfirst tag packs them ahead): each sentence's row must come
+    """``Tagger._tag_packed`` (easyfirst tag packs the batches ahead): each sentence's row must come
     back to it after the sorting into batches, in one process and in the pool; batches packed with
-    another batch size are refused."""
+    another batch size are refused. The deprecated ``tag(..., batches=)`` still gives its old result."""
     tagger = Tagger.load()
     packed = pack_batches(sentences, tagger.vocabs, batch_size=8)
-    expected = tagger.tag(sentences, return_probabilities=True, batch_size=8)
+    expected = tagger.tag(sentences, probabilities=True, batch_size=8, records=True)
     for processes in (1, 2):
         tagger.processes = processes
-        found = tagger.tag(sentences, return_probabilities=True, batch_size=8, batches=packed)
-        assert found[0] == expected[0]
-        assert all(torch.equal(a, b) for a, b in zip(found[1], expected[1], strict=True))
+        found = tagger._tag_packed(sentences, packed, batch_size=8)
+        assert [t.tags for t in found] == [t.tags for t in expected]
+        with pytest.warns(DeprecationWarning) as caught:
+            tags, probabilities = tagger.tag(
+                sentences, return_probabilities=True, batch_size=8, batches=packed
+            )
+        (said,) = [str(w.message) for w in caught]  # one warning, naming both old keywords
+        assert "for return_probabilities=, " in said and "for batches=, " in said
+        assert tags == [t.tags for t in expected]
+        assert all(torch.equal(a, t.probabilities) for a, t in zip(probabilities, expected, strict=True))
+    tagger.close()
     with pytest.raises(ValueError, match="not made for these sentences"):
-        tagger.tag(sentences, batch_size=16, batches=packed)
+        tagger._tag_packed(sentences, packed, batch_size=16)
 
 
 @pytest.mark.parametrize("packed", [True, False], ids=["packed", "words only"])
@@ -130,7 +206,7 @@ def test_processes_that_follow_the_windows_tag_as_one_does_and_share_them(senten
     tagger = Tagger.load()
     windows = [sentences, sentences[:2], [], sentences[3:], [[], []], sentences[::2]]
     windows = [(w, pack_batches(w, tagger.vocabs, batch_size=8) if packed else None) for w in windows]
-    one = [tagger.tag(window, batch_size=8) if window else [] for window, _ in windows]
+    one = [tagger.tag(window, batch_size=8, records=True) if window else [] for window, _ in windows]
     ahead = ReadAhead(lambda: iter(windows), copies=1, copy=lambda window: window)
     tagger.processes = 2
     assert tagger.follow(ahead.copies, batch_size=8)
@@ -138,7 +214,7 @@ def test_processes_that_follow_the_windows_tag_as_one_does_and_share_them(senten
     mine = []  # the batches this process tagged (the worker, forked already, keeps the original)
     own_job = tagging_pool.tag_job
     monkeypatch.setattr(tagging_pool, "tag_job", lambda *a: mine.append(1) or own_job(*a))
-    found = [tagger.tag(window, batches=b, batch_size=8) if window else [] for window, b in ahead]
+    found = [tagger._tag_packed(window, b, batch_size=8) if window else [] for window, b in ahead]
     assert found == one
     batches = [len(tagging_pool.make_jobs(w, None, None, 8, INFERENCE_MAX_TOKENS)[1]) for w, _ in windows]
     words = [sum(map(len, w)) for w, _ in windows]
@@ -146,7 +222,7 @@ def test_processes_that_follow_the_windows_tag_as_one_does_and_share_them(senten
     assert pool.claims.next.value == shared  # every batch of the shared windows taken once
     assert len(mine) - batches[1] < shared  # the worker took some (the small window's: this process's)
     with pytest.raises(RuntimeError, match="follow a read-ahead"):
-        tagger.tag(sentences, batch_size=16)
+        tagger.tag(sentences, batch_size=16, records=True)
     pool.close()
     assert not any(p.is_alive() for p in pool.workers.processes)
 
@@ -175,7 +251,7 @@ def test_easyfirst_tag_on_a_file_of_several_windows_writes_the_bytes_of_one_proc
     one = Tagger.load()
     one.processes = 1
     expected = io.BytesIO()
-    tag_conllu(big, expected, one.tag)
+    tag_conllu(big, expected, predictor(one, 256))
     assert (tmp_path / "out.conllu").read_bytes() == expected.getvalue()
 
 
@@ -186,12 +262,12 @@ def test_a_worker_that_died_is_reported_as_such(sentences):
 
     tagger = Tagger.load()
     tagger.processes = 2
-    tagger.tag(sentences, batch_size=8)
+    tagger.tag(sentences, batch_size=8, records=True)
     worker = tagger._pool.workers.processes[0]
     worker.kill()
     worker.join()
     with pytest.raises(WorkerFailed, match="worker 1 exited"):
-        tagger.tag(sentences, batch_size=8)
+        tagger.tag(sentences, batch_size=8, records=True)
     tagger._pool.close()
 
 

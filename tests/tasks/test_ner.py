@@ -82,8 +82,8 @@ def test_analyze_says_where_the_first_focus_goes_against_the_entities(ner_run):
     assert result.returncode == 0, result.stderr.decode()
     entities = json.loads(result.stdout)["entities"]
     sentences = [s for s in read_conll(NER_SAMPLE) if set(s.tags) != {"O"}]
-    _, attention = Tagger.load(ner_run).tag([s.words for s in sentences], return_attention=True)
-    on_entity = [s.tags[int(a[0].argmax())] != "O" for s, a in zip(sentences, attention, strict=True)]
+    tagged = Tagger.load(ner_run).tag([s.words for s in sentences], attention=True, records=True)
+    on_entity = [s.tags[int(t.attention[0].argmax())] != "O" for s, t in zip(sentences, tagged, strict=True)]
     assert entities["sentences"] == len(sentences) > 0
     assert entities["share_on_entity"] == pytest.approx(sum(on_entity) / len(sentences))
     text = run_cli("analyze", NER_SAMPLE, "-m", ner_run).stdout.decode()
@@ -134,14 +134,14 @@ def test_ner_runs_n_as_a_maximum_and_an_older_run_keeps_n_for_every_sentence(ner
 
     config = json.loads((ner_run / "config.json").read_text())
     assert config["model"]["sketch_steps"] == 5 and config["model"]["steps_beyond_length"] is False
-    _, attention = Tagger.load(ner_run).tag([["John", "Smith"]], return_attention=True)
-    assert attention[0].shape == (2, 2)
+    (tagged,) = Tagger.load(ner_run).tag([["John", "Smith"]], attention=True, records=True)
+    assert tagged.attention.shape == (2, 2)
     old = tmp_path / "old-run"
     shutil.copytree(ner_run, old)
     del config["model"]["steps_beyond_length"]
     (old / "config.json").write_text(json.dumps(config))
-    _, attention = Tagger.load(old).tag([["John", "Smith"]], return_attention=True)
-    assert attention[0].shape == (5, 2)
+    (tagged,) = Tagger.load(old).tag([["John", "Smith"]], attention=True, records=True)
+    assert tagged.attention.shape == (5, 2)
 
 
 def test_a_file_of_the_wrong_kind_says_which_model_reads_what(ner_run, tmp_path):

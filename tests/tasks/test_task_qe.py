@@ -86,10 +86,10 @@ def test_claim_input_refuses_half_the_files_or_both_ways(tmp_path):
         QE().claim_input(None, {"src": src, "mt": mt, "alignments": tmp_path / "none"})
 
 
-def predict_with(heads):
-    def predict(words, extras, return_heads):
-        assert return_heads and len(extras) == len(words)
-        return [["BAD"] * len(w) for w in words], heads
+def predict_with(found):
+    def predict(words, extras, heads: bool):  # easyfirst.tagging.pipeline.predictor's QE form
+        assert heads and len(extras) == len(words)
+        return [["BAD"] * len(w) for w in words], found
 
     return predict
 

@@ -72,8 +72,10 @@ def test_easy_first_help_states_the_recipe():
 
 def first_half_largest_by_hand(tagger, sentences) -> float:
     """Mean over steps n ≤ ⌈N/2⌉ of all sentences of max_i αⁿ_i, from the attention the tagger returns."""
-    _, attention = tagger.tag([s.words for s in sentences], return_attention=True)
-    largest = [max(row.tolist()) for a in attention for row in a[: math.ceil(a.shape[0] / 2)]]
+    tagged = tagger.tag([s.words for s in sentences], attention=True, records=True)
+    largest = [
+        max(row.tolist()) for a in (t.attention for t in tagged) for row in a[: math.ceil(a.shape[0] / 2)]
+    ]
     return sum(largest) / len(largest)
 
 

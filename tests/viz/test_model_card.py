@@ -126,7 +126,7 @@ def test_export_drops_the_affix_vocabularies_a_model_without_affixes_never_reads
     assert exported["words"] == vocab["words"]
     assert "| affix n-grams | none |" in (tmp_path / "out" / "README.md").read_text()
     text = "The cat sat on the mat . Dogs bark ."
-    assert Tagger.load(tmp_path / "out").tag(text) == Tagger.load(run).tag(text)
+    assert Tagger.load(tmp_path / "out").tag(text, records=True) == Tagger.load(run).tag(text, records=True)
 
 
 def test_export_needs_one_output_folder(run_dir, tmp_path):

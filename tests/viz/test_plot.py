@@ -15,6 +15,7 @@ from rich.console import Console
 from conftest import SAMPLE, run_cli, train_on_sample
 from easyfirst import Tagger
 from easyfirst.data.conllu import read_conllu
+from easyfirst.tagging.tagged import Tagged
 from easyfirst.viz.analysis import analyze
 from easyfirst.viz.plot import MISTAKE, Drop, figure, tag_style, terminal
 
@@ -30,7 +31,8 @@ def run_dir(tmp_path_factory):
 def test_figure_draws_the_models_attention_with_tagged_labels(run_dir):
     tagger = Tagger.load(run_dir)
     sentence = read_conllu(SAMPLE)[2]
-    tags, attention = tagger.tag([sentence.words], return_attention=True)
+    tagged = tagger.tag([sentence.words], attention=True, records=True)
+    tags, attention = [t.tags for t in tagged], [t.attention for t in tagged]
     drop = Drop(sentence.words, tags[0], attention[0], sentence.tags, "t")
     fig = figure([drop], tagger.tags)
     heat, beta_panel = fig.axes[0], fig.axes[1]
@@ -80,17 +82,17 @@ def test_compare_draws_one_panel_per_model(run_dir, tmp_path):
     result = run_cli("plot", "-m", run_dir, "--compare", run_dir, "--text", "The dog barks .", "-o", fig_path)
     assert result.returncode == 0, result.stderr.decode()
     tagger = Tagger.load(run_dir)
-    _, attention = tagger.tag([["The", "dog", "barks", "."]], return_attention=True)
-    fig = figure([Drop(["The", "dog", "barks", "."], ["X"] * 4, attention[0])] * 2, tagger.tags)
+    (tagged,) = tagger.tag([["The", "dog", "barks", "."]], attention=True, records=True)
+    fig = figure([Drop(["The", "dog", "barks", "."], ["X"] * 4, tagged.attention)] * 2, tagger.tags)
     assert len([ax for ax in fig.axes if ax.get_images()]) == 4  # two heatmaps, two β panels
 
 
 def test_terminal_rendering_lists_words_and_one_row_per_step(run_dir):
     tagger = Tagger.load(run_dir)
     words = ["The", "dog", "barks", "."]
-    tags, attention = tagger.tag([words], return_attention=True)
+    (tagged,) = tagger.tag([words], attention=True, records=True)
     console = Console(record=True, width=200)
-    console.print(terminal(Drop(words, tags[0], attention[0]), tagger.tags))
+    console.print(terminal(Drop(words, tagged.tags, tagged.attention), tagger.tags))
     text = console.export_text()
     assert "1:The/" in text and "4:./" in text
     steps = [line.split()[0] for line in text.splitlines() if re.match(r"\s*\d+ ", line)]
@@ -110,8 +112,10 @@ def test_analyze_matches_a_direct_count(run_dir):
     tagger = Tagger.load(run_dir)
     sentences = read_conllu(SAMPLE)
     stats = analyze(tagger, [s.words for s in sentences], [s.tags for s in sentences])
-    _, attention = tagger.tag([s.words for s in sentences], return_attention=True)
-    verbs = sum(s.tags[int(a[0].argmax())] == "VERB" for s, a in zip(sentences, attention, strict=True))
+    tagged = tagger.tag([s.words for s in sentences], attention=True, records=True)
+    verbs = sum(
+        s.tags[int(t.attention[0].argmax())] == "VERB" for s, t in zip(sentences, tagged, strict=True)
+    )
     assert stats["first_focus"].get("VERB", 0) == pytest.approx(verbs / len(sentences))
     assert sum(stats["first_focus"].values()) == pytest.approx(1.0)
     assert stats["evenness"]["share_beta_one"] == 1.0  # csoftmax with N = L
@@ -156,8 +160,9 @@ class _FixedAttention:
         self.matrices = [torch.tensor(m, dtype=torch.float64) for m in matrices]
         self.model = type("Model", (), {"decoder": object(), "steps": steps})()
 
-    def tag(self, words, return_attention, batch_size, extras):
-        return [["X"] * len(w) for w in words], self.matrices
+    def tag(self, words, *, records, attention, batch_size, extras):
+        assert records is True and attention is True  # what analyze asks of Tagger.tag
+        return [Tagged(list(w), ["X"] * len(w), m) for w, m in zip(words, self.matrices, strict=True)]
 
 
 def test_sharpness_statistics_by_hand():

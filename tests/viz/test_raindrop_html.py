@@ -40,10 +40,10 @@ def test_the_notebook_fragment_carries_the_apis_tokens_tags_and_attention(tagger
     [(_, [view])] = embedded(raindrop._repr_html_())
     words = ["It", "paid", "in", "cash", "."]
     assert view["tokens"] == words
-    tags, attention = tagger.tag([words], return_attention=True)
-    assert view["tags"] == tags[0]
-    assert len(view["attention"]) == attention[0].shape[0]
-    for row, expected in zip(view["attention"], attention[0].tolist(), strict=True):
+    (tagged,) = tagger.tag([words], attention=True, records=True)
+    assert view["tags"] == tagged.tags
+    assert len(view["attention"]) == tagged.attention.shape[0]
+    for row, expected in zip(view["attention"], tagged.attention.tolist(), strict=True):
         assert row == pytest.approx(expected, abs=1e-6)
     assert "gold" not in view
 
@@ -130,10 +130,10 @@ def test_compare_puts_one_view_per_model_side_by_side_on_the_page(tagger, tmp_pa
     assert result.returncode == 0, result.stderr.decode()
     [(_, views)] = embedded(out.read_text(encoding="utf-8"))
     assert [v["title"].split(":")[0] for v in views] == ["bundled model", default_model_path().name]
-    _, attention = tagger.tag([words], return_attention=True)
+    (tagged,) = tagger.tag([words], attention=True, records=True)
     for view in views:
         assert view["tokens"] == words
-        for row, expected in zip(view["attention"], attention[0].tolist(), strict=True):
+        for row, expected in zip(view["attention"], tagged.attention.tolist(), strict=True):
             assert row == pytest.approx(expected, abs=1e-6)
 
 
