@@ -3,11 +3,10 @@
 A config file has the tables ``[data]``, ``[model]``, ``[loss]`` and ``[train]``, whose keys are the
 fields of :class:`DataConfig`, :class:`ModelConfig`, :class:`LossConfig` and :class:`TrainConfig`; a
 missing table or key keeps its default (so model folders written before a key existed load as they
-were trained). Unknown keys are errors, so a typo
-in a config file is reported rather than silently ignored. The defaults here are the paper's §5.1
-values with 16 sentences per update; each task changes some of them (easyfirst.tasks: ``pos`` trains
-in the paper's own regime at lr 0.05), and ``configs/pos.toml``, ``ner.toml`` and ``qe.toml`` write
-each task's values out.
+were trained). Unknown keys are errors, so a typo in a config file is reported. The defaults are the
+paper's §5.1 values with 16 sentences per update; each task changes some (easyfirst.tasks), and
+``configs/pos.toml``, ``ner.toml`` and ``qe.toml`` write each task's values out. A run uses its
+config resolved once (:meth:`Config.resolved`): read-only, with what its values imply.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from typing import Any
 from easyfirst.backends import CHOICES
 from easyfirst.errors import InputError, suggest
 from easyfirst.fields import (
+    Freezable,
     Origin,
     any_integer,
     at_least,
@@ -58,9 +58,8 @@ def task_names() -> list[str]:
 
 
 @dataclass
-class DataConfig:
+class DataConfig(Freezable):
     task: str = field(default="pos", metadata=checked(one_of(lambda: task_names())))
-    # None: the task's default set (see easyfirst.data.datasets)
     train: str | None = field(
         default=None, metadata=option("Training file (default: the task's data set).", metavar="PATH")
     )
@@ -70,12 +69,11 @@ class DataConfig:
     test: str | None = field(
         default=None, metadata=option("Test file, scored once at the end.", metavar="PATH")
     )
-    tag_column: str = field(  # CoNLL-U column holding the target tags
+    tag_column: str = field(
         default="upos",
         metadata=option("CoNLL-U column to learn: upos or xpos.", choices=lambda: ["upos", "xpos"]),
     )
-    # training drops longer sentences (0: none); evaluation never does. The paper's 50 (§5.1) is POS's
-    # default, where N = L makes a sentence cost O(L²); N = 5 (ner, qe) costs O(5L): they keep them all
+    # the paper's 50 (§5.1) is POS's default, where N = L costs O(L²); N = 5 (ner, qe) costs O(5L)
     max_train_length: int = field(
         default=50,
         metadata=option(
@@ -119,9 +117,8 @@ SAVED_BEFORE = {
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(Freezable):
     epochs: int = field(default=20, metadata=option("Training epochs.", check=at_least(1)))
-    # easyfirst.training.optim: adagrad (the paper's), adam, nadam, adamw or sgd (with momentum)
     optimizer: str = field(
         default="adagrad",
         metadata=option(
@@ -133,13 +130,13 @@ class TrainConfig:
     momentum: float = field(
         default=0.0, metadata=option("SGD's momentum (0: none).", check=fraction(), metavar="M")
     )
-    lr_decay: float = field(  # epoch e at lr / (1 + d·(e − 1)), as Ma & Hovy's (2016) SGD
+    lr_decay: float = field(
         default=0.0,
         metadata=option(
             "Epoch e trains at lr / (1 + D·(e - 1)) (0: a constant rate).", check=non_negative(), metavar="D"
         ),
     )
-    clip: float = field(  # gradient-norm rescaling (inf: none)
+    clip: float = field(
         default=5.0,
         metadata=option(
             "Rescale the gradient to this global norm when it is larger (inf: never).",
@@ -147,7 +144,7 @@ class TrainConfig:
             metavar="NORM",
         ),
     )
-    patience: int = field(  # early stopping on the dev score (0: every epoch runs)
+    patience: int = field(
         default=0,
         metadata=option(
             "Stop when the dev score has not improved for P epochs (0: train all --epochs).",
@@ -176,7 +173,6 @@ class TrainConfig:
     )
     eval_batch_size: int = field(default=256, metadata=checked(at_least(1)))
     seed: int = field(default=1, metadata=option("Random seed.", check=at_least(0)))
-    # Hogwild processes for one sentence per update on the CPU (easyfirst.training.hogwild); unset: one per core
     workers: int | None = field(
         default=None,
         metadata=option(
@@ -188,7 +184,6 @@ class TrainConfig:
             show=lambda value: "one per core" if value is None else str(value),
         ),
     )
-    # which backend computes the encoder and decoder (easyfirst.backends); auto: the chooser's pick per batch
     backend: str = field(
         default="auto",
         metadata=option(
@@ -211,15 +206,14 @@ class TrainConfig:
             show=lambda v: "torch's choice" if not v else str(v),
         ),
     )
-    checkpoint_every: int = field(  # also checkpoint every K updates within an epoch (0: at epoch ends only)
+    checkpoint_every: int = field(
         default=0,
         metadata=option(
             "Also checkpoint every K updates (0: at epoch ends only).", check=at_least(0), metavar="K"
         ),
     )
-    # the attention temperature annealed over the epochs (easyfirst.training.anneal; issue #26): geometrically from
-    # anneal_from at epoch 1 to anneal_to at epoch anneal_epochs, then kept; 0 epochs: no annealing, the
-    # model's attention_temperature throughout. Annealing writes each epoch's value into attention_temperature
+    # the attention temperature annealed over the epochs (easyfirst.training.anneal; issue #26): from anneal_from
+    # at epoch 1 to anneal_to at epoch anneal_epochs, then kept; 0: none. Each epoch's is training state
     anneal_epochs: int = field(
         default=0,
         metadata=option(
@@ -241,7 +235,6 @@ class TrainConfig:
             "The attention temperature reached at epoch E when annealing.", check=positive(), metavar="T"
         ),
     )
-    # the dev score that chooses the best epoch (a report key, higher is better); unset: the task's
     best_metric: str | None = field(
         default=None,
         metadata=option(
@@ -260,7 +253,7 @@ class TrainConfig:
 
 
 @dataclass
-class Config:
+class Config(Freezable):
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     loss: LossConfig = field(default_factory=LossConfig)
@@ -271,6 +264,29 @@ class Config:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def resolved(self, source: str = "<config>") -> Config:
+        """The config a run uses: a read-only copy (FrozenInstanceError on a write) with what the values
+        imply (:meth:`imply`), checked (errors name where a value was given, else ``source``)."""
+        config = self.thawed()
+        config.imply()
+        config.validate(source)
+        config.freeze()
+        return config
+
+    def imply(self) -> None:
+        """Set what the values imply, once all are set: a BiLSTM has no sketch steps; with vectors, the
+        task's defaults with vectors where not given; an attention without learned scores, temperature 1."""
+        from easyfirst.tasks import TASKS
+
+        m, task = self.model, self.data.task  # either may be a name validate refuses
+        if m.pretrained and task in TASKS:
+            self.update(TASKS[task].with_vectors, f"task {task} with vectors", keep_given=True)
+        scores = getattr(KINDS.get(m.attention), "scores", None)
+        if not self.given("model.attention_temperature") and scores != "attention":
+            m.attention_temperature = 1.0
+        if m.model == "bilstm":
+            m.sketch_steps = 0
 
     @classmethod
     def for_task(cls, task: str) -> Config:
@@ -294,9 +310,9 @@ class Config:
     def from_dict(
         cls, raw: dict[str, Any], source: str = "<config>", task: str | None = None, lines: dict | None = None
     ) -> Config:
-        """A config from TOML/JSON tables; keys left out take the defaults of its ``[data] task`` (or of
-        ``task``, which must then agree with it; without either, POS). ``lines`` maps (section, key) to
-        the key's line in ``source``, for the errors."""
+        """A config from TOML/JSON tables, checked, with what its values imply, writable; keys left out
+        take the defaults of its ``[data] task`` (or of ``task``, which must then agree with it; else
+        POS). ``lines`` maps (section, key) to the key's line in ``source``, for the errors."""
         from easyfirst.tasks import DEFAULT_TASK
 
         lines = lines or {}
@@ -307,7 +323,7 @@ class Config:
         task = data.get("task", task or DEFAULT_TASK)
         if task not in task_names():
             raise InputError(f"data.task must be one of {', '.join(task_names())}, not {task!r}", *where)
-        config = cls.for_task(task)
+        config = cls.for_task(task)  # a writable config, resolved at the end
         for section, value in raw.items():
             if section not in SECTIONS:
                 raise InputError(
@@ -319,20 +335,19 @@ class Config:
                 raise InputError(f"[{section}] must be a table", source, lines.get((section, None)))
             for key, item in value.items():
                 config.assign(section, key, item, (source, lines.get((section, key))))
-        config.validate(source)
-        return config
+        return config.resolved(source).thawed()
 
     @classmethod
     def from_saved(cls, raw: dict[str, Any], source: str = "<config>") -> Config:
-        """The config of a run folder (its config.json). A key the file lacks because the run was saved
-        before the key existed takes the behaviour runs had then (``SAVED_BEFORE``), not today's default,
-        so an old model tags as it did."""
+        """The config of a run folder (its config.json), resolved (read-only). A key the file lacks
+        because the run was saved before the key existed takes the behaviour runs had then
+        (``SAVED_BEFORE``), not today's default, so an old model tags as it did."""
         for section, keys in SAVED_BEFORE.items():
             table = raw.get(section)
             if isinstance(table, dict):
                 for key, value in keys.items():
                     table.setdefault(key, value)
-        return cls.from_dict(raw, source)
+        return cls.from_dict(raw, source).resolved(source)
 
     @classmethod
     def load(cls, path: str | Path, task: str | None = None) -> Config:
@@ -362,7 +377,8 @@ class Config:
 
     def validate(self, source: str = "<config>") -> None:
         """Check every field against its rule (easyfirst.fields), each error naming where the value was
-        given (``source`` for a value with no other origin), then the rules that tie fields together."""
+        given (``source`` for a value with no other origin), then the rules that tie fields together;
+        writes nothing (what values imply: :meth:`resolved`)."""
         for section in SECTIONS:
             target = getattr(self, section)
             for f in fields(target):
@@ -382,16 +398,6 @@ class Config:
                 f"data.scheme = {self.data.scheme!r}: the {task.name} task learns {' or '.join(task.schemes)}",
                 *where("data.scheme"),
             )
-        if self.model.pretrained:  # the task's defaults with word vectors (POS: a sharper temperature)
-            self.update(
-                TASKS[self.data.task].with_vectors, f"task {self.data.task} with vectors", keep_given=True
-            )
-        if (
-            not self.given("model.attention_temperature")
-            and KINDS[self.model.attention].scores != "attention"
-        ):
-            # a task's default temperature (POS: 0.35) where the attention chosen has no scores to divide
-            self.model.attention_temperature = 1.0
         self.model.validate(where)
         self.loss.validate(self.model.crf, where)
         m, t = self.model, self.train

@@ -19,13 +19,14 @@ spaces (easyfirst.tuning) read alike.
 from __future__ import annotations
 
 import codecs
+import copy
 import functools
 import math
 import re
 import sys
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import Field, dataclass
+from dataclasses import Field, FrozenInstanceError, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,45 @@ def encoding() -> Rule:
 def any_integer(what: str) -> Rule:
     """A numeric field that takes every integer (says so, rather than having no rule)."""
     return Rule(lambda v: True, what)
+
+
+class Freezable:
+    """A config, or a section of one, that becomes read-only once resolved (easyfirst.config.Config.
+    resolved): after :meth:`freeze` (of it and of the Freezable values it holds, its sections), setting
+    any attribute raises FrozenInstanceError (an AttributeError). Building a config (TOML, ``--set``,
+    flags) writes into an unfrozen one; :meth:`thawed` is a writable copy, :meth:`replaced` a frozen
+    copy with some values changed."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self.__dict__.get("_frozen"):
+            raise FrozenInstanceError(
+                f"cannot set {type(self).__name__}.{name}: a resolved configuration is read-only "
+                "(what changes while training runs is training state)"
+            )
+        object.__setattr__(self, name, value)
+
+    @property
+    def frozen(self) -> bool:
+        return self.__dict__.get("_frozen", False)
+
+    def freeze(self, frozen: bool = True) -> None:
+        object.__setattr__(self, "_frozen", frozen)
+        for value in vars(self).values():
+            if isinstance(value, Freezable):
+                value.freeze(frozen)
+
+    def thawed(self):
+        copied = copy.deepcopy(self)
+        copied.freeze(False)
+        return copied
+
+    def replaced(self, part: str, **values: Any):
+        """A frozen copy with ``values`` set in its part ``part`` (a config's section)."""
+        copied = self.thawed()
+        for key, value in values.items():
+            setattr(getattr(copied, part), key, value)
+        copied.freeze()
+        return copied
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,7 @@ def train(**given) -> None:
     resume: Path | None = given["resume"]
     if resume is not None:
         return resume_training(resume, given)
-    cfg = configured(given)
+    cfg = configured(given).resolved("command line")
     check_paths(cfg)
     note_summed_batches(cfg, given_flags("train", TrainConfig, given))
     check_device(given["device"])
@@ -180,9 +180,10 @@ def train(**given) -> None:
 
 
 def configured(given: dict) -> Config:
-    """The run's config from the command line: the task's defaults or ``--config``, then ``--set``, then
-    ``--easy-first``'s recipe, then the flags; checked. ``given`` holds the verb's parameters (the flags
-    that are not given, or that the verb lacks, count as not given)."""
+    """The run's config from the command line, still writable: the task's defaults or ``--config``,
+    then ``--set``, then ``--easy-first``'s recipe, then the flags (``.resolved()`` checks it and gives
+    the run's read-only config). ``given`` holds the verb's parameters (the flags that are not given, or
+    that the verb lacks, count as not given)."""
     task = given.get("task")
     if task is not None and task not in TASKS:
         raise InputError(f"--task must be one of {', '.join(TASKS)}, not {task!r}")
@@ -198,17 +199,7 @@ def configured(given: dict) -> Config:
     for section, cls in SECTIONS.items():
         for key, (value, flag) in config_values(section, cls, given).items():
             cfg.assign(section, key, value, (flag, None))
-    settle(cfg)
     return cfg
-
-
-def settle(cfg: Config, source: str = "command line") -> None:
-    """What a run's config goes through once its values are all set: a BiLSTM has no sketch steps, and
-    every field and the rules between fields are checked (errors name where a value was given, else
-    ``source``)."""
-    if cfg.model.model == "bilstm":
-        cfg.model.sketch_steps = 0
-    cfg.validate(source)
 
 
 def check_paths(cfg: Config) -> None:
@@ -231,7 +222,7 @@ def check_paths(cfg: Config) -> None:
                 f"model.{key} {path!r} not found (easyfirst data --vectors lists the named sets)", *origin
             )
         # a named set not installed, a file of the wrong kind, a size given that differs, the wrong task
-        cfg.follow_vectors(open_vectors(path), size)
+        cfg.thawed().follow_vectors(open_vectors(path), size)
 
 
 def note_summed_batches(cfg: Config, flags: list[str]) -> None:
@@ -303,11 +294,11 @@ def resume_training(folder: Path, given: dict) -> None:
             "command that started it again",
             folder,
         )
-    cfg = Config.from_saved(read_json(folder / CONFIG_FILE), str(folder / CONFIG_FILE))
+    cfg = Config.from_saved(read_json(folder / CONFIG_FILE), str(folder / CONFIG_FILE)).thawed()
     for key, flag in RESUMABLE.items():
         if given[key] is not None:
             cfg.assign("train", key.split("__")[1], given[key], (flag, None))
-    cfg.validate("command line")
+    cfg = cfg.resolved("command line")
     check_device(given["device"])
     again = stopped_before_first_checkpoint(folder)
     if again:

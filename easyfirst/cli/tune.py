@@ -17,7 +17,7 @@ import typer
 from easyfirst.cli import app
 from easyfirst.cli.common import check_device, err, given_path
 from easyfirst.cli.options import config_parameters
-from easyfirst.cli.train import COMMON, SECTIONS, _task_defaults, check_paths, configured, settle
+from easyfirst.cli.train import COMMON, SECTIONS, _task_defaults, check_paths, configured
 from easyfirst.errors import InputError
 from easyfirst.fields import read_toml
 
@@ -192,11 +192,12 @@ def tune(**given) -> None:
     base.assign("train", "threads", given["train__threads"] or 1, ("--threads", None))
     if not base.given("train.workers"):
         base.assign("train", "workers", 1, ("--threads", None))
+    base = base.resolved("command line").thawed()  # the values it implies, kept by every trial's copy
     check_paths(base)
     if given["space"] is None and before is None:
         raise InputError("a new study needs its search space: --space PATH (e.g. configs/tune/ner.toml)")
     text = read_toml(given["space"], "search space")[1] if given["space"] else before["space_text"]
-    space = read_space(text, settings["space"], base, settle)
+    space = read_space(text, settings["space"], base)
     objectives = kept.objectives(settings["objectives"])
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
@@ -234,7 +235,7 @@ def run_study(study, folder: Path, base, space, objectives: list[str], given: di
         results = given["results"] or folder / "best" / "results.json"
         seeds = retrain.parse_seeds(given["seeds"])
         paths = studies.split_paths(base)
-        retrain.retrain_best(study, base, space, settle, paths, folder, seeds, results, given["device"], err)
+        retrain.retrain_best(study, base, space, paths, folder, seeds, results, given["device"], err)
         return
     if not given["report"]:
         with studies.locked(folder):  # one process queues an interrupted trial again
@@ -246,7 +247,6 @@ def run_study(study, folder: Path, base, space, objectives: list[str], given: di
             folder,
             base,
             space,
-            settle,
             studies.split_paths(base),
             given["device"],
             objectives,

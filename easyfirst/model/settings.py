@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from easyfirst.data.vocab import DEFAULT_PRETRAINED_WORDS
 from easyfirst.errors import InputError
 from easyfirst.fields import (
+    Freezable,
     Where,
     at_least,
     checked,
@@ -76,7 +77,7 @@ def dropout_at_place(help_text: str):
 
 
 @dataclass
-class ModelConfig:
+class ModelConfig(Freezable):
     model: str = field(
         default="nef-f",
         metadata=option(
@@ -363,7 +364,7 @@ class ModelConfig:
 
 
 @dataclass
-class LossConfig:
+class LossConfig(Freezable):
     """The per-word training objective (easyfirst.losses); with ``crf`` the CRF's likelihood replaces it."""
 
     loss: str = field(  # softmax (α = 1), entmax15 (α = 1.5), sparsemax (α = 2), entmax (α = alpha)
