@@ -29,7 +29,6 @@ from easyfirst.fields import (
     fraction,
     non_negative,
     one_of,
-    option,
     positive,
     read_toml,
     set_field,
@@ -60,48 +59,19 @@ def task_names() -> list[str]:
 @dataclass
 class DataConfig(Freezable):
     task: str = field(default="pos", metadata=checked(one_of(lambda: task_names())))
-    train: str | None = field(
-        default=None, metadata=option("Training file (default: the task's data set).", metavar="PATH")
-    )
-    dev: str | None = field(
-        default=None, metadata=option("Dev file, for choosing the best epoch.", metavar="PATH")
-    )
-    test: str | None = field(
-        default=None, metadata=option("Test file, scored once at the end.", metavar="PATH")
-    )
-    tag_column: str = field(
-        default="upos",
-        metadata=option("CoNLL-U column to learn: upos or xpos.", choices=lambda: ["upos", "xpos"]),
-    )
+    train: str | None = None
+    dev: str | None = None
+    test: str | None = None
+    tag_column: str = field(default="upos", metadata=checked(one_of(lambda: ["upos", "xpos"])))
     # the paper's 50 (§5.1) is POS's default, where N = L costs O(L²); N = 5 (ner, qe) costs O(5L)
-    max_train_length: int = field(
-        default=50,
-        metadata=option(
-            "Training drops sentences longer than this many words (0: keeps all); evaluation never does.",
-            check=at_least(0),
-            metavar="L",
-            show=lambda value: "none" if value == 0 else str(value),
-        ),
-    )
+    max_train_length: int = field(default=50, metadata=checked(at_least(0)))
     # column files (NER, easyfirst.data.conll): 0-based columns, negative from the end; file encoding
     token_column: int = field(default=0, metadata=checked(any_integer("a column number")))
     label_column: int = field(default=-1, metadata=checked(any_integer("a column number")))
-    encoding: str = field(
-        default="utf-8",
-        metadata=option(
-            "Encoding of column files (ner; the original CoNLL-2002/2003 files: latin-1).", check=encoding()
-        ),
-    )
+    encoding: str = field(default="utf-8", metadata=checked(encoding()))
     # the entity tags a model learns (easyfirst.data.schemes): files are read in any scheme, converted to
     # this one for training, and the model's tags are converted back (to the input's scheme when written)
-    scheme: str = field(
-        default="bio",
-        metadata=option(
-            "The entity tagging scheme an NER model learns, bio or bioes (IOBES); files are read in any "
-            "scheme and tagged in the input's.",
-            choices=lambda: ["bio", "bioes"],
-        ),
-    )
+    scheme: str = field(default="bio", metadata=checked(one_of(lambda: ["bio", "bioes"])))
 
 
 # config keys added after runs were first saved, with the value that matches how those runs behaved
@@ -118,138 +88,37 @@ SAVED_BEFORE = {
 
 @dataclass
 class TrainConfig(Freezable):
-    epochs: int = field(default=20, metadata=option("Training epochs.", check=at_least(1)))
-    optimizer: str = field(
-        default="adagrad",
-        metadata=option(
-            "adagrad (the paper's), adam, nadam, adamw, or sgd (with --momentum).",
-            choices=lambda: list(OPTIMIZERS),
-        ),
-    )
-    lr: float = field(default=0.1, metadata=option("Learning rate.", check=positive()))
-    momentum: float = field(
-        default=0.0, metadata=option("SGD's momentum (0: none).", check=fraction(), metavar="M")
-    )
-    lr_decay: float = field(
-        default=0.0,
-        metadata=option(
-            "Epoch e trains at lr / (1 + D·(e - 1)) (0: a constant rate).", check=non_negative(), metavar="D"
-        ),
-    )
-    clip: float = field(
-        default=5.0,
-        metadata=option(
-            "Rescale the gradient to this global norm when it is larger (inf: never).",
-            check=positive(finite=False),
-            metavar="NORM",
-        ),
-    )
-    patience: int = field(
-        default=0,
-        metadata=option(
-            "Stop when the dev score has not improved for P epochs (0: train all --epochs).",
-            check=at_least(0),
-            metavar="P",
-        ),
-    )
+    epochs: int = field(default=20, metadata=checked(at_least(1)))
+    optimizer: str = field(default="adagrad", metadata=checked(one_of(lambda: list(OPTIMIZERS))))
+    lr: float = field(default=0.1, metadata=checked(positive()))
+    momentum: float = field(default=0.0, metadata=checked(fraction()))
+    lr_decay: float = field(default=0.0, metadata=checked(non_negative()))
+    clip: float = field(default=5.0, metadata=checked(positive(finite=False)))
+    patience: int = field(default=0, metadata=checked(at_least(0)))
     # the learning rate of the embedding tables (words, affixes, features); unset: lr, like the rest
     embedding_lr: float | None = field(default=None, metadata=checked(non_negative()))
-    batch_size: int = field(default=16, metadata=option("Sentences per update.", check=at_least(1)))
+    batch_size: int = field(default=16, metadata=checked(at_least(1)))
     # how an update's loss combines its words; "sum" with batch_size = 1 is the paper's own code
     # (configs/pos-reference.toml), where clipping then acts on a sentence's summed gradient
-    reduction: str = field(
-        default="mean",
-        metadata=option(
-            "An update's loss: the mean over its words, or their sum (the paper's code: one sentence per "
-            "update, its words' losses summed).",
-            choices=lambda: list(REDUCTIONS),
-        ),
-    )
-    shuffle: bool = field(
-        default=True,
-        metadata=option(
-            "Shuffle the training sentences every epoch (--no-shuffle: file order, as the paper's code)."
-        ),
-    )
+    reduction: str = field(default="mean", metadata=checked(one_of(lambda: list(REDUCTIONS))))
+    shuffle: bool = True
     eval_batch_size: int = field(default=256, metadata=checked(at_least(1)))
-    seed: int = field(default=1, metadata=option("Random seed.", check=at_least(0)))
-    workers: int | None = field(
-        default=None,
-        metadata=option(
-            "Processes that train one shared model without locks (Hogwild), one sentence per update on "
-            "the CPU only; default: one per core (at most 8, one per 500 training sentences); 1: one "
-            "process, repeatable bit for bit.",
-            check=at_least(1),
-            metavar="K",
-            show=lambda value: "one per core" if value is None else str(value),
-        ),
-    )
-    backend: str = field(
-        default="auto",
-        metadata=option(
-            "Force a backend (for debugging and benchmarks): numba, numpy (one sentence on the CPU), "
-            "fused (csoftmax batches) or reference (the model itself), which runs whatever the forced "
-            "one does not support; auto: the fastest that supports each batch.",
-            choices=lambda: list(CHOICES),
-        ),
-    )
+    seed: int = field(default=1, metadata=checked(at_least(0)))
+    workers: int | None = field(default=None, metadata=checked(at_least(1)))
+    backend: str = field(default="auto", metadata=checked(one_of(lambda: list(CHOICES))))
     # torch intra-op threads; 0 leaves torch's default (one per core). 1 by default (issue #46): threads
     # that share busy cores spin in OpenMP's barriers (benchmarks/threads.py: 0.27x of their own speed
     # beside a second training), while alone on an idle 2-core machine two threads were 1.6x faster
-    threads: int = field(
-        default=1,
-        metadata=option(
-            "CPU threads for torch in this training process (0: torch's choice, one per core). 1 by "
-            "default, since more spin when other work shares the cores; on a machine of your own, "
-            "0 is faster (docs/training.md, Threads).",
-            check=at_least(0),
-            show=lambda v: "torch's choice" if not v else str(v),
-        ),
-    )
-    checkpoint_every: int = field(
-        default=0,
-        metadata=option(
-            "Also checkpoint every K updates (0: at epoch ends only).", check=at_least(0), metavar="K"
-        ),
-    )
+    threads: int = field(default=1, metadata=checked(at_least(0)))
+    checkpoint_every: int = field(default=0, metadata=checked(at_least(0)))
     # the attention temperature annealed over the epochs (easyfirst.training.anneal; issue #26): from anneal_from
     # at epoch 1 to anneal_to at epoch anneal_epochs, then kept; 0: none. Each epoch's is training state
-    anneal_epochs: int = field(
-        default=0,
-        metadata=option(
-            "Anneal the attention temperature over the first E epochs, geometrically from --anneal-from "
-            "to --anneal-to, then keep it (0: no annealing, --attention-temperature throughout).",
-            check=at_least(0),
-            metavar="E",
-        ),
-    )
-    anneal_from: float = field(
-        default=1.0,
-        metadata=option(
-            "The attention temperature of epoch 1 when annealing.", check=positive(), metavar="T"
-        ),
-    )
-    anneal_to: float = field(
-        default=0.25,
-        metadata=option(
-            "The attention temperature reached at epoch E when annealing.", check=positive(), metavar="T"
-        ),
-    )
-    best_metric: str | None = field(
-        default=None,
-        metadata=option(
-            "The dev score that chooses the best epoch, a metrics.json key (qe: f1_mult, mcc, "
-            "target_f1_mult, target_mcc, gaps_f1_mult, source_f1_mult, ...).",
-            metavar="KEY",
-            show=lambda value: "the task's (qe with gaps: target_f1_mult)" if value is None else value,
-        ),
-    )
-    checkpoint_minutes: float = field(  # easyfirst.training.checkpoints.CheckpointClock (not under torchrun)
-        default=5.0,
-        metadata=option(
-            "Also checkpoint every M minutes of training (0: off).", check=non_negative(), metavar="M"
-        ),
-    )
+    anneal_epochs: int = field(default=0, metadata=checked(at_least(0)))
+    anneal_from: float = field(default=1.0, metadata=checked(positive()))
+    anneal_to: float = field(default=0.25, metadata=checked(positive()))
+    best_metric: str | None = None
+    # easyfirst.training.checkpoints.CheckpointClock (not under torchrun)
+    checkpoint_minutes: float = field(default=5.0, metadata=checked(non_negative()))
 
 
 @dataclass

@@ -1,15 +1,11 @@
-"""Config fields that are also command-line options, and the rule each field's values must keep.
+"""Config fields and the rule each field's values must keep; a config that becomes read-only.
 
-A field of a config dataclass (easyfirst.config, easyfirst.model.settings) becomes an option of
-``easyfirst train`` by carrying ``metadata=option(help=...)``; the CLI (easyfirst.cli.options) builds
-the option from the field: its flag (``--key-with-dashes`` unless ``flag`` says otherwise), its type,
-its help text with the default of each task, and ``--no-KEY`` for booleans. Every field, with or
-without an option, can also be set with ``--set section.key=value``. So a new config key is one field.
-
-The field also carries its :class:`Rule` (``option(..., check=at_least(1))``, or ``checked(rule)`` for
-a field without a flag; an option with ``choices`` checks them without being told):
-``Config.validate`` checks every field's value against its rule, whichever source it came from, before
-anything is written. A numeric field must declare one (tests/test_config_validation.py sees to it).
+A field of a config dataclass (easyfirst.config, easyfirst.model.settings) carries its :class:`Rule`
+(``field(default=1, metadata=checked(at_least(1)))``): ``Config.validate`` checks every field's value
+against its rule, whichever source it came from (a TOML file, ``--set``, a flag), before anything is
+written. A numeric field must declare one (tests/test_config_validation.py sees to it). The flags that
+set fields are the command line's (easyfirst.cli.flags). :class:`Freezable` makes a resolved config
+read-only.
 
 Reading a TOML file with errors that name its line (:func:`read_toml`, :func:`toml_lines`) and setting
 a field after checking the value's type (:func:`set_field`) are here too: config files and search
@@ -26,7 +22,7 @@ import re
 import sys
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import Field, FrozenInstanceError, dataclass
+from dataclasses import FrozenInstanceError, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -153,35 +149,6 @@ class Freezable:
             setattr(getattr(copied, part), key, value)
         copied.freeze()
         return copied
-
-
-@dataclass(frozen=True)
-class Option:
-    help: str
-    flag: str | None = None  # default: "--" + the key with dashes
-    metavar: str | None = None
-    # the option's value as given (a string, or a list of strings with ``repeatable``) → the field's value
-    parse: Callable[[Any], Any] | None = None
-    repeatable: bool = False
-    show: Callable[[Any], str] | None = None  # the field's value as a user would type it (for defaults)
-    choices: Callable[[], list[str]] | None = None  # the registry's names, looked up when help is shown
-
-
-def option(help: str, check: Rule | None = None, **settings) -> dict[str, Any]:
-    """``field(metadata=option("Learning rate.", check=positive()))``: make the field an option of
-    ``easyfirst train``, its values checked by ``check`` (an option with ``choices``: one of them)."""
-    spec = Option(help, **settings)
-    if check is None and spec.choices is not None:
-        check = one_of(spec.choices)
-    return {"option": spec} | checked(check)
-
-
-def flag_of(f: Field, value: Any = None) -> str:
-    """The option of the optioned field ``f``: ``--key-with-dashes`` unless its ``flag`` says otherwise;
-    for the ``value`` False, a boolean's ``--no-`` form."""
-    spec: Option = f.metadata["option"]
-    flag = spec.flag or "--" + f.name.replace("_", "-")
-    return f"--no-{flag[2:]}" if value is False else flag
 
 
 def checked(rule: Rule | None) -> dict[str, Any]:

@@ -14,10 +14,10 @@ from typing import Annotated
 
 import typer
 
-from easyfirst.cli import app
+from easyfirst.cli.app import app
 from easyfirst.cli.common import check_device, err, given_path
 from easyfirst.cli.options import config_parameters
-from easyfirst.cli.train import COMMON, SECTIONS, _task_defaults, check_paths, configured
+from easyfirst.cli.train import COMMON, _task_defaults, check_paths, configured
 from easyfirst.errors import InputError
 from easyfirst.fields import read_toml
 
@@ -269,7 +269,7 @@ def search_until(search, folder: Path, trials: int, timeout: float | None) -> No
     try:
         search.run(trials, timeout)
     except KeyboardInterrupt:  # Ctrl-C: say how to go on (a SystemExit, which Typer passes through)
-        from easyfirst.cli import report
+        from easyfirst.cli.app import report
 
         report(f"interrupted; easyfirst tune {folder} goes on (the trials finished are kept)")
         raise SystemExit(130) from None
@@ -290,17 +290,15 @@ def show_report(study, folder: Path, label: str) -> None:
 
 
 def _register() -> None:
-    defaults = _task_defaults()
     parameters = list(OWN)
     parameters += [p for p in COMMON if p.name in ("task", "config", "device", "assignments")]
-    for section, cls in SECTIONS.items():
-        for p in config_parameters(section, cls, defaults[section]):
-            if p.name in FLAGS:
-                if p.name in HELP:
-                    kind, spec = p.annotation.__origin__, p.annotation.__metadata__[0]
-                    spec.help = HELP[p.name]
-                    p = p.replace(annotation=Annotated[kind, spec])
-                parameters.append(p)
+    for p in config_parameters(_task_defaults()):
+        if p.name in FLAGS:
+            if p.name in HELP:
+                kind, spec = p.annotation.__origin__, p.annotation.__metadata__[0]
+                spec.help = HELP[p.name]
+                p = p.replace(annotation=Annotated[kind, spec])
+            parameters.append(p)
     tune.__signature__ = inspect.Signature(parameters)
     app.command()(tune)
 
