@@ -121,14 +121,12 @@ def study(args: argparse.Namespace) -> None:
 
     config = Config.for_task("qe")
     config.data.train, config.data.dev = str(args.split / "train"), str(args.split / "heldout")
-    config.model.model = args.model
-    if args.model == "bilstm":
-        config.model.sketch_steps = 0
+    config.model.model = args.model  # bilstm: no sketch steps (Config.resolved)
     config.train.epochs, config.train.seed, config.train.threads = args.epochs, args.seed, 1
     config.train.checkpoint_every = args.every
     for assignment in args.set:
         config.set_dotted(assignment)
-    config.validate("command line")
+    config = config.resolved("command line")
     run_dir = args.runs / args.name
     run_dir.mkdir(parents=True, exist_ok=True)
     group, device = distributed.start("cpu")

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from easyfirst.cli import app
+from easyfirst.cli.app import app
 from easyfirst.cli.common import DeviceOption, ModelOption, check_device, err
 from easyfirst.errors import InputError
 

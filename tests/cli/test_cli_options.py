@@ -120,17 +120,21 @@ def test_building_the_commands_imports_no_torch():
     assert result.returncode == 0 and result.stdout.strip() == "False", result.stderr
 
 
-def test_every_config_field_with_an_option_is_a_train_flag(commands):
+def test_every_flag_of_the_table_is_a_train_flag_of_a_config_key(commands):
+    """Each row of easyfirst.cli.flags.FLAGS is a train flag (a boolean's --no- form too) and names a
+    config key; no two rows share a flag or a key."""
     from dataclasses import fields
 
-    from easyfirst.cli.options import flag_of
+    from easyfirst.cli.flags import FLAGS
 
     train_flags = flags(commands["train"])
     config = Config()
-    for section in ("data", "model", "loss", "train"):
-        for f in fields(getattr(config, section)):
-            if "option" in f.metadata:
-                assert flag_of(f) in train_flags, f.name
+    for flag in FLAGS:
+        assert flag.name in train_flags, flag.name
+        assert flag.field in {f.name for f in fields(getattr(config, flag.section))}, flag.key
+        if isinstance(getattr(getattr(config, flag.section), flag.field), bool):
+            assert f"--no-{flag.name[2:]}" in train_flags, flag.name
+    assert len({f.name for f in FLAGS}) == len({f.key for f in FLAGS}) == len(FLAGS)
 
 
 def test_help_shows_no_value_type_for_flags():

@@ -188,3 +188,23 @@ def test_every_package_module_is_imported_by_a_test():
     modules = {module_name(path) for path in PACKAGE.rglob("*.py")}
     missing = sorted(modules - imported_by_tests() - set(UNTESTED_BY_IMPORT))
     assert not missing, "no test file imports:\n" + "\n".join(missing)
+
+
+def test_no_verb_imports_the_cli_package_and_the_app_imports_no_verb():
+    """spaCy's layout (issue #45): the Typer app in a module of its own (easyfirst.cli.app) that every
+    verb imports; easyfirst/cli/__init__.py imports the verbs, and no verb imports it back."""
+    graph = import_graph()
+    verbs = {
+        f"easyfirst.cli.{verb}" for verb in ("train", "tune", "tag", "evaluate", "plot", "export", "serve")
+    }
+    assert verbs <= graph["easyfirst.cli"]
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "easyfirst.cli":
+                raise AssertionError(f"{path.name} imports easyfirst.cli: import from easyfirst.cli.app")
+            if isinstance(node, ast.Import):
+                assert all(alias.name != "easyfirst.cli" for alias in node.names), path.name
+    assert not verbs & graph["easyfirst.cli.app"]

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE, run_cli
+from easyfirst.cli.flags import FLAG_OF
 from easyfirst.config import SECTIONS, Config
 from easyfirst.fields import Rule
 from easyfirst.model.settings import LOSS_ALPHA
@@ -82,8 +83,9 @@ def cases():
             values["range"] = rule.invalid
         for kind, value in values.items():
             sources = ["set", "toml"]
-            option = f.metadata.get("option")
-            if option is not None and kind == "range":  # a flag's wrong type is Click's to refuse
+            if (
+                f"{section}.{f.name}" in FLAG_OF and kind == "range"
+            ):  # a flag's wrong type is Click's to refuse
                 sources.append("flag")
             for source in sources:
                 yield pytest.param(section, f, value, source, id=f"{section}.{f.name}-{kind}-{source}")
@@ -104,13 +106,11 @@ def contents(folder: Path) -> dict[str, tuple[int, str]]:
 
 @pytest.mark.parametrize(("section", "f", "value", "source"), list(cases()))
 def test_every_field_refuses_a_bad_value_from_every_source(tmp_path, existing, section, f, value, source):
-    from easyfirst.cli.options import flag_of
-
     before = contents(existing)
     args = ["train", "--train", SAMPLE, "--dev", SAMPLE, "--overwrite", "--output", existing]
     args += [] if f.name == "epochs" else ["--epochs", "1"]  # a flag would override the value tried
     if source == "flag":
-        where = flag_of(f)
+        where = FLAG_OF[f"{section}.{f.name}"].name
         args += [item for text in flag_text(value) for item in (where, text)]
     elif source == "set":
         where = "--set"

@@ -18,7 +18,7 @@ from easyfirst.data.text import split
 from easyfirst.tagging.tagged import Tagged, heads_by_name
 
 TEXT = "She reads a book. Mr. Smith didn't pay $3.50 in the U.S. today."
-# unambiguous sentences whose UPOS tags were checked by hand against the UD guidelines (tests/test_api.py),
+# unambiguous sentences whose UPOS tags were checked by hand against the UD guidelines (tests/tagging/test_api.py),
 # and what the bundled model tags them
 BOOK = ["She", "reads", "a", "book", "."]
 MAT = ["The", "cat", "sat", "on", "the", "mat", "."]

@@ -56,8 +56,7 @@ def validated(task: str, source: str, *assignments: str) -> Config:
     config = Config.for_task(task) if source == "task" else Config.load(ROOT / source)
     for assignment in assignments:
         config.set_dotted(assignment)
-    config.validate("test")
-    return config
+    return config.resolved("test")
 
 
 @pytest.mark.parametrize("source", ["task", "configs/pos.toml"])
@@ -79,7 +78,7 @@ def test_pos_with_word_vectors_defaults_to_temperature_0_25_and_a_value_given_ho
     assert scoreless.model.attention_temperature == 1.0
     ner = Config.for_task("ner")
     ner.model.pretrained = "glove-6b-50d"
-    ner.validate("test")
+    ner = ner.resolved("test")
     assert ner.model.attention_temperature == Config.for_task("ner").model.attention_temperature
 
 
@@ -103,7 +102,7 @@ def test_configs_ner_toml_holds_the_ner_task_defaults_and_the_english_vectors():
     assert config.model.pretrained == "glove-6b-50d"  # the English recipe (issue #36)
     recipe = Config.for_task("ner")  # = --task ner --pretrained glove-6b-50d
     recipe.set_dotted('model.pretrained="glove-6b-50d"')
-    recipe.validate("test")
+    recipe = recipe.resolved("test")
     assert config.to_dict() == recipe.to_dict()
     m = config.model
     assert (m.model, m.sketch_steps, m.attention, m.dropout, m.crf) == (

@@ -67,10 +67,12 @@ def test_annealing_needs_learned_attention_scores(tmp_path):
 
 
 def test_the_saved_model_tags_with_the_temperature_of_its_epoch(tmp_path):
-    """start_epoch puts epoch 2's temperature in the model and the config that save_model writes: the
-    reloaded model scores a batch exactly as the model did in that epoch, not at the schedule's end."""
+    """start_epoch puts epoch 2's temperature in the model, and epoch_config in the config that
+    save_model writes, the run's own left as it was resolved: the reloaded model scores a batch exactly
+    as the model did in that epoch, not at the schedule's end."""
     config = Config.for_task("pos")
     config.train.anneal_epochs, config.train.anneal_to = 3, 0.25
+    config = config.resolved()
     sentences = read_conllu(SAMPLE)[:6]
     vocabs = Vocabularies.build((s.words, s.tags) for s in sentences)
     torch.manual_seed(0)
@@ -79,7 +81,8 @@ def test_the_saved_model_tags_with_the_temperature_of_its_epoch(tmp_path):
         model.decoder.v.weight.mul_(20)
     model.eval()
     assert anneal.start_epoch(config, model, 2) == pytest.approx(0.5)
-    save_model(tmp_path, model, config, vocabs)
+    save_model(tmp_path, model, anneal.epoch_config(config, model), vocabs)
+    assert config.model.attention_temperature == 0.35  # the pos default: the run's config is not written
     batch = collate([encode(vocabs, s.words) for s in sentences], list(range(len(sentences))))
     with torch.no_grad():
         expected = model(batch)[0]
@@ -126,9 +129,8 @@ def test_a_prescribed_attention_trains_with_the_tasks_defaults_but_not_with_a_te
     """POS's default temperature (0.35) gives way to an attention without scores; one given does not."""
     config = Config.for_task("pos")
     config.update({"model": {"attention": "left-to-right"}}, "--attention")
-    config.validate()
-    assert config.model.attention_temperature == 1.0
+    assert config.resolved().model.attention_temperature == 1.0
     config = Config.for_task("pos")
     config.update({"model": {"attention": "left-to-right", "attention_temperature": 0.5}}, "--set")
     with pytest.raises(InputError, match="has none"):
-        config.validate()
+        config.resolved()

@@ -22,12 +22,8 @@ epochs = 4
 """
 
 
-def settle(cfg: Config, source: str) -> None:
-    cfg.validate(source)
-
-
 def read(text: str):
-    return read_space(text, "space.toml", Config.for_task("pos"), settle)
+    return read_space(text, "space.toml", Config.for_task("pos"))
 
 
 class Trial:

@@ -8,6 +8,7 @@ import shlex
 import pytest
 
 from conftest import SAMPLE, run_cli
+from easyfirst.cli.flags import FLAG_OF
 from easyfirst.config import Config
 from easyfirst.training.loop import train
 from easyfirst.viz.model_card import model_card, training_command
@@ -68,7 +69,7 @@ def test_the_cards_command_trains_the_same_configuration(monkeypatch, tmp_path):
     config.model.sketch_steps, config.model.crf = None, False  # N = L, the flag's "L"; a --no- flag
     config.loss.class_weights = {"B-PER": 2.0}
     config.train.reduction, config.train.seed, config.train.epochs = "sum", 7, 3
-    command = training_command(config)
+    command = training_command(config, FLAG_OF)
     rebuilt = _config_of(command, monkeypatch, tmp_path)
     assert rebuilt.to_dict() == config.to_dict()
     args = shlex.split(command)
@@ -82,7 +83,7 @@ def test_the_cards_command_names_the_vectors_and_leaves_what_they_decide(monkeyp
     config = Config.for_task("pos")
     config.model.pretrained, config.model.word_dim, config.model.lowercase = "glove-6b-50d", 50, True
     config.model.pretrained_covered = 9000
-    command = training_command(config)
+    command = training_command(config, FLAG_OF)
     args = shlex.split(command)
     assert args[args.index("--pretrained") + 1] == "glove-6b-50d"
     assert "--set" not in args and "--lowercase" not in args and "--word-dim" not in args
@@ -90,7 +91,7 @@ def test_the_cards_command_names_the_vectors_and_leaves_what_they_decide(monkeyp
     assert rebuilt.model.pretrained == "glove-6b-50d" and rebuilt.model.word_dim != 50  # set by training
     # a set of vectors given by path may be cased: lower-cased lookups stay in the command
     config.model.pretrained = "/vectors/cased.txt"
-    assert "model.lowercase=true" in training_command(config)
+    assert "model.lowercase=true" in training_command(config, FLAG_OF)
 
 
 @pytest.mark.parametrize(("temperature", "said"), [(0.25, False), (0.35, True)])
@@ -100,7 +101,7 @@ def test_the_cards_command_leaves_the_tasks_defaults_with_vectors(monkeypatch, t
     config = Config.for_task("pos")
     config.model.pretrained, config.model.word_dim, config.model.lowercase = "glove-6b-50d", 50, True
     config.model.attention_temperature = temperature
-    command = training_command(config)
+    command = training_command(config, FLAG_OF)
     assert ("--attention-temperature" in shlex.split(command)) is said
     rebuilt = _config_of(command, monkeypatch, tmp_path)
     assert rebuilt.model.attention_temperature == temperature
@@ -162,12 +163,16 @@ def test_the_card_says_who_trained_the_model_and_both_times_per_epoch(counts, wh
         "eval_seconds_per_epoch": 9.6,
         **counts,
     }
-    card = model_card(Config.for_task("pos"), metrics, {"words": 10, "tags": 3}, 100, "runs/x", False)
+    card = model_card(
+        Config.for_task("pos"), metrics, {"words": 10, "tags": 3}, 100, "runs/x", False, flags=FLAG_OF
+    )
     assert f"Trained on cpu {who}" in card
     assert "43 s of training and 10 s of evaluation (dev scores, saving) per epoch." in card
     assert "process(es)" not in card
     older = {k: v for k, v in metrics.items() if k != "eval_seconds_per_epoch"}
-    card = model_card(Config.for_task("pos"), older, {"words": 10, "tags": 3}, 100, "runs/x", False)
+    card = model_card(
+        Config.for_task("pos"), older, {"words": 10, "tags": 3}, 100, "runs/x", False, flags=FLAG_OF
+    )
     assert "43 s of training per epoch (evaluation not timed)." in card
 
 
@@ -175,14 +180,16 @@ def test_the_card_names_the_encoder_and_the_learned_scheme():
     config = Config.for_task("ner")
     config.model.encoder_layers, config.model.hidden_dim, config.model.dropout_kind = 2, 100, "locked"
     config.model.embedding_dropout, config.data.scheme = 0.5, "bioes"
-    card = model_card(config, None, {"words": 10, "tags": 3}, 100, "runs/x", False)
+    card = model_card(config, None, {"words": 10, "tags": 3}, 100, "runs/x", False, flags=FLAG_OF)
     assert (
         "| encoder | 2 stacked BiLSTM layers of 100 units per direction; locked dropout 0.5 on the "
         "embeddings, 0.3 between layers, 0.3 on the outputs |" in card
     )
     assert "| output layer | CRF, BIOES tags (read out as BIO) |" in card
     assert "--encoder-layers 2" in card and "--scheme bioes" in card  # the command to train it again
-    plain = model_card(Config.for_task("pos"), None, {"words": 10, "tags": 3}, 100, "runs/x", False)
+    plain = model_card(
+        Config.for_task("pos"), None, {"words": 10, "tags": 3}, 100, "runs/x", False, flags=FLAG_OF
+    )
     assert "| encoder | a BiLSTM of 50 units per direction; naive dropout 0.2 |" in plain
 
 
