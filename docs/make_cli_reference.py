@@ -5,7 +5,7 @@
 
 The page is built from the click commands behind the app (names, arguments, options, help strings and
 defaults), not from the rendered ``--help``, so it does not depend on the terminal's width or colours.
-tests/test_docs.py fails when docs/cli.md differs from what this script writes.
+tests/package/test_docs.py fails when docs/cli.md differs from what this script writes.
 """
 
 from __future__ import annotations

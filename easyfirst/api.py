@@ -2,18 +2,25 @@
 
 >>> from easyfirst import Tagger
 >>> tagger = Tagger.load()                      # the bundled English UPOS model
->>> tagger.tag([["She", "reads", "a", "book", "."]])  # a list of sentences, each a list of tokens
+>>> [t.tags for t in tagger.tag([["She", "reads", "a", "book", "."]], records=True)]  # lists of tokens
 [['PRON', 'VERB', 'DET', 'NOUN', 'PUNCT']]
->>> tagger.tag(["She", "reads", "."])                # one sentence's tokens
-['PRON', 'VERB', 'PUNCT']
->>> tagger.tag("She reads. It's late.")              # text: split into sentences and tokenized
+>>> [list(t) for t in tagger.tag("She reads. It's late.", records=True)]  # text: split, tokenized
 [[('She', 'PRON'), ('reads', 'VERB'), ('.', 'PUNCT')], [('It', 'PRON'), ("'s", 'AUX'), ('late', 'ADJ'), ('.', 'PUNCT')]]
+
+``Tagger.tag(..., records=True)`` returns one :class:`~easyfirst.tagging.tagged.Tagged` per sentence for
+every input, with the attention, probabilities and QE heads' tags when asked, and tags in this process
+unless asked for a pool of processes (``processes=``). Without ``records=True`` it returns what it
+returned before issue #45 (tag lists, ``(token, tag)`` pairs for text, tuples for ``return_attention=``
+and the other old flags) with a DeprecationWarning, for this release only: the next makes
+``records=True`` the default.
 """
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from pathlib import Path
 
 import torch
@@ -23,9 +30,18 @@ from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
 from easyfirst.data.schemes import learned_scheme, to_bio
 from easyfirst.resources import DEFAULT_MODEL, default_model_path, model_folder
 from easyfirst.runs import load_model
-from easyfirst.tagging.pool import Follow, TaggingPool, make_jobs, processes_for, tag_batches, tag_job
+from easyfirst.tagging.pool import (
+    NOTHING_ASKED,
+    Follow,
+    TaggingPool,
+    make_jobs,
+    processes_for,
+    tag_batches,
+    tag_job,
+)
+from easyfirst.tagging.tagged import Tagged, call_form, old_result
 
-__all__ = ["DEFAULT_MODEL", "Tagger", "default_model_path", "input_kind"]
+__all__ = ["DEFAULT_MODEL", "Tagged", "Tagger", "default_model_path", "input_kind"]
 
 
 class Tagger:
@@ -35,18 +51,23 @@ class Tagger:
         self.model, self.config, self.vocabs, self.device = model, config, vocabs, torch.device(device)
         # the scheme of the model's entity tags: BIOES predictions are read out as BIO (easyfirst.data.schemes)
         self.scheme = learned_scheme(vocabs.tags.itos)
-        # processes that tag a large call (easyfirst.tagging.pool); None: one per core, 1: this one alone
+        # processes that tag a large call (easyfirst.tagging.pool) unless the call says: None or 1, this
+        # one alone (the library's default); K, this one and K - 1 forked (the CLI sets one per core)
         self.processes: int | None = None
         self._pool: TaggingPool | None = None
 
-    def _tagging_pool(self) -> TaggingPool | None:
-        """The processes that tag large calls, forked at the first (None: one process)."""
-        if self._pool is None or self._pool.closed:
-            count = processes_for(self.processes, self.device)
-            if count < 2:
-                return None
-            self._pool = TaggingPool(self.model, self.vocabs, self.device, count)
-            weakref.finalize(self, self._pool.close)
+    def _tagging_pool(self, count: int) -> TaggingPool | None:
+        """The pool of ``count`` processes that tags a large call, forked at the first such call and
+        kept for the next (None for one process); a pool that follows a read-ahead, while it does."""
+        pool = self._pool
+        if pool is not None and not pool.closed and (pool.follow is not None or pool.workers.count == count):
+            return pool
+        if count < 2:
+            return None
+        if pool is not None:
+            pool.close()
+        self._pool = TaggingPool(self.model, self.vocabs, self.device, count)
+        weakref.finalize(self, self._pool.close)
         return self._pool
 
     def follow(
@@ -55,9 +76,9 @@ class Tagger:
         """Fork the processes that tag large calls now, each following the windows of sentences that a
         reading process sends it through its pipe of ``pipes`` (the copies of an
         easyfirst.tagging.readahead.ReadAhead, each item ``(sentences, batches)``): the calls that follow must be
-        ``tag(sentences, batches=batches, batch_size=batch_size)`` of those windows, in order
-        (``easyfirst tag`` on a file read ahead; ``batches`` may be None). Returns whether it forked (not
-        with one core or off the CPU)."""
+        ``_tag_packed(sentences, batches, batch_size=batch_size)`` of those windows, in order
+        (``easyfirst tag`` on a file read ahead; ``batches`` may be None). :attr:`processes` processes at
+        most; returns whether it forked (not for one process, nor off the CPU)."""
         count = min(processes_for(self.processes, self.device), len(pipes) + 1)
         if count < 2:
             return False
@@ -118,78 +139,105 @@ class Tagger:
         self,
         sentences: str | Sequence[str] | Sequence[Sequence[str]],
         *,
-        return_attention: bool = False,
-        return_probabilities: bool = False,
+        records: bool | None = None,
+        attention: bool = False,
+        probabilities: bool = False,
+        heads: bool = False,
+        extras: Sequence[Mapping] | None = None,
         batch_size: int = 256,
         max_tokens: int | None = INFERENCE_MAX_TOKENS,
-        extras: Sequence[Mapping] | None = None,
-        return_heads: bool = False,
-        batches: Sequence | None = None,
+        processes: int | None = None,
+        **deprecated,
     ):
-        """Tag text, one tokenized sentence, or a list of tokenized sentences.
+        """Tag text or tokenized sentences; with ``records=True``, one
+        :class:`~easyfirst.tagging.tagged.Tagged` per sentence, whatever the input.
 
-        - **a list of token lists** ``[["The", "dog", "barks", "."], ...]``: returns a list of tag lists,
-          one per sentence (the model's own input: no tokenization happens).
+        - **a list of token lists** ``[["The", "dog", "barks", "."], ...]``: one record per sentence, its
+          ``tokens`` the given words (the model's own input: no tokenization happens).
         - **a list of strings** ``["The", "dog", "barks", "."]``: the tokens of *one* sentence, as Flair's
-          ``Sentence(["The", "dog"])`` and a pretokenized Stanza sentence read it; returns one list of
-          tags. A string with whitespace in such a list is a ValueError (it is not a token: pass text as
-          one string, or tag each text in turn).
+          ``Sentence(["The", "dog"])`` and a pretokenized Stanza sentence read it: one record. A string
+          with whitespace in such a list is a ValueError (it is not a token: pass text as one string).
         - **a string**: plain text, split into sentences and tokenized as ``easyfirst tag`` does for a
-          text file (segtok; see easyfirst.data.text); returns one list per sentence of
-          ``(token, tag)`` pairs, since the tokens are the tokenizer's, not the caller's.
+          text file (segtok; see easyfirst.data.text); one record per sentence found, its ``tokens``
+          the tokenizer's.
 
-        Anything else (bytes, numbers, a list of numbers) is a TypeError.
+        Anything else (bytes, numbers, a list of numbers) is a TypeError. A record reads as its
+        ``(token, tag)`` pairs; ``.tags`` is its list of tags.
+
+        ``attention``: each record's ``attention`` is its ``(N, L)`` tensor of αⁿ (rows: sketch steps,
+        columns: words; ``(0, L)`` for a model without sketch steps). ``probabilities``: its ``(L, K)``
+        output distribution over the tags ``self.tags`` (softmax, sparsemax or α-entmax of the scores, as
+        trained, exact zeros for α > 1; or the CRF's per-word marginals). ``heads`` (quality estimation:
+        a list of sentences with their ``extras``): its ``heads``, a dict of the tags of the model's QE
+        heads (the extra outputs: easyfirst.data.outputs), ``gaps`` (N + 1) and/or ``source_tags`` (one per source word);
+        empty for a model without heads. An empty MT sentence gets an ``OK`` gap and ``BAD`` source
+        words. What is not asked for is None.
 
         ``extras[k]`` holds sentence k's inputs beside its words, for models that use them (quality
         estimation: ``{"source": words, "alignment": [(i, j), ...]}``). Sentences are sorted by length and
         tagged in batches of at most ``batch_size`` sentences and ``max_tokens`` padded tokens (None: no
-        cap; on a GPU a larger cap may be faster). ``batches``: those batches' ids, padded by
-        easyfirst.data.buckets.pack in this model's vocabularies, when they were made before
-        (``easyfirst tag`` reads ahead, easyfirst.data.conllu.packed_windows); not for a model with
-        features beside its words and affixes.
+        cap; on a GPU a larger cap may be faster).
 
-        With ``return_attention`` and/or ``return_probabilities``, returns a tuple ``(tags, attention,
-        probabilities)`` of those asked for, in that order, each per sentence as ``tags`` is (for one
-        sentence's tokens: that sentence's). ``attention[k]`` is sentence k's ``(N, L)`` tensor of αⁿ
-        (rows: sketch steps, columns: words; ``(0, L)`` for a model without sketch steps).
-        ``probabilities[k]`` is its ``(L, K)`` output distribution over the tags ``self.tags``: softmax,
-        sparsemax or α-entmax of the scores, as trained (exact zeros for α > 1), or the CRF's per-word
-        marginals. With ``return_heads`` (quality estimation: a list of sentences with their ``extras``),
-        the last item is a dict of the tags of the model's extra outputs (easyfirst.data.outputs), by
-        name, e.g. QE's ``gaps`` (N + 1 per sentence) and ``source_tags`` (one per source word); empty for a
-        model without them. A sentence without words gets each head's ``empty`` tag at its positions
-        (QE: an ``OK`` gap and ``BAD`` source words, since nothing translates them).
+        ``processes``: how many processes tag a large call (2,000 words or more, from the main thread,
+        on the CPU): this one and ``processes`` − 1 forked, which hold the model as it is then and are
+        kept for later calls (easyfirst.tagging.pool; :meth:`close` ends them). None takes
+        :attr:`processes`, whose default None means this process alone: a library call never forks
+        unless asked. ``easyfirst tag`` and ``evaluate`` ask for one per core (at most 8:
+        easyfirst.parallel.cores.tagging_processes). The tags are the same either way.
+
+        ``records`` (issue #45's transition, easyfirst.tagging.tagged.call_form): ``True`` returns the
+        records; ``None`` (the default of this release) and ``False`` return what ``tag`` returned before,
+        with a DeprecationWarning that says what to write: for a list of token lists its tag lists, for
+        one sentence's tokens its tags, for text each sentence's ``(token, tag)`` pairs, and with the old
+        keywords ``return_attention``, ``return_probabilities``, ``return_heads`` a tuple ``(tags,
+        attention, probabilities, heads)`` of those asked; ``batches`` (easyfirst tag's read-ahead) is
+        taken too. The next release makes ``records=True`` the default and drops the old results.
+        ``attention``, ``probabilities`` and ``heads`` go with ``records=True``.
         """
-        options = dict(
-            return_attention=return_attention,
-            return_probabilities=return_probabilities,
-            batch_size=batch_size,
-            max_tokens=max_tokens,
-        )
         kind = input_kind(sentences)
-        if batches is not None:
+        form = call_form(kind, records, (attention, probabilities, heads), deprecated)
+        if form.warning is not None:
+            warnings.warn(form.warning, DeprecationWarning, stacklevel=2)
+        options = dict(extras=extras, batch_size=batch_size, max_tokens=max_tokens, processes=processes)
+        if form.batches is not None:
             if kind != "sentences" or extras is not None or self.vocabs.features:
                 raise ValueError("batches: for a list of tokenized sentences, of a model without features")
-            return self._tag_sentences(
-                sentences, extras=None, return_heads=return_heads, batches=batches, **options
-            )
-        if return_heads:
-            if kind != "sentences":
-                raise ValueError("return_heads: for a list of tokenized sentences with their extras (QE)")
-            return self._tag_sentences(sentences, extras=extras, return_heads=True, **options)
+            options |= dict(extras=None, packed=form.batches)
+        elif form.asked[2] and kind != "sentences":
+            raise ValueError("heads: for a list of tokenized sentences with their extras (QE)")
         if kind == "text":
             from easyfirst.data.text import split
 
-            split_sentences = split(sentences)
-            words = [s.words for s in split_sentences]
-            result = self._tag_sentences(words, extras=extras, **options)
-            tags = result[0] if isinstance(result, tuple) else result
-            pairs = [list(zip(w, t, strict=True)) for w, t in zip(words, tags, strict=True)]
-            return (pairs, *result[1:]) if isinstance(result, tuple) else pairs
-        if kind == "tokens":
-            result = self._tag_sentences([list(sentences)], extras=extras, **options)
-            return tuple(part[0] for part in result) if isinstance(result, tuple) else result[0]
-        return self._tag_sentences(sentences, extras=extras, **options)
+            sentences = [s.words for s in split(sentences)]
+        elif kind == "tokens":
+            sentences = [list(sentences)]
+        tagged = self._tag_sentences(sentences, asked=form.asked, **options)
+        return tagged if form.old is None else old_result(tagged, form)
+
+    def _tag_packed(
+        self,
+        sentences: Sequence[Sequence[str]],
+        batches: Sequence | None,
+        *,
+        batch_size: int = 256,
+        max_tokens: int | None = INFERENCE_MAX_TOKENS,
+    ) -> list[Tagged]:
+        """:meth:`tag` (tags only) of sentences whose batches' ids were packed before by
+        easyfirst.data.buckets.pack in this model's vocabularies (``easyfirst tag`` reads ahead:
+        easyfirst.data.conllu.packed_windows), checked against them; None: packed by no one, as
+        :meth:`tag`. For easyfirst.tagging.pipeline, the windows of a pool that follows (:meth:`follow`);
+        not for a model with features beside its words and affixes."""
+        if batches is not None and self.vocabs.features:
+            raise ValueError("batches: for a list of tokenized sentences, of a model without features")
+        return self._tag_sentences(
+            sentences,
+            asked=NOTHING_ASKED,
+            extras=None,
+            batch_size=batch_size,
+            max_tokens=max_tokens,
+            processes=None,
+            packed=batches,
+        )
 
     def raindrop(
         self,
@@ -219,12 +267,12 @@ class Tagger:
             raise ValueError("a QE model's raindrop needs the sentence's extra (source and alignment)")
         if gold is not None and len(gold) != len(words):
             raise ValueError(f"gold has {len(gold)} tags for {len(words)} tokens")
-        tags, attention = self.tag([words], return_attention=True, extras=[extra] if extra else None)
+        tagged = self.tag([words], records=True, attention=True, extras=[extra] if extra else None)[0]
         title = self.title
         drop = Drop(
             words,
-            tags[0],
-            attention[0],
+            tagged.tags,
+            tagged.attention,
             None if gold is None else list(gold),
             f"{name}: {title}" if name else title,
             name or "",
@@ -254,60 +302,59 @@ class Tagger:
         self,
         sentences: Sequence[Sequence[str]],
         *,
-        return_attention: bool,
-        return_probabilities: bool,
+        asked: tuple[bool, bool, bool],
+        extras: Sequence[Mapping] | None,
         batch_size: int,
         max_tokens: int | None,
-        extras: Sequence[Mapping] | None,
-        return_heads: bool = False,
-        batches: Sequence | None = None,
-    ):
-        tags: list[list[str]] = [[] for _ in sentences]
-        attention: list[torch.Tensor] = [torch.zeros(0, 0) for _ in sentences]
-        probabilities: list[torch.Tensor] = [torch.zeros(0, len(self.tags)) for _ in sentences]
-        keep, jobs = make_jobs(sentences, extras, batches, batch_size, max_tokens)
-        itos = self.vocabs.tags.itos
-        specs = self.model.outputs if return_heads else ()  # the extra outputs (easyfirst.data.outputs)
-        heads: dict[str, list[list[str]]] = {head.name: [[] for _ in sentences] for head in specs}
-        asked = (return_attention, return_probabilities, return_heads)
+        processes: int | None,
+        packed: Sequence | None = None,
+    ) -> list[Tagged]:
+        """One :class:`Tagged` per sentence, with what ``asked`` names (attention, probabilities, QE
+        heads), in batches of ``packed`` ids where given; through the pool of ``processes`` (None:
+        :attr:`processes`) for a large call."""
+        with_attention, with_probabilities, with_heads = asked
+        itos, size = self.vocabs.tags.itos, len(self.tags)
+        found = [
+            Tagged(
+                list(words),
+                [],
+                torch.zeros(0, 0) if with_attention else None,
+                torch.zeros(0, size) if with_probabilities else None,
+                {head.name: [] for head in self.model.outputs} if with_heads else None,
+            )
+            for words in sentences
+        ]
+        keep, jobs = make_jobs(sentences, extras, packed, batch_size, max_tokens)
         if self._pool is not None and not self._pool.closed:
             self._pool.check_call(batch_size, max_tokens, extras)
+        count = processes_for(self.processes if processes is None else processes, self.device)
         with torch.inference_mode():
             outputs = tag_batches(
                 jobs,
                 lambda job: tag_job(self.model, self.vocabs, job, self.device, asked),
-                self._tagging_pool,
+                lambda: self._tagging_pool(count),
                 sum(len(sentences[k]) for k in keep),
                 asked,
             )
         for out in outputs:
-            lengths, best = out["lengths"], out["best"]
+            lengths, best = out["lengths"], out["best"].tolist()  # one call per batch, not per sentence
             for row, index in enumerate(out["order"]):
                 k, n = keep[index], lengths[row]
-                tags[k] = to_bio([itos[t] for t in best[row, :n].tolist()], self.scheme)
-                if return_attention:
+                tagged = found[k]
+                tagged.tags = to_bio([itos[t] for t in best[row][:n]], self.scheme)
+                if with_attention:
                     alpha = out["attention"]
                     matrix = alpha[row, : out["steps"][row], :n] if alpha is not None else torch.zeros(0, n)
-                    attention[k] = matrix.clone()
-                if return_probabilities:
-                    probabilities[k] = out["probabilities"][row, :n].clone()
+                    tagged.attention = matrix.clone()
+                if with_probabilities:
+                    tagged.probabilities = out["probabilities"][row, :n].clone()
                 for name, rows in out.get("heads", {}).items():
-                    heads[name][k] = rows[row]
-        for k, sentence in enumerate(sentences):
-            if not sentence:
-                attention[k] = torch.zeros(0, 0)
-                for head in specs:
-                    heads[head.name][k] = head.filled(extras[k] if extras else None)
-        extra = [
-            x
-            for x, asked in (
-                (attention, return_attention),
-                (probabilities, return_probabilities),
-                (heads, return_heads),
-            )
-            if asked
-        ]
-        return (tags, *extra) if extra else tags
+                    tagged.heads[name] = rows[row]
+        for k, tagged in enumerate(found):
+            if not tagged.tokens and tagged.heads is not None:  # each extra output's fill-in
+                for head in self.model.outputs:  # (QE: an OK gap and BAD source words)
+                    tagged.heads[head.name] = head.filled(extras[k] if extras else None)
+        return found
 
 
 def input_kind(value) -> str:
@@ -339,6 +386,8 @@ def input_kind(value) -> str:
                 f"Tagger.tag: item {k} is of type {type(sentence).__name__}; in a list, give either strings (one "
                 "sentence's tokens) or lists of strings (sentences), not a mixture or other types"
             )
+        if all(map(isinstance, sentence, repeat(str))):  # the loop below only finds the culprit
+            continue
         for token in sentence:
             if not isinstance(token, str):
                 raise TypeError(

@@ -3,11 +3,10 @@
 A config file has the tables ``[data]``, ``[model]``, ``[loss]`` and ``[train]``, whose keys are the
 fields of :class:`DataConfig`, :class:`ModelConfig`, :class:`LossConfig` and :class:`TrainConfig`; a
 missing table or key keeps its default (so model folders written before a key existed load as they
-were trained). Unknown keys are errors, so a typo
-in a config file is reported rather than silently ignored. The defaults here are the paper's §5.1
-values with 16 sentences per update; each task changes some of them (easyfirst.tasks: ``pos`` trains
-in the paper's own regime at lr 0.05), and ``configs/pos.toml``, ``ner.toml`` and ``qe.toml`` write
-each task's values out.
+were trained). Unknown keys are errors, so a typo in a config file is reported. The defaults are the
+paper's §5.1 values with 16 sentences per update; each task changes some (easyfirst.tasks), and
+``configs/pos.toml``, ``ner.toml`` and ``qe.toml`` write each task's values out. A run uses its
+config resolved once (:meth:`Config.resolved`): read-only, with what its values imply.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from typing import Any
 from easyfirst.backends import CHOICES
 from easyfirst.errors import InputError, suggest
 from easyfirst.fields import (
+    Freezable,
     Origin,
     any_integer,
     at_least,
@@ -29,7 +29,6 @@ from easyfirst.fields import (
     fraction,
     non_negative,
     one_of,
-    option,
     positive,
     read_toml,
     set_field,
@@ -58,52 +57,21 @@ def task_names() -> list[str]:
 
 
 @dataclass
-class DataConfig:
+class DataConfig(Freezable):
     task: str = field(default="pos", metadata=checked(one_of(lambda: task_names())))
-    # None: the task's default set (see easyfirst.data.datasets)
-    train: str | None = field(
-        default=None, metadata=option("Training file (default: the task's data set).", metavar="PATH")
-    )
-    dev: str | None = field(
-        default=None, metadata=option("Dev file, for choosing the best epoch.", metavar="PATH")
-    )
-    test: str | None = field(
-        default=None, metadata=option("Test file, scored once at the end.", metavar="PATH")
-    )
-    tag_column: str = field(  # CoNLL-U column holding the target tags
-        default="upos",
-        metadata=option("CoNLL-U column to learn: upos or xpos.", choices=lambda: ["upos", "xpos"]),
-    )
-    # training drops longer sentences (0: none); evaluation never does. The paper's 50 (§5.1) is POS's
-    # default, where N = L makes a sentence cost O(L²); N = 5 (ner, qe) costs O(5L): they keep them all
-    max_train_length: int = field(
-        default=50,
-        metadata=option(
-            "Training drops sentences longer than this many words (0: keeps all); evaluation never does.",
-            check=at_least(0),
-            metavar="L",
-            show=lambda value: "none" if value == 0 else str(value),
-        ),
-    )
+    train: str | None = None
+    dev: str | None = None
+    test: str | None = None
+    tag_column: str = field(default="upos", metadata=checked(one_of(lambda: ["upos", "xpos"])))
+    # the paper's 50 (§5.1) is POS's default, where N = L costs O(L²); N = 5 (ner, qe) costs O(5L)
+    max_train_length: int = field(default=50, metadata=checked(at_least(0)))
     # column files (NER, easyfirst.data.conll): 0-based columns, negative from the end; file encoding
     token_column: int = field(default=0, metadata=checked(any_integer("a column number")))
     label_column: int = field(default=-1, metadata=checked(any_integer("a column number")))
-    encoding: str = field(
-        default="utf-8",
-        metadata=option(
-            "Encoding of column files (ner; the original CoNLL-2002/2003 files: latin-1).", check=encoding()
-        ),
-    )
+    encoding: str = field(default="utf-8", metadata=checked(encoding()))
     # the entity tags a model learns (easyfirst.data.schemes): files are read in any scheme, converted to
     # this one for training, and the model's tags are converted back (to the input's scheme when written)
-    scheme: str = field(
-        default="bio",
-        metadata=option(
-            "The entity tagging scheme an NER model learns, bio or bioes (IOBES); files are read in any "
-            "scheme and tagged in the input's.",
-            choices=lambda: ["bio", "bioes"],
-        ),
-    )
+    scheme: str = field(default="bio", metadata=checked(one_of(lambda: ["bio", "bioes"])))
 
 
 # config keys added after runs were first saved, with the value that matches how those runs behaved
@@ -119,148 +87,42 @@ SAVED_BEFORE = {
 
 
 @dataclass
-class TrainConfig:
-    epochs: int = field(default=20, metadata=option("Training epochs.", check=at_least(1)))
-    # easyfirst.training.optim: adagrad (the paper's), adam, nadam, adamw or sgd (with momentum)
-    optimizer: str = field(
-        default="adagrad",
-        metadata=option(
-            "adagrad (the paper's), adam, nadam, adamw, or sgd (with --momentum).",
-            choices=lambda: list(OPTIMIZERS),
-        ),
-    )
-    lr: float = field(default=0.1, metadata=option("Learning rate.", check=positive()))
-    momentum: float = field(
-        default=0.0, metadata=option("SGD's momentum (0: none).", check=fraction(), metavar="M")
-    )
-    lr_decay: float = field(  # epoch e at lr / (1 + d·(e − 1)), as Ma & Hovy's (2016) SGD
-        default=0.0,
-        metadata=option(
-            "Epoch e trains at lr / (1 + D·(e - 1)) (0: a constant rate).", check=non_negative(), metavar="D"
-        ),
-    )
-    clip: float = field(  # gradient-norm rescaling (inf: none)
-        default=5.0,
-        metadata=option(
-            "Rescale the gradient to this global norm when it is larger (inf: never).",
-            check=positive(finite=False),
-            metavar="NORM",
-        ),
-    )
-    patience: int = field(  # early stopping on the dev score (0: every epoch runs)
-        default=0,
-        metadata=option(
-            "Stop when the dev score has not improved for P epochs (0: train all --epochs).",
-            check=at_least(0),
-            metavar="P",
-        ),
-    )
+class TrainConfig(Freezable):
+    epochs: int = field(default=20, metadata=checked(at_least(1)))
+    optimizer: str = field(default="adagrad", metadata=checked(one_of(lambda: list(OPTIMIZERS))))
+    lr: float = field(default=0.1, metadata=checked(positive()))
+    momentum: float = field(default=0.0, metadata=checked(fraction()))
+    lr_decay: float = field(default=0.0, metadata=checked(non_negative()))
+    clip: float = field(default=5.0, metadata=checked(positive(finite=False)))
+    patience: int = field(default=0, metadata=checked(at_least(0)))
     # the learning rate of the embedding tables (words, affixes, features); unset: lr, like the rest
     embedding_lr: float | None = field(default=None, metadata=checked(non_negative()))
-    batch_size: int = field(default=16, metadata=option("Sentences per update.", check=at_least(1)))
+    batch_size: int = field(default=16, metadata=checked(at_least(1)))
     # how an update's loss combines its words; "sum" with batch_size = 1 is the paper's own code
     # (configs/pos-reference.toml), where clipping then acts on a sentence's summed gradient
-    reduction: str = field(
-        default="mean",
-        metadata=option(
-            "An update's loss: the mean over its words, or their sum (the paper's code: one sentence per "
-            "update, its words' losses summed).",
-            choices=lambda: list(REDUCTIONS),
-        ),
-    )
-    shuffle: bool = field(
-        default=True,
-        metadata=option(
-            "Shuffle the training sentences every epoch (--no-shuffle: file order, as the paper's code)."
-        ),
-    )
+    reduction: str = field(default="mean", metadata=checked(one_of(lambda: list(REDUCTIONS))))
+    shuffle: bool = True
     eval_batch_size: int = field(default=256, metadata=checked(at_least(1)))
-    seed: int = field(default=1, metadata=option("Random seed.", check=at_least(0)))
-    # Hogwild processes for one sentence per update on the CPU (easyfirst.training.hogwild); unset: one per core
-    workers: int | None = field(
-        default=None,
-        metadata=option(
-            "Processes that train one shared model without locks (Hogwild), one sentence per update on "
-            "the CPU only; default: one per core (at most 8, one per 500 training sentences); 1: one "
-            "process, repeatable bit for bit.",
-            check=at_least(1),
-            metavar="K",
-            show=lambda value: "one per core" if value is None else str(value),
-        ),
-    )
-    # which backend computes the encoder and decoder (easyfirst.backends); auto: the chooser's pick per batch
-    backend: str = field(
-        default="auto",
-        metadata=option(
-            "Force a backend (for debugging and benchmarks): numba, numpy (one sentence on the CPU), "
-            "fused (csoftmax batches) or reference (the model itself), which runs whatever the forced "
-            "one does not support; auto: the fastest that supports each batch.",
-            choices=lambda: list(CHOICES),
-        ),
-    )
+    seed: int = field(default=1, metadata=checked(at_least(0)))
+    workers: int | None = field(default=None, metadata=checked(at_least(1)))
+    backend: str = field(default="auto", metadata=checked(one_of(lambda: list(CHOICES))))
     # torch intra-op threads; 0 leaves torch's default (one per core). 1 by default (issue #46): threads
-    # that share busy cores spin in OpenMP's barriers (benchmarks/threads.py: 0.27x of their own speed
+    # that share busy cores spin in OpenMP's barriers (benchmarks/speed/threads.py: 0.27x of their own speed
     # beside a second training), while alone on an idle 2-core machine two threads were 1.6x faster
-    threads: int = field(
-        default=1,
-        metadata=option(
-            "CPU threads for torch in this training process (0: torch's choice, one per core). 1 by "
-            "default, since more spin when other work shares the cores; on a machine of your own, "
-            "0 is faster (docs/training.md, Threads).",
-            check=at_least(0),
-            show=lambda v: "torch's choice" if not v else str(v),
-        ),
-    )
-    checkpoint_every: int = field(  # also checkpoint every K updates within an epoch (0: at epoch ends only)
-        default=0,
-        metadata=option(
-            "Also checkpoint every K updates (0: at epoch ends only).", check=at_least(0), metavar="K"
-        ),
-    )
-    # the attention temperature annealed over the epochs (easyfirst.training.anneal; issue #26): geometrically from
-    # anneal_from at epoch 1 to anneal_to at epoch anneal_epochs, then kept; 0 epochs: no annealing, the
-    # model's attention_temperature throughout. Annealing writes each epoch's value into attention_temperature
-    anneal_epochs: int = field(
-        default=0,
-        metadata=option(
-            "Anneal the attention temperature over the first E epochs, geometrically from --anneal-from "
-            "to --anneal-to, then keep it (0: no annealing, --attention-temperature throughout).",
-            check=at_least(0),
-            metavar="E",
-        ),
-    )
-    anneal_from: float = field(
-        default=1.0,
-        metadata=option(
-            "The attention temperature of epoch 1 when annealing.", check=positive(), metavar="T"
-        ),
-    )
-    anneal_to: float = field(
-        default=0.25,
-        metadata=option(
-            "The attention temperature reached at epoch E when annealing.", check=positive(), metavar="T"
-        ),
-    )
-    # the dev score that chooses the best epoch (a report key, higher is better); unset: the task's
-    best_metric: str | None = field(
-        default=None,
-        metadata=option(
-            "The dev score that chooses the best epoch, a metrics.json key (qe: f1_mult, mcc, "
-            "target_f1_mult, target_mcc, gaps_f1_mult, source_f1_mult, ...).",
-            metavar="KEY",
-            show=lambda value: "the task's (qe with gaps: target_f1_mult)" if value is None else value,
-        ),
-    )
-    checkpoint_minutes: float = field(  # easyfirst.training.checkpoints.CheckpointClock (not under torchrun)
-        default=5.0,
-        metadata=option(
-            "Also checkpoint every M minutes of training (0: off).", check=non_negative(), metavar="M"
-        ),
-    )
+    threads: int = field(default=1, metadata=checked(at_least(0)))
+    checkpoint_every: int = field(default=0, metadata=checked(at_least(0)))
+    # the attention temperature annealed over the epochs (easyfirst.training.anneal; issue #26): from anneal_from
+    # at epoch 1 to anneal_to at epoch anneal_epochs, then kept; 0: none. Each epoch's is training state
+    anneal_epochs: int = field(default=0, metadata=checked(at_least(0)))
+    anneal_from: float = field(default=1.0, metadata=checked(positive()))
+    anneal_to: float = field(default=0.25, metadata=checked(positive()))
+    best_metric: str | None = None
+    # easyfirst.training.checkpoints.CheckpointClock (not under torchrun)
+    checkpoint_minutes: float = field(default=5.0, metadata=checked(non_negative()))
 
 
 @dataclass
-class Config:
+class Config(Freezable):
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     loss: LossConfig = field(default_factory=LossConfig)
@@ -271,6 +133,29 @@ class Config:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def resolved(self, source: str = "<config>") -> Config:
+        """The config a run uses: a read-only copy (FrozenInstanceError on a write) with what the values
+        imply (:meth:`imply`), checked (errors name where a value was given, else ``source``)."""
+        config = self.thawed()
+        config.imply()
+        config.validate(source)
+        config.freeze()
+        return config
+
+    def imply(self) -> None:
+        """Set what the values imply, once all are set: a BiLSTM has no sketch steps; with vectors, the
+        task's defaults with vectors where not given; an attention without learned scores, temperature 1."""
+        from easyfirst.tasks import TASKS
+
+        m, task = self.model, self.data.task  # either may be a name validate refuses
+        if m.pretrained and task in TASKS:
+            self.update(TASKS[task].with_vectors, f"task {task} with vectors", keep_given=True)
+        scores = getattr(KINDS.get(m.attention), "scores", None)
+        if not self.given("model.attention_temperature") and scores != "attention":
+            m.attention_temperature = 1.0
+        if m.model == "bilstm":
+            m.sketch_steps = 0
 
     @classmethod
     def for_task(cls, task: str) -> Config:
@@ -294,9 +179,9 @@ class Config:
     def from_dict(
         cls, raw: dict[str, Any], source: str = "<config>", task: str | None = None, lines: dict | None = None
     ) -> Config:
-        """A config from TOML/JSON tables; keys left out take the defaults of its ``[data] task`` (or of
-        ``task``, which must then agree with it; without either, POS). ``lines`` maps (section, key) to
-        the key's line in ``source``, for the errors."""
+        """A config from TOML/JSON tables, checked, with what its values imply, writable; keys left out
+        take the defaults of its ``[data] task`` (or of ``task``, which must then agree with it; else
+        POS). ``lines`` maps (section, key) to the key's line in ``source``, for the errors."""
         from easyfirst.tasks import DEFAULT_TASK
 
         lines = lines or {}
@@ -307,7 +192,7 @@ class Config:
         task = data.get("task", task or DEFAULT_TASK)
         if task not in task_names():
             raise InputError(f"data.task must be one of {', '.join(task_names())}, not {task!r}", *where)
-        config = cls.for_task(task)
+        config = cls.for_task(task)  # a writable config, resolved at the end
         for section, value in raw.items():
             if section not in SECTIONS:
                 raise InputError(
@@ -319,20 +204,19 @@ class Config:
                 raise InputError(f"[{section}] must be a table", source, lines.get((section, None)))
             for key, item in value.items():
                 config.assign(section, key, item, (source, lines.get((section, key))))
-        config.validate(source)
-        return config
+        return config.resolved(source).thawed()
 
     @classmethod
     def from_saved(cls, raw: dict[str, Any], source: str = "<config>") -> Config:
-        """The config of a run folder (its config.json). A key the file lacks because the run was saved
-        before the key existed takes the behaviour runs had then (``SAVED_BEFORE``), not today's default,
-        so an old model tags as it did."""
+        """The config of a run folder (its config.json), resolved (read-only). A key the file lacks
+        because the run was saved before the key existed takes the behaviour runs had then
+        (``SAVED_BEFORE``), not today's default, so an old model tags as it did."""
         for section, keys in SAVED_BEFORE.items():
             table = raw.get(section)
             if isinstance(table, dict):
                 for key, value in keys.items():
                     table.setdefault(key, value)
-        return cls.from_dict(raw, source)
+        return cls.from_dict(raw, source).resolved(source)
 
     @classmethod
     def load(cls, path: str | Path, task: str | None = None) -> Config:
@@ -362,7 +246,8 @@ class Config:
 
     def validate(self, source: str = "<config>") -> None:
         """Check every field against its rule (easyfirst.fields), each error naming where the value was
-        given (``source`` for a value with no other origin), then the rules that tie fields together."""
+        given (``source`` for a value with no other origin), then the rules that tie fields together;
+        writes nothing (what values imply: :meth:`resolved`)."""
         for section in SECTIONS:
             target = getattr(self, section)
             for f in fields(target):
@@ -382,16 +267,6 @@ class Config:
                 f"data.scheme = {self.data.scheme!r}: the {task.name} task learns {' or '.join(task.schemes)}",
                 *where("data.scheme"),
             )
-        if self.model.pretrained:  # the task's defaults with word vectors (POS: a sharper temperature)
-            self.update(
-                TASKS[self.data.task].with_vectors, f"task {self.data.task} with vectors", keep_given=True
-            )
-        if (
-            not self.given("model.attention_temperature")
-            and KINDS[self.model.attention].scores != "attention"
-        ):
-            # a task's default temperature (POS: 0.35) where the attention chosen has no scores to divide
-            self.model.attention_temperature = 1.0
         self.model.validate(where)
         self.loss.validate(self.model.crf, where)
         m, t = self.model, self.train

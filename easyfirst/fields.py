@@ -1,15 +1,11 @@
-"""Config fields that are also command-line options, and the rule each field's values must keep.
+"""Config fields and the rule each field's values must keep; a config that becomes read-only.
 
-A field of a config dataclass (easyfirst.config, easyfirst.model.settings) becomes an option of
-``easyfirst train`` by carrying ``metadata=option(help=...)``; the CLI (easyfirst.cli.options) builds
-the option from the field: its flag (``--key-with-dashes`` unless ``flag`` says otherwise), its type,
-its help text with the default of each task, and ``--no-KEY`` for booleans. Every field, with or
-without an option, can also be set with ``--set section.key=value``. So a new config key is one field.
-
-The field also carries its :class:`Rule` (``option(..., check=at_least(1))``, or ``checked(rule)`` for
-a field without a flag; an option with ``choices`` checks them without being told):
-``Config.validate`` checks every field's value against its rule, whichever source it came from, before
-anything is written. A numeric field must declare one (tests/test_config_validation.py sees to it).
+A field of a config dataclass (easyfirst.config, easyfirst.model.settings) carries its :class:`Rule`
+(``field(default=1, metadata=checked(at_least(1)))``): ``Config.validate`` checks every field's value
+against its rule, whichever source it came from (a TOML file, ``--set``, a flag), before anything is
+written. A numeric field must declare one (tests/package/test_config_validation.py sees to it). The flags that
+set fields are the command line's (easyfirst.cli.flags). :class:`Freezable` makes a resolved config
+read-only.
 
 Reading a TOML file with errors that name its line (:func:`read_toml`, :func:`toml_lines`) and setting
 a field after checking the value's type (:func:`set_field`) are here too: config files and search
@@ -19,13 +15,14 @@ spaces (easyfirst.tuning) read alike.
 from __future__ import annotations
 
 import codecs
+import copy
 import functools
 import math
 import re
 import sys
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import Field, dataclass
+from dataclasses import FrozenInstanceError, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -115,33 +112,43 @@ def any_integer(what: str) -> Rule:
     return Rule(lambda v: True, what)
 
 
-@dataclass(frozen=True)
-class Option:
-    help: str
-    flag: str | None = None  # default: "--" + the key with dashes
-    metavar: str | None = None
-    # the option's value as given (a string, or a list of strings with ``repeatable``) → the field's value
-    parse: Callable[[Any], Any] | None = None
-    repeatable: bool = False
-    show: Callable[[Any], str] | None = None  # the field's value as a user would type it (for defaults)
-    choices: Callable[[], list[str]] | None = None  # the registry's names, looked up when help is shown
+class Freezable:
+    """A config, or a section of one, that becomes read-only once resolved (easyfirst.config.Config.
+    resolved): after :meth:`freeze` (of it and of the Freezable values it holds, its sections), setting
+    any attribute raises FrozenInstanceError (an AttributeError). Building a config (TOML, ``--set``,
+    flags) writes into an unfrozen one; :meth:`thawed` is a writable copy, :meth:`replaced` a frozen
+    copy with some values changed."""
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self.__dict__.get("_frozen"):
+            raise FrozenInstanceError(
+                f"cannot set {type(self).__name__}.{name}: a resolved configuration is read-only "
+                "(what changes while training runs is training state)"
+            )
+        object.__setattr__(self, name, value)
 
-def option(help: str, check: Rule | None = None, **settings) -> dict[str, Any]:
-    """``field(metadata=option("Learning rate.", check=positive()))``: make the field an option of
-    ``easyfirst train``, its values checked by ``check`` (an option with ``choices``: one of them)."""
-    spec = Option(help, **settings)
-    if check is None and spec.choices is not None:
-        check = one_of(spec.choices)
-    return {"option": spec} | checked(check)
+    @property
+    def frozen(self) -> bool:
+        return self.__dict__.get("_frozen", False)
 
+    def freeze(self, frozen: bool = True) -> None:
+        object.__setattr__(self, "_frozen", frozen)
+        for value in vars(self).values():
+            if isinstance(value, Freezable):
+                value.freeze(frozen)
 
-def flag_of(f: Field, value: Any = None) -> str:
-    """The option of the optioned field ``f``: ``--key-with-dashes`` unless its ``flag`` says otherwise;
-    for the ``value`` False, a boolean's ``--no-`` form."""
-    spec: Option = f.metadata["option"]
-    flag = spec.flag or "--" + f.name.replace("_", "-")
-    return f"--no-{flag[2:]}" if value is False else flag
+    def thawed(self):
+        copied = copy.deepcopy(self)
+        copied.freeze(False)
+        return copied
+
+    def replaced(self, part: str, **values: Any):
+        """A frozen copy with ``values`` set in its part ``part`` (a config's section)."""
+        copied = self.thawed()
+        for key, value in values.items():
+            setattr(getattr(copied, part), key, value)
+        copied.freeze()
+        return copied
 
 
 def checked(rule: Rule | None) -> dict[str, Any]:

@@ -22,6 +22,13 @@ NER_SAMPLE = ROOT / "data" / "samples" / "en-ner-sample.conll"
 QE_SAMPLE = ROOT / "data" / "samples" / "qe-en-de"  # a prefix: .src, .mt, .src-mt.alignments, .tags, .pe
 QE_GAPS = ROOT / "data" / "samples" / "qe-en-de-gaps"  # the same in the 2N+1 (gap) tags format
 
+# The tests live in rooms, one per unit of the package (tests/model, tests/cli, ...), beside the helpers
+# here (processes.py, serving.py, ...). A few import another room's test module by its basename (unique
+# across rooms): every room is on the path, as pytest puts the room of the module it collects.
+for room in sorted(Path(__file__).resolve().parent.iterdir()):
+    if room.is_dir() and any(room.glob("test_*.py")) and str(room) not in sys.path:
+        sys.path.append(str(room))
+
 # IOB1 as in the original CoNLL-2003 release: entities start with I-, B- only between two adjacent
 # entities of one type. Latin-1 words, a document line, trailing spaces, several blank lines, CRLF.
 IOB1_LATIN1 = (

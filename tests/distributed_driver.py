@@ -1,7 +1,7 @@
 """Run ``easyfirst train`` as one of torchrun's processes, recording every file this process creates or
 writes (Python audit events), and print them as one JSON line at exit: ``WRITES <rank> [...]``.
 
-Used by tests/test_distributed.py:  python -m torch.distributed.run --nproc_per_node 2 THIS train ...
+Used by tests/training/test_distributed.py:  python -m torch.distributed.run --nproc_per_node 2 THIS train ...
 """
 
 from __future__ import annotations

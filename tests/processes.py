@@ -1,5 +1,5 @@
-"""What a killed command leaves running, read from /proc (Linux): for tests/test_parent_death.py and
-benchmarks/kill_test.py."""
+"""What a killed command leaves running, read from /proc (Linux): for tests/parallel/test_parent_death.py and
+benchmarks/analyses/kill_test.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`easyfirst serve` in a subprocess on a free loopback port, spoken to over HTTP (tests/test_serve*.py)."""
+"""`easyfirst serve` in a subprocess on a free loopback port, spoken to over HTTP (tests/serve/test_serve*.py)."""
 
 from __future__ import annotations
 
@@ -28,10 +28,11 @@ class Server:
     """``easyfirst serve ARGS`` on a free port, stopped with SIGTERM (:meth:`stop`). As a context
     manager (or with :meth:`close` in a ``finally``), whatever is left of it is killed at the end."""
 
-    def __init__(self, *args: str):
+    def __init__(self, *args: str, env: dict[str, str] | None = None):
         self.port = free_port()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "easyfirst", "serve", "--port", str(self.port), *args],
+            env=None if env is None else {**os.environ, **env},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             preexec_fn=dies_with_the_test(

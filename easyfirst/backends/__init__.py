@@ -15,9 +15,9 @@ setting. A backend computes the same function as a part of it, for the settings 
 
 :func:`easyfirst.backends.chooser.choose_backend` picks, for each batch, the first of these (in that order)
 that declares the batch's settings, and says why it passed over the others; ``--backend NAME`` forces
-one (the reference runs what it does not support). What keeps them equal: tests/test_fused_sketch.py and
-tests/test_lean.py compare outputs and gradients of every backend with the reference in float64, and the
-compiled kernels with the NumPy loops; tests/test_backends.py the choice.
+one (the reference runs what it does not support). What keeps them equal: tests/backends/test_fused_sketch.py and
+tests/backends/test_lean.py compare outputs and gradients of every backend with the reference in float64, and the
+compiled kernels with the NumPy loops; tests/backends/test_backends.py the choice.
 
 To change an equation: change the reference; then either port each backend or remove the setting value
 from its declaration so that the chooser passes it over until it is ported. A new setting of the encoder

@@ -6,7 +6,7 @@ each, against about 10 µs of arithmetic in a step's matrix product. Here each l
 call: the element-wise work is plain loops, the matrix products go to BLAS (``np.dot``, which Numba
 takes from SciPy). The mathematics, the order of the steps and what is recorded for the backward are
 those of the NumPy functions in :mod:`easyfirst.backends.lean`, which stay the readable statement of them
-(and the path without Numba); tests/test_lean.py holds both to the batched torch paths in float64.
+(and the path without Numba); tests/backends/test_lean.py holds both to the batched torch paths in float64.
 
 Every kernel writes into arrays its caller allocates (the caller's ``_Records``), so that the two paths
 share one layout. :func:`decoder_forward` returns False, having written nothing the caller keeps, when a

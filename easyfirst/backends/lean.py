@@ -30,7 +30,7 @@ passes in training, or None for the NumPy loops below (backend ``numpy``, and ta
 the kernels on their first use after an install, about 30 s, which a first ``easyfirst tag --text`` or
 ``plot`` should not wait for).
 
-The batched torch paths stay the reference: tests/test_lean.py holds both loops to them in float64.
+The batched torch paths stay the reference: tests/backends/test_lean.py holds both loops to them in float64.
 """
 
 from __future__ import annotations

@@ -94,9 +94,11 @@ def check_option(flag: str, value, rule) -> None:
 
 def load_tagger(model: Path | None, device: str = "cpu", note: bool = False, backend: str = "auto"):
     """The tagger of ``model`` (None: the bundled one) on ``device``, with ``backend`` forced unless
-    "auto" (easyfirst.backends); a missing folder or unknown backend is reported
-    before torch is imported (for the device's check and the model). ``note``: say so if the run
-    stopped before its last epoch (:func:`note_stopped`), where its scores or plots are studied."""
+    "auto" (easyfirst.backends), which tags a large call on every core (``Tagger.processes``; a library
+    call runs in its own process unless asked: easyfirst.tagging.pool). A missing folder or unknown
+    backend is reported before torch is imported (for the device's check and the model). ``note``: say
+    so if the run stopped before its last epoch (:func:`note_stopped`), where its scores or plots are
+    studied."""
 
     folder = model_folder(model)
     if (model is None or str(model) in BUNDLED) and not (folder / MODEL_FILE).is_file():
@@ -108,8 +110,10 @@ def load_tagger(model: Path | None, device: str = "cpu", note: bool = False, bac
     if backend not in CHOICES:
         raise InputError(f"--backend {backend}: one of {', '.join(CHOICES)}")
     from easyfirst.api import Tagger
+    from easyfirst.parallel.cores import tagging_processes
 
     tagger = Tagger.load(folder, device, backend=backend)
+    tagger.processes = tagging_processes()  # a large call on every core (at most 8); one off the CPU
     if note:
         note_stopped(folder, tagger.config)
     return tagger

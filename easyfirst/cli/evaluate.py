@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from easyfirst.cli import app
+from easyfirst.cli.app import app
 from easyfirst.cli.common import (
     BackendOption,
     BatchOption,
@@ -75,14 +75,18 @@ def score(tagger, task, sentences, batch_size: int) -> dict:
     import torch
 
     from easyfirst.metrics import distribution_report
+    from easyfirst.tagging.tagged import heads_by_name
 
-    predicted, distributions, heads = tagger.tag(
+    tagged = tagger.tag(
         [s.words for s in sentences],
-        return_probabilities=True,
+        records=True,
+        probabilities=True,
+        heads=True,
         batch_size=batch_size,
         extras=[s.extra for s in sentences],
-        return_heads=True,
     )
+    predicted, distributions = [t.tags for t in tagged], [t.probabilities for t in tagged]
+    heads = heads_by_name(tagged)
     report = task.scoring.score([s.tags for s in sentences], predicted)
     if heads:  # the extra outputs (easyfirst.data.outputs; QE: gap and source tags)
         report |= task.score_outputs(sentences, predicted, heads)

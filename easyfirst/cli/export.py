@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from easyfirst.cli import app
+from easyfirst.cli.app import app
 from easyfirst.cli.common import console, err, given_path, note_stopped
 from easyfirst.errors import InputError
 from easyfirst.resources import MODEL_FILE
@@ -44,6 +44,7 @@ def export(
     model card written from the run's config and metrics.json: data, a command that trains the same
     configuration, dev and test scores, intended use and limits."""
     from easyfirst.atomic import atomic_write, read_json
+    from easyfirst.cli.flags import FLAG_OF
     from easyfirst.runs import load_model, save_model
     from easyfirst.viz.model_card import model_card
 
@@ -66,7 +67,7 @@ def export(
     sizes = {"words": len(vocabs.words), "tags": len(vocabs.tags)}
     parameters = sum(p.numel() for p in model.parameters())
     early = note_stopped(Path(run_dir), config)
-    card = model_card(config, metrics, sizes, parameters, str(run_dir), half, early)
+    card = model_card(config, metrics, sizes, parameters, str(run_dir), half, early, FLAG_OF)
     save_model(output, model, config, vocabs, half=half)
     atomic_write(output / "README.md", lambda out: out.write(card.encode()))
     size = sum(f.stat().st_size for f in output.iterdir()) / 2**20

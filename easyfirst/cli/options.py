@@ -1,8 +1,9 @@
-"""Options generated from dataclasses: the config's fields for ``train``, the tasks' tag options.
+"""Typer options made from tables: ``train``'s from the flags of config keys (easyfirst.cli.flags),
+``tag``'s from the tasks' ``TagOptions`` dataclasses.
 
-A config field with ``option(...)`` metadata (easyfirst.fields) becomes a Typer option whose value is
-None unless given, so that a flag overrides the config file only when it is there; its help shows the
-default of each task, and ``train --help`` shows it in its section's panel (:func:`panel_of`). A tag option is a field of a task's ``TagOptions`` dataclass.
+A row of :data:`~easyfirst.cli.flags.FLAGS` becomes a Typer option whose value is None unless given, so
+that a flag overrides the config file only when it is there; its help shows the default of each task,
+and ``train --help`` shows it in its section's panel (:func:`panel_of`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from typing import Annotated, Any
 
 import typer
 
-from easyfirst.fields import Option, flag_of
+from easyfirst.cli.flags import FLAGS, SECTION_TYPES, Flag
+from easyfirst.config import Config
+from easyfirst.fields import field_types
 
 
 def _plain(annotation) -> type:
@@ -31,9 +34,9 @@ def _default(f: Field) -> Any:
     return f.default_factory() if f.default_factory is not MISSING else f.default
 
 
-def _show(spec: Option, value: Any) -> str:
-    if spec.show is not None:
-        return spec.show(value)
+def _show(flag: Flag, value: Any) -> str:
+    if flag.show is not None:
+        return flag.show(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
@@ -56,51 +59,44 @@ def panel_of(section: str, help_text: str, tasks: Iterable[str]) -> str:
     return prefix if prefix.lower() in tasks else SECTION_PANELS.get(section, section.capitalize())
 
 
-def config_parameters(
-    section: str, cls: type, defaults: dict[str, Any], tasks: Iterable[str] = ()
-) -> list[inspect.Parameter]:
-    """One keyword parameter ``{section}__{key}`` per optioned field of the dataclass ``cls``.
+def config_parameters(defaults: dict[str, Config], tasks: Iterable[str] = ()) -> list[inspect.Parameter]:
+    """One keyword parameter ``{section}__{key}`` per row of :data:`easyfirst.cli.flags.FLAGS`.
 
-    ``defaults`` maps a task name to that task's defaults for this section (an instance of ``cls``), for
-    the ``[default: …]`` in the help; ``tasks``, the task names, for :func:`panel_of`.
+    ``defaults`` maps a task name to that task's default config, for the ``[default: …]`` in the help;
+    ``tasks``, the task names, for :func:`panel_of`.
     """
     tasks = set(tasks)
-    hints = typing.get_type_hints(cls)
     parameters = []
-    for f in fields(cls):
-        spec: Option | None = f.metadata.get("option")
-        if spec is None:
-            continue
-        flag = flag_of(f)
-        kind = _plain(hints[f.name])
-        values = [getattr(v, f.name) for v in defaults.values()]
-        help_text = spec.help
-        if spec.choices is not None:
-            LAZY_CHOICES[f"{section}__{f.name}"] = spec.choices
-        if spec.show is not None or any(v is not None for v in values):
-            shown = {task: _show(spec, value) for task, value in zip(defaults, values, strict=True)}
+    for flag in FLAGS:
+        kind = _plain(field_types(SECTION_TYPES[flag.section])[flag.field])
+        values = [getattr(getattr(config, flag.section), flag.field) for config in defaults.values()]
+        help_text = flag.help
+        if flag.choices is not None:
+            LAZY_CHOICES[flag.parameter] = flag.choices
+        if flag.show is not None or any(v is not None for v in values):
+            shown = {task: _show(flag, value) for task, value in zip(defaults, values, strict=True)}
             first = next(iter(shown.values()))
             others = [f"{task} {text}" for task, text in shown.items() if text != first]
             help_text += f" \\[default: {first}{'; ' + ', '.join(others) if others else ''}]"
         if kind is bool:
-            decls = (f"{flag}/--no-{flag[2:]}",)
+            decls = (f"{flag.name}/--no-{flag.name[2:]}",)
             annotation: Any = bool | None
-        elif spec.repeatable:
-            decls, annotation = (flag,), list[str] | None
-        elif spec.parse is not None:
-            decls, annotation = (flag,), str | None
+        elif flag.repeatable:
+            decls, annotation = (flag.name,), list[str] | None
+        elif flag.parse is not None:
+            decls, annotation = (flag.name,), str | None
         else:
-            decls, annotation = (flag,), kind | None
+            decls, annotation = (flag.name,), kind | None
         option = typer.Option(
             *decls,
             help=help_text,
             show_default=False,
-            metavar=spec.metavar,
-            rich_help_panel=panel_of(section, spec.help, tasks),
+            metavar=flag.metavar,
+            rich_help_panel=panel_of(flag.section, flag.help, tasks),
         )
         parameters.append(
             inspect.Parameter(
-                f"{section}__{f.name}",
+                flag.parameter,
                 inspect.Parameter.KEYWORD_ONLY,
                 default=None,
                 annotation=Annotated[annotation, option],
@@ -109,32 +105,29 @@ def config_parameters(
     return parameters
 
 
-def config_values(section: str, cls: type, given: dict[str, Any]) -> dict[str, tuple[Any, str]]:
-    """The fields of ``cls`` that were given on the command line, parsed to the fields' types, each with
-    its flag (where the value came from, for its errors)."""
-    values = {}
-    for f in fields(cls):
-        spec: Option | None = f.metadata.get("option")
-        value = given.get(f"{section}__{f.name}")
-        if spec is None or value is None:
+def config_values(given: dict[str, Any]) -> list[tuple[str, str, Any, str]]:
+    """The config keys given as flags on the command line: (section, key, value parsed to the key's
+    type, the flag as given: where the value came from, for its errors)."""
+    values = []
+    for flag in FLAGS:
+        value = given.get(flag.parameter)
+        if value is None:
             continue
-        if spec.parse is not None:
-            value = spec.parse(value)
+        if flag.parse is not None:
+            value = flag.parse(value)
         elif isinstance(value, Path):
             value = str(value)
-        values[f.name] = (value, flag_of(f, value))
+        values.append((flag.section, flag.field, value, flag.given_as(value)))
     return values
 
 
-def given_flags(section: str, cls: type, given: dict[str, Any]) -> list[str]:
-    """The flags of the optioned fields of ``cls`` that were given (as ``--x`` or ``--x/--no-x``)."""
+def given_flags(given: dict[str, Any]) -> list[str]:
+    """The flags of config keys that were given (as ``--x``, or ``--x/--no-x`` for a boolean)."""
     names = []
-    for f in fields(cls):
-        if "option" in f.metadata and given.get(f"{section}__{f.name}") is not None:
-            flag = flag_of(f)
-            names.append(
-                f"{flag}/--no-{flag[2:]}" if _plain(typing.get_type_hints(cls)[f.name]) is bool else flag
-            )
+    for flag in FLAGS:
+        if given.get(flag.parameter) is not None:
+            boolean = _plain(field_types(SECTION_TYPES[flag.section])[flag.field]) is bool
+            names.append(f"{flag.name}/--no-{flag.name[2:]}" if boolean else flag.name)
     return names
 
 

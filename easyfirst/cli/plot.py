@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from easyfirst.cli import app
+from easyfirst.cli.app import app
 from easyfirst.cli.common import (
     ModelOption,
     check_input,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from easyfirst.cli import app
+from easyfirst.cli.app import app
 from easyfirst.cli.common import DeviceOption, ModelOption, check_device, err
 from easyfirst.errors import InputError
 
@@ -94,11 +94,13 @@ def serve(
     if workers > 1:  # no thread pool in the process that forks: each worker starts its own
         torch.set_num_threads(1)
     served = create_app(model, device=device, limits=limits, batch_window_ms=batch_window)
+    from easyfirst.serve.connections import stack
     from easyfirst.serve.processes import run
 
     err.print(
         f"serving {model or 'the bundled model'} on http://{host}:{port}/ with {workers} worker process(es) "
-        "(Ctrl-C or SIGTERM to stop)"
+        f"({stack()}; Ctrl-C or SIGTERM to stop)",
+        markup=False,
     )
     threads = max(1, available_cores() // workers) if workers > 1 else torch.get_num_threads()
     code = run(

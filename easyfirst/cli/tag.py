@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from easyfirst.atomic import remove_stale_temporaries
-from easyfirst.cli import app
+from easyfirst.cli.app import app
 from easyfirst.cli.common import (
     BackendOption,
     BatchOption,

@@ -1,4 +1,4 @@
-"""``easyfirst train``: the common flags, one flag per optioned config field, and ``--set``."""
+"""``easyfirst train``: the common flags, the flags of config keys (easyfirst.cli.flags), and ``--set``."""
 
 from __future__ import annotations
 
@@ -11,15 +11,13 @@ from typing import Annotated
 
 import typer
 
-from easyfirst.cli import app
+from easyfirst.cli.app import app
 from easyfirst.cli.common import check_device, err, given_path
 from easyfirst.cli.options import LAZY_CHOICES, SECTION_PANELS, config_parameters, config_values, given_flags
-from easyfirst.config import Config, DataConfig, LossConfig, ModelConfig, TrainConfig
+from easyfirst.config import Config
 from easyfirst.errors import InputError
 from easyfirst.resources import CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, MODEL_FILE
 from easyfirst.tasks import DEFAULT_TASK, TASKS
-
-SECTIONS = {"data": DataConfig, "model": ModelConfig, "loss": LossConfig, "train": TrainConfig}
 
 
 def recipe_text(recipe: dict[str, dict[str, object]]) -> str:
@@ -147,10 +145,9 @@ COMMON = [
 ]
 
 
-def _task_defaults() -> dict[str, dict[str, object]]:
-    """section → {task → that task's default values of the section}, for the help's defaults."""
-    configs = {name: Config.for_task(name) for name in TASKS}
-    return {section: {name: getattr(c, section) for name, c in configs.items()} for section in SECTIONS}
+def _task_defaults() -> dict[str, Config]:
+    """task → its default config, for the help's defaults."""
+    return {name: Config.for_task(name) for name in TASKS}
 
 
 def train(**given) -> None:
@@ -162,9 +159,9 @@ def train(**given) -> None:
     resume: Path | None = given["resume"]
     if resume is not None:
         return resume_training(resume, given)
-    cfg = configured(given)
+    cfg = configured(given).resolved("command line")
     check_paths(cfg)
-    note_summed_batches(cfg, given_flags("train", TrainConfig, given))
+    note_summed_batches(cfg, given_flags(given))
     check_device(given["device"])
     output = run_folder(given["output"], cfg, given["overwrite"])
     created = not output.exists()
@@ -182,9 +179,10 @@ def train(**given) -> None:
 
 
 def configured(given: dict) -> Config:
-    """The run's config from the command line: the task's defaults or ``--config``, then ``--set``, then
-    ``--easy-first``'s recipe, then the flags; checked. ``given`` holds the verb's parameters (the flags
-    that are not given, or that the verb lacks, count as not given)."""
+    """The run's config from the command line, still writable: the task's defaults or ``--config``,
+    then ``--set``, then ``--easy-first``'s recipe, then the flags (``.resolved()`` checks it and gives
+    the run's read-only config). ``given`` holds the verb's parameters (the flags that are not given, or
+    that the verb lacks, count as not given)."""
     task = given.get("task")
     if task is not None and task not in TASKS:
         raise InputError(f"--task must be one of {', '.join(TASKS)}, not {task!r}")
@@ -197,20 +195,9 @@ def configured(given: dict) -> Config:
         if not recipe:
             raise InputError(f"--easy-first: no easy-first recipe has been measured for task {cfg.data.task}")
         cfg.update(recipe, "--easy-first")
-    for section, cls in SECTIONS.items():
-        for key, (value, flag) in config_values(section, cls, given).items():
-            cfg.assign(section, key, value, (flag, None))
-    settle(cfg)
+    for section, key, value, flag in config_values(given):
+        cfg.assign(section, key, value, (flag, None))
     return cfg
-
-
-def settle(cfg: Config, source: str = "command line") -> None:
-    """What a run's config goes through once its values are all set: a BiLSTM has no sketch steps, and
-    every field and the rules between fields are checked (errors name where a value was given, else
-    ``source``)."""
-    if cfg.model.model == "bilstm":
-        cfg.model.sketch_steps = 0
-    cfg.validate(source)
 
 
 def check_paths(cfg: Config) -> None:
@@ -233,7 +220,7 @@ def check_paths(cfg: Config) -> None:
                 f"model.{key} {path!r} not found (easyfirst data --vectors lists the named sets)", *origin
             )
         # a named set not installed, a file of the wrong kind, a size given that differs, the wrong task
-        cfg.follow_vectors(open_vectors(path), size)
+        cfg.thawed().follow_vectors(open_vectors(path), size)
 
 
 def note_summed_batches(cfg: Config, flags: list[str]) -> None:
@@ -290,8 +277,7 @@ def resume_training(folder: Path, given: dict) -> None:
     fixed = [f"--{name}" for name in ("task", "config", "output") if given[name] is not None]
     fixed += ["--overwrite"] * bool(given["overwrite"]) + ["--set"] * bool(given["assignments"])
     fixed += ["--easy-first"] * bool(given["easy_first"])
-    for section, cls in SECTIONS.items():
-        fixed += [flag for flag in given_flags(section, cls, given) if flag not in RESUMABLE.values()]
+    fixed += [flag for flag in given_flags(given) if flag not in RESUMABLE.values()]
     if fixed:
         raise InputError(
             f"--resume continues the run as it was configured: {', '.join(fixed)} cannot be "
@@ -305,11 +291,11 @@ def resume_training(folder: Path, given: dict) -> None:
             "command that started it again",
             folder,
         )
-    cfg = Config.from_saved(read_json(folder / CONFIG_FILE), str(folder / CONFIG_FILE))
+    cfg = Config.from_saved(read_json(folder / CONFIG_FILE), str(folder / CONFIG_FILE)).thawed()
     for key, flag in RESUMABLE.items():
         if given[key] is not None:
             cfg.assign("train", key.split("__")[1], given[key], (flag, None))
-    cfg.validate("command line")
+    cfg = cfg.resolved("command line")
     check_device(given["device"])
     again = stopped_before_first_checkpoint(folder)
     if again:
@@ -329,7 +315,7 @@ def run_training(cfg: Config, output: Path, device: str, resume: bool = False) -
         err.print(f"[red]training stopped:[/] {error} in {output}")
         raise typer.Exit(1) from None
     except KeyboardInterrupt:  # Ctrl-C: say how to go on (a SystemExit, which Typer passes through)
-        from easyfirst.cli import report
+        from easyfirst.cli.app import report
 
         kept = what_is_kept(output)
         if kept is not None:
@@ -373,13 +359,10 @@ def _panel(parameter: inspect.Parameter) -> str | None:
 
 
 def _register() -> None:
-    """``train`` with a flag per optioned config field, grouped for --help: the general options first,
+    """``train`` with the flags of config keys (easyfirst.cli.flags.FLAGS), grouped for --help: the general options first,
     then a panel per config section (a task's own flags in a panel of their own, options.panel_of), the
     run folder's options last."""
-    defaults = _task_defaults()
-    parameters = list(COMMON)
-    for section, cls in SECTIONS.items():
-        parameters += config_parameters(section, cls, defaults[section], TASKS)
+    parameters = list(COMMON) + config_parameters(_task_defaults(), TASKS)
     order = [None, *SECTION_PANELS.values()]
     parameters.sort(
         key=lambda p: (_panel(p) == "Output", order.index(_panel(p)) if _panel(p) in order else 99)

@@ -14,10 +14,10 @@ from typing import Annotated
 
 import typer
 
-from easyfirst.cli import app
+from easyfirst.cli.app import app
 from easyfirst.cli.common import check_device, err, given_path
 from easyfirst.cli.options import config_parameters
-from easyfirst.cli.train import COMMON, SECTIONS, _task_defaults, check_paths, configured, settle
+from easyfirst.cli.train import COMMON, _task_defaults, check_paths, configured
 from easyfirst.errors import InputError
 from easyfirst.fields import read_toml
 
@@ -192,11 +192,12 @@ def tune(**given) -> None:
     base.assign("train", "threads", given["train__threads"] or 1, ("--threads", None))
     if not base.given("train.workers"):
         base.assign("train", "workers", 1, ("--threads", None))
+    base = base.resolved("command line").thawed()  # the values it implies, kept by every trial's copy
     check_paths(base)
     if given["space"] is None and before is None:
         raise InputError("a new study needs its search space: --space PATH (e.g. configs/tune/ner.toml)")
     text = read_toml(given["space"], "search space")[1] if given["space"] else before["space_text"]
-    space = read_space(text, settings["space"], base, settle)
+    space = read_space(text, settings["space"], base)
     objectives = kept.objectives(settings["objectives"])
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
@@ -234,7 +235,7 @@ def run_study(study, folder: Path, base, space, objectives: list[str], given: di
         results = given["results"] or folder / "best" / "results.json"
         seeds = retrain.parse_seeds(given["seeds"])
         paths = studies.split_paths(base)
-        retrain.retrain_best(study, base, space, settle, paths, folder, seeds, results, given["device"], err)
+        retrain.retrain_best(study, base, space, paths, folder, seeds, results, given["device"], err)
         return
     if not given["report"]:
         with studies.locked(folder):  # one process queues an interrupted trial again
@@ -246,7 +247,6 @@ def run_study(study, folder: Path, base, space, objectives: list[str], given: di
             folder,
             base,
             space,
-            settle,
             studies.split_paths(base),
             given["device"],
             objectives,
@@ -269,7 +269,7 @@ def search_until(search, folder: Path, trials: int, timeout: float | None) -> No
     try:
         search.run(trials, timeout)
     except KeyboardInterrupt:  # Ctrl-C: say how to go on (a SystemExit, which Typer passes through)
-        from easyfirst.cli import report
+        from easyfirst.cli.app import report
 
         report(f"interrupted; easyfirst tune {folder} goes on (the trials finished are kept)")
         raise SystemExit(130) from None
@@ -290,17 +290,15 @@ def show_report(study, folder: Path, label: str) -> None:
 
 
 def _register() -> None:
-    defaults = _task_defaults()
     parameters = list(OWN)
     parameters += [p for p in COMMON if p.name in ("task", "config", "device", "assignments")]
-    for section, cls in SECTIONS.items():
-        for p in config_parameters(section, cls, defaults[section]):
-            if p.name in FLAGS:
-                if p.name in HELP:
-                    kind, spec = p.annotation.__origin__, p.annotation.__metadata__[0]
-                    spec.help = HELP[p.name]
-                    p = p.replace(annotation=Annotated[kind, spec])
-                parameters.append(p)
+    for p in config_parameters(_task_defaults()):
+        if p.name in FLAGS:
+            if p.name in HELP:
+                kind, spec = p.annotation.__origin__, p.annotation.__metadata__[0]
+                spec.help = HELP[p.name]
+                p = p.replace(annotation=Annotated[kind, spec])
+            parameters.append(p)
     tune.__signature__ = inspect.Signature(parameters)
     app.command()(tune)
 

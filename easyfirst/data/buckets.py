@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 # Padded tokens (sentences × longest length) per batch when tagging or evaluating: with N = L a batch
-# costs ~B·L_max², and on one CPU thread EWT test tagged fastest with about this cap (benchmarks/speed.py).
+# costs ~B·L_max², and on one CPU thread EWT test tagged fastest with about this cap (benchmarks/speed/speed.py).
 INFERENCE_MAX_TOKENS = 1024
 
 

@@ -309,7 +309,8 @@ def tag_qe(
 ) -> int:
     """Write a tags file for ``sentences`` with ``predict``'s tags; returns the number of lines.
 
-    ``predict(words, extras=..., return_heads=True)`` is :meth:`easyfirst.api.Tagger.tag`.
+    ``predict(words, extras=..., heads=True)`` gives ``(tags, heads)``, ``heads`` each head's tags by sentence
+    (easyfirst.tagging.pipeline.predictor over :meth:`easyfirst.api.Tagger.tag`).
     Only the sentences' inputs are read (never gold tags). ``gaps``: write 2N+1 tags (True), one per word
     (False), or 2N+1 exactly when the model predicts gaps (None); a model that does not writes every gap
     ``OK``. When the model predicts source tags, ``write_source_tags(bytes)`` gets them, one line per
@@ -318,7 +319,7 @@ def tag_qe(
     tags, heads = predict(
         [s.words for s in sentences],
         extras=[s.extra for s in sentences],
-        return_heads=True,
+        heads=True,
     )
     if write_source_tags is not None and "source_tags" in heads:
         write_source_tags("".join(" ".join(line) + "\n" for line in heads["source_tags"]).encode("utf-8"))

@@ -64,6 +64,7 @@ class Vocab:
         return cls(raw["symbols"], raw["specials"])
 
 
+MEMO_WORDS = 200_000  # distinct words whose ids Vocabularies.index remembers before it starts over
 DEFAULT_PRETRAINED_WORDS = 50_000  # how many of a set of vectors' words join the vocabulary by default
 
 
@@ -88,23 +89,56 @@ class Vocabularies:
     max_affix: int
     features: dict[str, Vocab] = field(default_factory=dict)  # see easyfirst.data.features
     lowercase: bool = False  # words are looked up lower-cased (affixes keep their case)
+    # the ids of the words looked up so far (index), and the vocabularies they were looked up in
+    _ids: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _memo_of: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     def word_index(self, word: str) -> int:
         return self.words.index(word.lower() if self.lowercase else word)
 
     def index(self, words: Sequence[str]) -> WordIds:
         """A sentence's word ids and its affix ids, ``max_affix`` per word (0 where an n-gram does not
-        fit), each word's in a row; lists, for the tensors of easyfirst.data.batching.encode."""
+        fit), each word's in a row; lists, for the tensors of easyfirst.data.batching.encode.
+
+        Each distinct word is looked up once and remembered (:meth:`word_ids`): tagging EWT test looks
+        up 25,094 words of 5,629 types, and the lookups were an eighth of ``Tagger.tag``'s time."""
+        memo = self._memo()
+        word_ids: list[int] = []
+        prefix_ids: list[int] = []
+        suffix_ids: list[int] = []
+        for word in words:
+            ids = memo.get(word)
+            if ids is None:
+                ids = self.word_ids(word)
+                if len(memo) >= MEMO_WORDS:
+                    memo.clear()
+                memo[word] = ids
+            word_ids.append(ids[0])
+            prefix_ids += ids[1]
+            suffix_ids += ids[2]
+        return word_ids, prefix_ids, suffix_ids
+
+    def word_ids(self, word: str) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+        """One word's id and its ``max_affix`` prefix and suffix ids (0 where an n-gram does not fit)."""
         k = self.max_affix
 
-        def affix_ids(grams: list[str], vocab: Vocab) -> list[int]:
-            return [vocab.index(g) for g in grams] + [0] * (k - len(grams))
+        def affix_ids(grams: list[str], vocab: Vocab) -> tuple[int, ...]:
+            return (*(vocab.index(g) for g in grams), *[0] * (k - len(grams)))
 
         return (
-            [self.word_index(w) for w in words],
-            [i for w in words for i in affix_ids(prefixes(w, k), self.prefixes)],
-            [i for w in words for i in affix_ids(suffixes(w, k), self.suffixes)],
+            self.word_index(word),
+            affix_ids(prefixes(word, k), self.prefixes),
+            affix_ids(suffixes(word, k), self.suffixes),
         )
+
+    def _memo(self) -> dict:
+        """The ids of the words looked up so far, for the vocabularies as they are now (emptied when one
+        is replaced: add_pretrained_words, or fields assigned)."""
+        now = (self.words, self.prefixes, self.suffixes, self.max_affix, self.lowercase)
+        if self._memo_of is None or any(a is not b for a, b in zip(now, self._memo_of, strict=True)):
+            self._ids.clear()
+            self._memo_of = now
+        return self._ids
 
     @classmethod
     def build(

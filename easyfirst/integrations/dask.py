@@ -23,6 +23,7 @@ worker per core, ``threads_per_worker=1``, as Dask's nanny sets one BLAS/OpenMP 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -36,6 +37,7 @@ from easyfirst.config import Config
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.resources import CONFIG_FILE, VOCAB_FILE, model_folder
 from easyfirst.tagging.pipeline import Source, write_output
+from easyfirst.tagging.tagged import ASKED, DEPRECATED, call_form, old_result
 from easyfirst.tasks import TASKS
 
 SHARDS_PER_WORKER = 4  # a window's shards per worker: a worker that is slower than the others waits less
@@ -56,8 +58,8 @@ class TaggerPlugin(WorkerPlugin):
     def setup(self, worker) -> None:
         from easyfirst.api import Tagger
 
-        self.tagger = Tagger.load(self.model, self.device)
-        self.tagger.processes = 1  # the worker is the unit of parallelism: no pool forked inside it
+        self.tagger = Tagger.load(self.model, self.device)  # tags in this process (Tagger.processes None):
+        # the worker is the unit of parallelism, no pool is forked inside it
 
     def teardown(self, worker) -> None:
         self.tagger = None
@@ -99,14 +101,9 @@ def shards(lengths: Sequence[int], count: int, size: int | None = None) -> list[
     return found
 
 
-def assemble(parts: Sequence[Any], indices: Sequence[Sequence[int]], count: int) -> Any:
+def assemble(parts: Sequence[list], indices: Sequence[Sequence[int]], count: int) -> list:
     """The results of ``Tagger.tag`` on the shards of ``indices`` as one call's on ``count`` sentences:
-    each sentence's item back at its index; a tuple's items each so, a dict (the QE heads) key by key."""
-    first = parts[0]
-    if isinstance(first, tuple):
-        return tuple(assemble([part[k] for part in parts], indices, count) for k in range(len(first)))
-    if isinstance(first, dict):
-        return {key: assemble([part[key] for part in parts], indices, count) for key in first}
+    each sentence's item (its Tagged) back at its index."""
     found: list[Any] = [None] * count
     for part, shard in zip(parts, indices, strict=True):
         for k, item in zip(shard, part, strict=True):
@@ -129,21 +126,41 @@ class ClusterTagger:
         self.client, self.shard = client, shard
         self.plugin = register(client, model)
 
-    def tag(self, sentences: Sequence[Sequence[str]], *, extras: Sequence | None = None, **options) -> Any:
-        """``Tagger.tag(sentences, extras=extras, **options)`` for a list of tokenized sentences."""
+    def tag(
+        self,
+        sentences: Sequence[Sequence[str]],
+        *,
+        extras: Sequence | None = None,
+        records: bool | None = None,
+        **options,
+    ) -> Any:
+        """``Tagger.tag(sentences, extras=extras, records=records, **options)`` for a list of tokenized
+        sentences: with ``records=True``, one easyfirst.tagging.tagged.Tagged per sentence; without, the
+        result of before issue #45 and its DeprecationWarning, here (easyfirst.tagging.tagged.call_form).
+        The workers always make records."""
+        deprecated = {k: options.pop(k) for k in list(options) if k in DEPRECATED}
+        asked = tuple(bool(options.pop(name, False)) for name in ASKED)
+        form = call_form("sentences", records, asked, deprecated)
+        if form.warning is not None:
+            warnings.warn(form.warning, DeprecationWarning, stacklevel=2)
+        if form.batches is not None:
+            raise ValueError("batches: easyfirst tag's own batches, not a cluster's shards")
+        options |= dict(zip(ASKED, form.asked, strict=True), records=True)
         if not sentences:
-            return self.client.submit(_tag_shard, self.plugin, [], extras, options, pure=False).result()
-        workers = max(1, len(self.client.scheduler_info(n_workers=-1)["workers"]))
-        indices = shards([len(s) for s in sentences], SHARDS_PER_WORKER * workers, self.shard)
-        futures = self.client.map(
-            _tag_shard,
-            [self.plugin] * len(indices),
-            [[list(sentences[k]) for k in shard] for shard in indices],
-            [None if extras is None else [extras[k] for k in shard] for shard in indices],
-            options=options,
-            pure=False,
-        )
-        return assemble(self.client.gather(futures), indices, len(sentences))
+            tagged = self.client.submit(_tag_shard, self.plugin, [], extras, options, pure=False).result()
+        else:
+            workers = max(1, len(self.client.scheduler_info(n_workers=-1)["workers"]))
+            indices = shards([len(s) for s in sentences], SHARDS_PER_WORKER * workers, self.shard)
+            futures = self.client.map(
+                _tag_shard,
+                [self.plugin] * len(indices),
+                [[list(sentences[k]) for k in shard] for shard in indices],
+                [None if extras is None else [extras[k] for k in shard] for shard in indices],
+                options=options,
+                pure=False,
+            )
+            tagged = assemble(self.client.gather(futures), indices, len(sentences))
+        return tagged if form.old is None else old_result(tagged, form)
 
 
 def tag_file(

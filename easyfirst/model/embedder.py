@@ -93,20 +93,26 @@ class Embedder(nn.Module):
         return torch.sparse_coo_tensor(rows, values, grad.shape, is_coalesced=True)
 
     @torch.no_grad()
-    def load_pretrained(self, vectors: Vectors, vocabs: Vocabularies, feature: str | None = None) -> int:
+    def load_pretrained(
+        self, vectors: Vectors, vocabs: Vocabularies, feature: str | None = None, found: tuple | None = None
+    ) -> int:
         """Initialise the word embeddings of the words ``vectors`` has (easyfirst.data.vectors), or with
         ``feature`` that feature's table (QE's ``source``: the aligned source words, matched
         case-insensitively when the set is uncased); returns how many words it covered. Words missing
         from it keep their random initialisation; with lower-cased lookups a word takes the vector of its
         first (most frequent) spelling there. Words of the set outside the vocabulary are skipped: add
-        them first with :meth:`Vocabularies.add_pretrained_words`."""
+        them first with :meth:`Vocabularies.add_pretrained_words`. ``found``: the ids and rows of the
+        vocabulary that the vectors have, looked up already (training counts them before it builds the
+        model: the count is in its config)."""
         table = self.words if feature is None else self.features[feature]
         if vectors.dim != table.embedding_dim:
             raise InputError(
                 f"the vectors have {vectors.dim} dimensions, the embeddings {table.embedding_dim}",
                 vectors.name,
             )
-        if feature is None:
+        if found is not None:
+            ids, rows = found
+        elif feature is None:
             ids, rows = vectors.lookup(vocabs.words.stoi, vocabs.lowercase)
         else:
             ids, rows = vectors.lookup_folded(vocabs.features[feature].stoi)

@@ -49,7 +49,7 @@ def _exp_space_is_safe(z: torch.Tensor, u: torch.Tensor) -> bool:
     There exp(z) neither overflows nor comes near underflow, so the scores need no shift, the tail
     masses T_k are cumulative sums in float64 (as precise as the log-space scan, relative error
     ~L·1e-16, summed from the small end) and q is ordered as exp(z)/u, a division instead of a log:
-    faster than ``torch.logcumsumexp``, a scalar loop on the CPU (benchmarks/transforms.py). Elsewhere (no host synchronisation on a GPU), or for wider scores, the log-space path.
+    faster than ``torch.logcumsumexp``, a scalar loop on the CPU (benchmarks/speed/transforms.py). Elsewhere (no host synchronisation on a GPU), or for wider scores, the log-space path.
     """
     if z.device.type != "cpu" or z.numel() == 0:
         return False

@@ -5,7 +5,7 @@ K = 2w + 1: output word i is ``W · concat(x_{i−w}, …, x_{i+w}) + b``, zeros
 
 Why not ``conv1d``: the decoder calls it once per sketch step on small inputs (16 sentences × ~25
 words × 50 channels), where oneDNN's convolution spends much of its time outside the arithmetic
-(benchmarks/decoder.py measures the difference). Here the windows are copied once into a ``(B·L, K·C)`` matrix and everything is a single GEMM per direction:
+(benchmarks/speed/decoder.py measures the difference). Here the windows are copied once into a ``(B·L, K·C)`` matrix and everything is a single GEMM per direction:
 
 - forward:  out = cols · Wᵀ (+ b),
 - backward: dW = doutᵀ · cols, dcols = dout · W, then dx_j = Σ_k dcols[j − k + w, k] (K shifted adds).

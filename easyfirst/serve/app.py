@@ -1,27 +1,39 @@
-"""The ASGI app: ``GET /health``, ``GET /`` (the page) and ``POST /tag``, on Starlette.
+"""The ASGI app: ``GET /health``, ``GET /`` (the page) and ``POST /tag``.
 
 A thin layer: the body is checked by easyfirst.serve.requests, tagged by the batcher
-(easyfirst.serve.batching, through easyfirst.tagging.pipeline) and answered as JSON. Every error is JSON
+(easyfirst.serve.batching, through Tagger.tag(records=True)) and answered as JSON. Every error is JSON
 ``{"error": "what is wrong"}`` with its status: 4xx for a bad request, 500 only for a fault of ours.
+
+``POST /tag``, nearly every request a server gets, is answered by :class:`TagRoute` in plain ASGI;
+the rest (the page, /health, unknown routes and methods) by Starlette. Starlette's request, response,
+router and middleware cost a one-sentence request more CPU than its tagging's share (docs/serve.md,
+"Where a request's time goes"); the answers are byte for byte the same.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
 from easyfirst.serve.batching import Batcher
 from easyfirst.serve.requests import Limits, RequestError, check_content_type, parse_job
+from easyfirst.serve.timings import DECODE, ENCODE, TIMINGS, WRITE, cpu_ns
+
+try:  # the extra `serve`: a faster writer of JSON, for answers without floats (encode)
+    import orjson as _orjson
+except ImportError:
+    _orjson = None
 
 
-def build_app(tagger, name: str, limits: Limits, window: float) -> Starlette:
+def build_app(tagger, name: str, limits: Limits, window: float) -> Served:
     """The app serving ``tagger`` (its model called ``name`` in answers)."""
     from easyfirst.serve.page import page
     from easyfirst.tasks import get_task
@@ -34,23 +46,12 @@ def build_app(tagger, name: str, limits: Limits, window: float) -> Starlette:
     html = page({**about, "colors": tag_colors(sorted(tagger.tags))}, pairs)
     attention_size = attention_counter(tagger.model)
 
-    async def health(request: Request) -> JSONResponse:
-        return JSONResponse(
-            {"status": "ok", **about, "requests": batcher.requests, "batches": batcher.batches}
-        )
-
     async def index(request: Request) -> HTMLResponse:
         return HTMLResponse(html)
 
-    async def tag(request: Request) -> JSONResponse:
-        check_content_type(request.headers.get("content-type"))
-        body = await read_body(request, limits.body_bytes)
-        job = parse_job(body, limits, pairs, attention_size)
-        tagged = await batcher.tag(job)
-        answer = {**about, "sentences": [sentence.as_json() for sentence in tagged]}
-        if job.probabilities:
-            answer["tagset"] = tagger.tags
-        return JSONResponse(answer)
+    async def health(request: Request) -> JSONResponse:
+        found = {"status": "ok", **about, "requests": batcher.requests, "batches": batcher.batches}
+        return JSONResponse(found | ({"timings": TIMINGS.as_json()} if TIMINGS.on else {}))
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -60,11 +61,20 @@ def build_app(tagger, name: str, limits: Limits, window: float) -> Starlette:
         finally:  # uvicorn has answered the requests in flight (SIGTERM: it stops taking new ones first)
             batcher.stop()
 
-    return Starlette(
+    def answer(job, tagged) -> bytes:
+        found = {**about, "sentences": [sentence.as_json() for sentence in tagged]}
+        if job.probabilities:
+            found["tagset"] = tagger.tags
+        return encode(found, floats=job.attention or job.probabilities)
+
+    tag = TagRoute(
+        batcher, limits.body_bytes, lambda body: parse_job(body, limits, pairs, attention_size), answer
+    )
+    others = Starlette(
         routes=[
             Route("/health", health, methods=["GET"]),
             Route("/", index, methods=["GET"]),
-            Route("/tag", tag, methods=["POST"]),
+            Route("/tag", tag, methods=["POST"]),  # reached only where Served does not (a root path)
         ],
         exception_handlers={
             RequestError: lambda request, error: error_response(error.status, error.message),
@@ -73,22 +83,101 @@ def build_app(tagger, name: str, limits: Limits, window: float) -> Starlette:
         },
         lifespan=lifespan,
     )
+    return Served(others, tag)
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The body, read no further than ``limit`` bytes (a client may not send a gigabyte to be refused)."""
-    declared = request.headers.get("content-length", "")
+class Served:
+    """The app: ``POST /tag`` straight to :class:`TagRoute`, the rest (and the lifespan) to Starlette."""
+
+    def __init__(self, others: Starlette, tag: TagRoute):
+        self.others, self.tag = others, tag
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope["path"] == "/tag" and scope["method"] == "POST":
+            return await self.tag(scope, receive, send)
+        return await self.others(scope, receive, send)
+
+
+class TagRoute:
+    """``POST /tag`` in plain ASGI: the body checked (``parse``: bytes to a Job), tagged by the
+    batcher, answered (``answer``: a job and its tagged sentences to JSON)."""
+
+    def __init__(self, batcher: Batcher, body_bytes: int, parse: Callable, answer: Callable):
+        self.batcher, self.body_bytes, self.parse, self.answer = batcher, body_bytes, parse, answer
+
+    async def __call__(self, scope, receive, send) -> None:
+        timed = TIMINGS.on
+        try:
+            start = cpu_ns() if timed else 0
+            headers = scope["headers"]
+            check_content_type(header(headers, b"content-type"))
+            job = self.parse(await read_body(header(headers, b"content-length"), receive, self.body_bytes))
+            if timed:
+                TIMINGS.add(DECODE, cpu_ns() - start)
+            tagged = await self.batcher.tag(job)
+            start = cpu_ns() if timed else 0
+            status, content = 200, self.answer(job, tagged)
+            if timed:
+                TIMINGS.add(ENCODE, cpu_ns() - start)
+        except RequestError as error:
+            status, content = error.status, encode({"error": error.message})
+        except Exception as error:  # as Starlette's error middleware: answered, then raised for the log
+            await respond(send, 500, encode({"error": f"internal error: {type(error).__name__}"}))
+            raise
+        start = cpu_ns() if timed else 0
+        await respond(send, status, content)
+        if timed:
+            TIMINGS.add(WRITE, cpu_ns() - start, requests=1)
+
+
+def header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
+    """The first value of header ``name`` (lower case), as Starlette's ``request.headers.get``."""
+    for key, value in headers:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def respond(send, status: int, content: bytes) -> None:
+    """A JSON answer, with the headers of Starlette's JSONResponse (in its order)."""
+    headers = [(b"content-length", str(len(content)).encode()), (b"content-type", b"application/json")]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": content})
+
+
+def encode(content, floats: bool = False) -> bytes:
+    """``content`` as Starlette's JSONResponse writes it (json.dumps, compact, UTF-8), by orjson where
+    installed unless it holds ``floats``: orjson writes the same strings, integers and structure, but
+    floats otherwise (``0.00001`` where Python writes ``1e-05``)."""
+    if _orjson is not None and not floats:
+        return _orjson.dumps(content)
+    return json.dumps(
+        content, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
+    ).encode()
+
+
+async def read_body(declared: str | None, receive, limit: int) -> bytes:
+    """The body, read from the ASGI messages no further than ``limit`` bytes (a client may not send a
+    gigabyte to be refused); ``declared``: its Content-Length header."""
+    declared = declared or ""
     if declared.isdigit() and int(declared) > limit:
         raise RequestError(413, f"the body has {int(declared):,} bytes, over the limit of {limit:,}")
+    message = await receive()
+    if message["type"] == "http.request" and not message.get("more_body", False):
+        body = message.get("body", b"")  # the whole body in one message: no copy
+        if len(body) > limit:
+            raise RequestError(413, f"the body is over the limit of {limit:,} bytes")
+        return body
     body = bytearray()
-    try:
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limit:
-                raise RequestError(413, f"the body is over the limit of {limit:,} bytes")
-    except ClientDisconnect:
-        raise RequestError(400, "the client went away before the body ended") from None
-    return bytes(body)
+    while True:
+        if message["type"] == "http.disconnect":
+            raise RequestError(400, "the client went away before the body ended")
+        body += message.get("body", b"")
+        if len(body) > limit:
+            raise RequestError(413, f"the body is over the limit of {limit:,} bytes")
+        if not message.get("more_body", False):
+            return bytes(body)
+        message = await receive()
 
 
 def attention_counter(model) -> Callable[[list[int]], int]:

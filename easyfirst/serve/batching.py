@@ -2,13 +2,17 @@
 
 One worker thread owns the model. Requests wait in a queue; the worker takes the first, gathers what
 else arrives within a short window (or is already waiting, up to ``max_sentences``), tags all their
-sentences in one call of :func:`easyfirst.tagging.pipeline.tag_sentences` and hands each request its
-own sentences back. A model server does the same: one sentence per request would otherwise pay a whole
-forward pass each.
+sentences in one call of :meth:`easyfirst.api.Tagger.tag` and hands each request its own sentences
+back. A model server does the same: one sentence per request would otherwise pay a whole forward pass
+each.
 
 A gathered group mixes lengths, and a forward pass runs as many sketch steps as its longest sentence
 (N = L), so the group is sorted by length and cut into sub-batches of at most :data:`GROUP_TOKENS`
 padded words (rather than ``easyfirst tag``'s 1,024): short sentences are not padded to a long one.
+
+The worker is a thread, so its calls fork no tagging pool (easyfirst.tagging.pool forks from the main
+thread only, and only when asked): a server's cores are its processes (``--workers``,
+easyfirst.serve.processes), each tagging on its own.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ import time
 from dataclasses import dataclass
 
 from easyfirst.serve.requests import Job
-from easyfirst.tagging.pipeline import Tagged, tag_sentences
+from easyfirst.serve.timings import QUEUE, TAG, TIMINGS, cpu_ns, wall_ns
+from easyfirst.tagging.tagged import Tagged
 
-# Padded words per sub-batch of a gathered group: benchmarks/serve_groups.py (docs/serve.md) measured
+# Padded words per sub-batch of a gathered group: benchmarks/speed/serve_groups.py (docs/serve.md) measured
 # 1.41x and 1.38x one batch capped at 1,024 for groups of 16 and 25 (one torch thread, a worker's), 128
 # and 512 less; one sentence at a time (the NumPy path) was slower at every group size (0.79-0.93x).
 GROUP_TOKENS = 256
@@ -34,6 +39,7 @@ class Waiting:
     job: Job
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future
+    queued: int = 0  # when it was queued (time.perf_counter_ns), with EASYFIRST_SERVE_TIMINGS
 
 
 class Batcher:
@@ -66,7 +72,7 @@ class Batcher:
     async def tag(self, job: Job) -> list[Tagged]:
         loop = asyncio.get_running_loop()
         future = loop.create_future()
-        self.queue.put(Waiting(job, loop, future))
+        self.queue.put(Waiting(job, loop, future, wall_ns() if TIMINGS.on else 0))
         return await future
 
     def _gather(self, first: Waiting) -> tuple[list[Waiting], bool]:
@@ -94,27 +100,32 @@ class Batcher:
             items = [item for item in items if not item.future.done()]  # not those whose client left
             if not items:  # (or whose request a stop cut off after --graceful-timeout)
                 continue
+            if TIMINGS.on:
+                now = wall_ns()
+                TIMINGS.add(QUEUE, sum(now - item.queued for item in items))
+                start = cpu_ns()
             try:
                 results = self._tag([item.job for item in items])
             except Exception as error:  # the requests fail; the worker goes on serving
-                for item in items:
-                    item.loop.call_soon_threadsafe(_settle, item.future, None, error)
+                _hand_back(items, [None] * len(items), error)
                 continue
+            if TIMINGS.on:
+                TIMINGS.add(TAG, cpu_ns() - start)
             with self.counts.get_lock():
                 self.counts[0] += len(items)
                 self.counts[1] += 1
-            for item, result in zip(items, results, strict=True):
-                item.loop.call_soon_threadsafe(_settle, item.future, result, None)
+            _hand_back(items, results, None)
 
     def _tag(self, jobs: list[Job]) -> list[list[Tagged]]:
         sentences = [s for job in jobs for s in job.sentences]
         extras = None if jobs[0].extras is None else [x for job in jobs for x in job.extras]
-        tagged = tag_sentences(
-            self.tagger,
-            sentences,
-            extras,
+        tagged = self.tagger.tag(
+            [list(s) for s in sentences],
+            records=True,
+            extras=extras,
             attention=any(job.attention for job in jobs),
             probabilities=any(job.probabilities for job in jobs),
+            heads=extras is not None,  # QE: the gap and source tags too
             batch_size=max(len(sentences), 1),
             max_tokens=GROUP_TOKENS,
         )
@@ -129,10 +140,21 @@ class Batcher:
         return results
 
 
-def _settle(future: asyncio.Future, result, error) -> None:
-    if future.done():  # the client went away
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
+def _hand_back(items: list[Waiting], results: list, error: Exception | None) -> None:
+    """Each request its result (or the error), in one call per event loop: every call wakes the loop
+    (a write to its self-pipe), and a worker's requests share one loop."""
+    loops: dict[asyncio.AbstractEventLoop, list] = {}
+    for item, result in zip(items, results, strict=True):
+        loops.setdefault(item.loop, []).append((item.future, result))
+    for loop, settled in loops.items():
+        loop.call_soon_threadsafe(_settle, settled, error)
+
+
+def _settle(settled: list[tuple[asyncio.Future, object]], error: Exception | None) -> None:
+    for future, result in settled:
+        if future.done():  # the client went away
+            continue
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)

@@ -1,4 +1,4 @@
-"""The HTTP connections of `easyfirst serve`: uvicorn's own (its h11 protocol, its graceful shutdown), with
+"""The HTTP connections of `easyfirst serve`: uvicorn's own (its protocols, its graceful shutdown), with
 what it does not do for a server that drains (docs/serve.md, "Stopping"):
 
 - a request that is not HTTP (``Content-Length: abc``, a garbage request line) is answered in JSON,
@@ -10,17 +10,31 @@ what it does not do for a server that drains (docs/serve.md, "Stopping"):
   request that arrives on it (one sent before the client could know) is still answered, with
   ``Connection: close``; then it is closed gently (:data:`LINGER`).
 
+Two protocols, as uvicorn has: :class:`HttpTools` (httptools' C parser, from the extra ``serve``) where
+httptools is installed, else :class:`H11` (h11, pure Python, which uvicorn always has); :func:`protocol`
+picks. Both answer malformed HTTP with h11's verdict: httptools' own messages differ and it lets a
+request without ``Host`` through, so :class:`HttpTools` asks h11 about the request head it could not
+read (or that lacks ``Host``, or grows past h11's limit) and answers what h11 answers.
+
 uvicorn's timeout_graceful_shutdown bounds the whole drain (``--graceful-timeout``).
 """
 
 from __future__ import annotations
 
+import http
+import json
+
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from easyfirst.serve.timings import HTTP, TIMINGS, cpu_ns
+
+EXTRA = '"easyfirst[serve]"'
 
 IDLE_GRACE = 1.0  # seconds an idle keep-alive connection may still bring a request once the server stops
 LINGER = 1.0  # seconds a closed connection still reads (and drops) what the client sent, until it closes
 CLOSE = (b"connection", b"close")
+MAX_HEAD = 16 * 1024  # h11's limit on a request head (its 431), unless uvicorn is given another
 
 
 class ClosingApp:
@@ -62,38 +76,38 @@ class _Connection(h11.Connection):
             raise
 
 
-class Protocol(H11Protocol):
-    """uvicorn's h11 protocol (uvicorn.Config(http=Protocol)), answering malformed HTTP in JSON and
-    closing idle connections gently when the server stops."""
+def malformed(error: h11.RemoteProtocolError | None) -> bytes:
+    """The answer to what h11 could not read, in JSON: the status h11 suggests (400; 431 for headers too
+    large) and its reason, without the bytes it quotes; then the connection closes."""
+    status = 400 if error is None else error.error_status_hint
+    reason = "invalid HTTP request" if error is None else str(error).partition(": bytearray(")[0]
+    body = json.dumps({"error": f"malformed HTTP request: {reason}"}).encode()
+    head = (
+        f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode() + body
 
-    def __init__(self, config, server_state, app_state, _loop=None) -> None:
-        super().__init__(config, server_state, app_state, _loop)
-        size = config.h11_max_incomplete_event_size
-        self.conn = _Connection(h11.SERVER, **({} if size is None else {"max_incomplete_event_size": size}))
-        self.closing = False
 
-    def send_400_response(self, msg: str) -> None:
-        """uvicorn's answer to what h11 could not read, in JSON: the status h11 suggests (400; 431 for
-        headers too large) and its reason, without the bytes it quotes."""
-        import http
-        import json
+def h11_verdict(data: bytes, max_size: int | None) -> h11.RemoteProtocolError | None:
+    """What h11 finds wrong in ``data``, the start of a request (None: nothing, so far)."""
+    connection = h11.Connection(
+        h11.SERVER, **({} if max_size is None else {"max_incomplete_event_size": max_size})
+    )
+    connection.receive_data(data)
+    try:
+        while connection.next_event() not in (h11.NEED_DATA, h11.PAUSED):
+            pass
+    except h11.RemoteProtocolError as error:
+        return error
+    return None
 
-        error = self.conn.error
-        status = 400 if error is None else error.error_status_hint
-        reason = "invalid HTTP request" if error is None else str(error).partition(": bytearray(")[0]
-        body = json.dumps({"error": f"malformed HTTP request: {reason}"}).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            CLOSE,
-        ]
-        for event in (
-            h11.Response(status_code=status, headers=headers, reason=http.HTTPStatus(status).phrase),
-            h11.Data(data=body),
-            h11.EndOfMessage(),
-        ):
-            self.transport.write(self.conn.send(event))
-        self._linger()  # the rest of what the client sent must not reset the answer before it is read
+
+class _Draining:
+    """What both protocols add to uvicorn's: the stop's gentle close, and the time spent reading HTTP
+    (easyfirst.serve.timings)."""
+
+    closing = False
 
     def shutdown(self) -> None:
         """Called by uvicorn when the server stops: a request in flight is answered (with ``Connection:
@@ -105,13 +119,6 @@ class Protocol(H11Protocol):
             self.timeout_keep_alive_task = self.loop.call_later(IDLE_GRACE, self.timeout_keep_alive_handler)
         else:
             self.cycle.keep_alive = False
-
-    def timeout_keep_alive_handler(self) -> None:
-        """An idle connection closed (uvicorn's keep-alive timeout, or the server stopping): gently."""
-        if self.transport.is_closing() or self.closing:
-            return
-        self.conn.send(h11.ConnectionClosed())
-        self._linger()
 
     def _linger(self) -> None:
         """Close the connection gently: our half first (FIN, after what was written), then, while
@@ -125,6 +132,115 @@ class Protocol(H11Protocol):
         self.transport.write_eof()
         self.loop.call_later(LINGER, self.transport.close)
 
+    def _answer_malformed(self, error: h11.RemoteProtocolError | None) -> None:
+        self.transport.write(malformed(error))
+        self._linger()  # the rest of what the client sent must not reset the answer before it is read
+
     def data_received(self, data: bytes) -> None:
-        if not self.closing:
+        if self.closing:
+            return
+        if not TIMINGS.on:
+            return super().data_received(data)
+        start = cpu_ns()
+        super().data_received(data)
+        TIMINGS.add(HTTP, cpu_ns() - start)
+
+
+class H11(_Draining, H11Protocol):
+    """uvicorn's h11 protocol (uvicorn.Config(http=H11)), answering malformed HTTP in JSON and
+    closing idle connections gently when the server stops."""
+
+    def __init__(self, config, server_state, app_state, _loop=None) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        size = config.h11_max_incomplete_event_size
+        self.conn = _Connection(h11.SERVER, **({} if size is None else {"max_incomplete_event_size": size}))
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to what h11 could not read, in JSON (:func:`malformed`)."""
+        self._answer_malformed(self.conn.error)
+
+    def timeout_keep_alive_handler(self) -> None:
+        """An idle connection closed (uvicorn's keep-alive timeout, or the server stopping): gently."""
+        if self.transport.is_closing() or self.closing:
+            return
+        self.conn.send(h11.ConnectionClosed())
+        self._linger()
+
+
+class _MissingHost(Exception):
+    """An HTTP/1.1 request without ``Host``, which h11 refuses and httptools reads."""
+
+
+def protocol():
+    """The protocol class uvicorn is given: :class:`HttpTools` where httptools is installed, else
+    :class:`H11`."""
+    try:
+        return _httptools_protocol()
+    except ImportError:
+        return H11
+
+
+def stack() -> str:
+    """What reads HTTP, runs the event loop and reads and writes JSON, in words for the start line."""
+    import importlib
+
+    def have(name: str) -> bool:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            return False
+        return True
+
+    fast = {name: have(name) for name in ("httptools", "uvloop", "orjson")}
+    said = ", ".join(
+        fast_name if found else slow
+        for (fast_name, found), slow in zip(fast.items(), ("h11", "asyncio", "json"), strict=True)
+    )
+    return said if all(fast.values()) else f"{said}; faster: pip install {EXTRA}"
+
+
+def _httptools_protocol():
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class HttpTools(_Draining, HttpToolsProtocol):
+        """uvicorn's httptools protocol, answering malformed HTTP as :class:`H11` does (h11's verdict
+        on the request's head, in JSON) and closing idle connections gently when the server stops."""
+
+        def __init__(self, config, server_state, app_state, _loop=None) -> None:
+            super().__init__(config, server_state, app_state, _loop)
+            self.max_head = config.h11_max_incomplete_event_size or MAX_HEAD
+            self.in_message = False
+            self.head: bytes | None = None  # what arrived of a request head not yet read whole
+
+        def data_received(self, data: bytes) -> None:
+            if self.closing:
+                return
+            self.head = data if not self.in_message else None if self.head is None else self.head + data
             super().data_received(data)
+            if self.head is not None and self.in_message and len(self.head) > self.max_head:
+                self._answer_malformed(h11_verdict(self.head, self.max_head))  # 431, as h11
+
+        def on_message_begin(self) -> None:
+            self.in_message = True
+            super().on_message_begin()
+
+        def on_headers_complete(self) -> None:
+            if self.parser.get_http_version() == "1.1" and not any(n == b"host" for n, _ in self.headers):
+                raise _MissingHost  # httptools stops reading: send_400_response
+            self.head = None
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            self.in_message = False
+            super().on_message_complete()
+
+        def send_400_response(self, msg: str) -> None:
+            """uvicorn's answer to what httptools could not read: h11's verdict, in JSON."""
+            self._answer_malformed(None if self.head is None else h11_verdict(self.head, self.max_head))
+
+        def timeout_keep_alive_handler(self) -> None:
+            """An idle connection closed (uvicorn's keep-alive timeout, or the server stopping): gently."""
+            if not self.transport.is_closing() and not self.closing:
+                self._linger()
+
+    return HttpTools

@@ -70,13 +70,13 @@ def run(app, sock: socket.socket, *, workers: int, threads: int, access_log: boo
     exit status (0: every worker stopped when asked)."""
     import uvicorn
 
-    from easyfirst.serve.connections import ClosingApp, Protocol
+    from easyfirst.serve.connections import ClosingApp, protocol
 
-    config = uvicorn.Config(
+    config = uvicorn.Config(  # loop "auto": uvloop where installed (the extra `serve`), else asyncio's
         ClosingApp(app),
         log_level="info",
         access_log=access_log,
-        http=Protocol,
+        http=protocol(),
         timeout_graceful_shutdown=graceful,
     )
     # blocked before anything else, until each process has its own handlers: a signal meanwhile waits

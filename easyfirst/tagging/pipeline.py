@@ -5,28 +5,28 @@ input                                  sentences                        output
 text (split and tokenized by segtok)  ─┐                             ┌─ rows ``word<TAB>tag`` (``tag --text``)
 tokens (one sentence, or several)     ─┤                             ├─ the input file back with its tags
 a QE triple (src, mt, alignments)     ─┼─ words + extras → Tagger ──┼─ a TSV of distributions
-a file or stream (task's format,      ─┤   tags, attention,          ├─ JSON (:meth:`Tagged.as_json`,
+a file or stream (task's format,      ─┤   tags, attention,          ├─ JSON (``Tagged.as_json``,
   plain text sniffed, QE prefix)      ─┘   probabilities, heads      └─   the server's answer)
 
 :class:`Source` is what ``easyfirst tag`` was given (a file, stdin, ``--text``, QE files), found out
-before the model is loaded so that input errors come first; :meth:`Source.writer` binds it to a model.
-:func:`tag_sentences` is the in-memory path the server and the notebook take: sentences (with their QE
-extras) in, one :class:`Tagged` per sentence out. Both call :meth:`easyfirst.api.Tagger.tag`.
+before the model is loaded so that input errors come first; :meth:`Source.writer` binds it to a model,
+whose writers tag through :func:`predictor`. In memory (the server, a notebook) the path is
+:meth:`easyfirst.api.Tagger.tag` itself: sentences (with their QE extras) in, one
+easyfirst.tagging.tagged.Tagged per sentence out.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
 from easyfirst.errors import InputError
+from easyfirst.tagging.tagged import heads_by_name
 
 # ---------------------------------------------------------------------------- sentences from text
 
@@ -56,68 +56,25 @@ def qe_sentence(src: str, mt: str, alignments: str, *, what: str = "request") ->
     return words, {"source": source, "alignment": alignment}
 
 
-# ---------------------------------------------------------------------------- tagging in memory
+# ---------------------------------------------------------------------------- the writers' predict
 
 
-@dataclass
-class Tagged:
-    """One tagged sentence: its tokens and tags, and what else was asked for."""
+def predictor(tagger, batch_size: int) -> Callable:
+    """The ``predict`` that easyfirst's writers call (easyfirst.tasks.Predict), over ``tagger`` (an
+    easyfirst.api.Tagger, or one that tags as it does: easyfirst.integrations.dask.ClusterTagger) in
+    batches of ``batch_size``: each sentence's tags. With ``batches=`` (the windows read ahead,
+    easyfirst.data.conllu.tag_conllu), through the tagger's path for packed batches; with ``extras=`` and
+    ``heads=True`` (QE, easyfirst.data.qe.tag_qe), ``(tags, {head: each sentence's tags})``."""
 
-    tokens: list[str]
-    tags: list[str]
-    attention: Any = None  # (N, L) tensor of αⁿ: rows are sketch steps, columns words
-    probabilities: Any = None  # (L, K) tensor over the tagger's tags
-    heads: dict[str, list[str]] = field(default_factory=dict)  # QE: gaps (N + 1), source_tags
+    def predict(sentences, *, batches=None, extras=None, heads: bool = False):
+        if batches is not None:
+            tagged = tagger._tag_packed(sentences, batches, batch_size=batch_size)
+        else:
+            tagged = tagger.tag(sentences, records=True, extras=extras, heads=heads, batch_size=batch_size)
+        tags = [t.tags for t in tagged]
+        return (tags, heads_by_name(tagged)) if heads else tags
 
-    def as_json(self) -> dict:
-        """A JSON object: tokens, tags, and attention (a list of rows), probabilities (one row per word),
-        gaps and source_tags where present."""
-        found: dict[str, Any] = {"tokens": self.tokens, "tags": self.tags}
-        if self.attention is not None:
-            found["attention"] = self.attention.tolist()
-        if self.probabilities is not None:
-            found["probabilities"] = self.probabilities.tolist()
-        found.update(self.heads)
-        return found
-
-
-def tag_sentences(
-    tagger,
-    sentences: Sequence[Sequence[str]],
-    extras: Sequence[Mapping] | None = None,
-    *,
-    attention: bool = False,
-    probabilities: bool = False,
-    batch_size: int = 256,
-    max_tokens: int | None = INFERENCE_MAX_TOKENS,
-) -> list[Tagged]:
-    """Tag tokenized sentences (QE: with their ``extras``, which also returns the QE heads' tags), sorted
-    by length into batches of at most ``batch_size`` sentences and ``max_tokens`` padded words."""
-    heads = extras is not None
-    result = tagger.tag(
-        [list(s) for s in sentences],
-        extras=extras,
-        return_attention=attention,
-        return_probabilities=probabilities,
-        return_heads=heads,
-        batch_size=batch_size,
-        max_tokens=max_tokens,
-    )
-    parts = list(result) if isinstance(result, tuple) else [result]
-    tags = parts.pop(0)
-    found_attention = parts.pop(0) if attention else [None] * len(tags)
-    found_probabilities = parts.pop(0) if probabilities else [None] * len(tags)
-    found_heads = parts.pop(0) if heads else {}
-    return [
-        Tagged(
-            list(words),
-            tags[k],
-            found_attention[k],
-            found_probabilities[k],
-            {name: rows[k] for name, rows in found_heads.items()},
-        )
-        for k, words in enumerate(sentences)
-    ]
+    return predict
 
 
 # ---------------------------------------------------------------------------- outputs
@@ -140,11 +97,10 @@ def write_distributions(out: BinaryIO, tagger, sentences: Iterator[list[str]], b
 
     out.write(("\t".join(["word", "tag", *tagger.tags]) + "\n").encode())
     while chunk := list(islice(sentences, TAG_WINDOW)):
-        tags, distributions = tagger.tag(chunk, return_probabilities=True, batch_size=batch_size)
-        for words, predicted, p in zip(chunk, tags, distributions, strict=True):
+        for tagged in tagger.tag(chunk, records=True, probabilities=True, batch_size=batch_size):
             rows = (
                 "\t".join([w, t, *(f"{x:.6g}" for x in row)])
-                for w, t, row in zip(words, predicted, p.tolist(), strict=True)
+                for (w, t), row in zip(tagged, tagged.probabilities.tolist(), strict=True)
             )
             out.write(("".join(row + "\n" for row in rows) + "\n").encode())
 
@@ -361,11 +317,11 @@ class Source:
             else:  # one batch at a time where the format allows (CoNLL-U), so a large file fits in memory
                 sentences = (s.words for s in task.stream(stream, data, name))
             return lambda out: write_distributions(out, tagger, sentences, batch_size)
+        predict = predictor(tagger, batch_size)
         if self.text is not None:
             words = text_sentences(self.text, self.pretokenized)
-            rows = word_rows(words, tagger.tag(words, batch_size=batch_size))
+            rows = word_rows(words, predict(words))
             return lambda out: out.write(rows)
-        predict = functools.partial(tagger.tag, batch_size=batch_size)
         if counted is not None:
             predict = counting(predict, counted)
         if self.plain:

@@ -1,5 +1,6 @@
 """Tagging on every core: the batches of one :meth:`easyfirst.api.Tagger.tag` call shared among forked
-processes that hold the model (easyfirst.parallel.workers), for every front end (the CLI, the API, the server).
+processes that hold the model (easyfirst.parallel.workers), for the front ends that ask (the CLI's verbs;
+a library call, the spaCy component and the Dask workers tag in their own process).
 
 A tagging batch is a few thousand small operations (the sketch steps of N = L, each a constrained
 softmax): torch's threads gain little on them, and Python's lock keeps threads from running two batches
@@ -7,7 +8,8 @@ at once, so each core gets a process. The batches are formed exactly as with one
 (:func:`easyfirst.data.batching.iterate_batches`, from the same sentences), and every batch is tagged
 whole by one process on one torch thread, so the output is byte for byte that of one core (``taskset -c
 0``). The processes are forked at the first large call (easyfirst.parallel.cores.MIN_WORDS words or more, on the CPU,
-from the main thread) and kept for later calls; they hold the model as it was then.
+from the main thread) that asks for them (``Tagger.tag(processes=)`` or ``Tagger.processes``: the CLI
+asks, a library call by default does not) and kept for later calls; they hold the model as it was then.
 
 A pool that *follows* (``easyfirst tag`` on a file read ahead, :class:`Follow`) is forked before the
 first window of sentences arrives: each worker reads the windows itself, from its own copy of what the
@@ -30,10 +32,10 @@ import torch
 
 from easyfirst.backends.chooser import plan_for
 from easyfirst.data.batching import Batch, collate, encode, unpack
-from easyfirst.data.buckets import Packed, bucket_indices
+from easyfirst.data.buckets import Packed, bucket_indices, pack
 from easyfirst.model.heads import decode_heads
 from easyfirst.model.sketch import sentence_steps
-from easyfirst.parallel.cores import pooled, tagging_processes
+from easyfirst.parallel.cores import pooled
 from easyfirst.parallel.workers import Workers, one_thread
 
 NOTHING_ASKED = (False, False, False)  # tags only: no attention, probabilities or extra outputs
@@ -41,9 +43,15 @@ NEXT_WINDOW = "next window"  # a following worker's message: take your part of t
 
 
 def processes_for(requested: int | None, device: torch.device) -> int:
-    """How many processes tag a large call: ``requested``, else one per core (at most
-    easyfirst.parallel.cores.MAX_TAGGING_PROCESSES); 1 off the CPU."""
-    return tagging_processes(requested) if device.type == "cpu" else 1
+    """How many processes tag a large call: ``requested`` (None: 1, this process alone, the library's
+    default; the CLI asks for one per core, easyfirst.parallel.cores.tagging_processes); 1 off the CPU."""
+    if requested is not None and (
+        isinstance(requested, bool) or not isinstance(requested, int) or requested < 1
+    ):
+        raise ValueError(
+            f"processes: a number of processes, 1 or more (None: this one alone), not {requested!r}"
+        )
+    return (requested or 1) if device.type == "cpu" else 1
 
 
 def tag_batch(model, batch: Batch, device: torch.device, asked: tuple[bool, bool, bool]) -> dict:
@@ -100,6 +108,8 @@ def tag_job(model, vocabs, job: Job, device: torch.device, asked: tuple[bool, bo
     """:func:`tag_batch` of one batch, encoded and collated here (so that a pool's processes share that
     work too) unless it was packed before."""
     indices, words, extras, packed = job
+    if packed is None and not vocabs.features and not any(extras):  # ids padded into one buffer each
+        packed = pack([vocabs.index(w) for w in words], vocabs.max_affix)
     if packed is not None:
         return tag_batch(model, unpack(packed, indices), device, asked)
     items = [encode(vocabs, w, extra=x, heads=model.outputs) for w, x in zip(words, extras, strict=True)]

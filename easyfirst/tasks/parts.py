@@ -17,7 +17,8 @@ from easyfirst.data.outputs import OutputHead
 from easyfirst.errors import InputError
 
 Tags = Sequence[Sequence[str]]
-# Tagger.tag: (sentences, batch_size=, extras=) → tags
+# the writers' predict (easyfirst.tagging.pipeline.predictor over a Tagger): sentences → their tags; with
+# batches= (read ahead), their tags; with extras= and heads=True (QE), (tags, {head: tags per sentence})
 Predict = Callable[..., Tags]
 S = TypeVar("S")  # the sentence type a format reads (easyfirst.data.sentence.Sentence, QESentence)
 

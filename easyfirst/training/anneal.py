@@ -7,9 +7,10 @@ goes geometrically from ``anneal_from`` (epoch 1) to ``anneal_to`` (epoch E) and
     T_e = anneal_from · (anneal_to / anneal_from) ** (min(e, E) − 1) / (E − 1))      (E = 1: anneal_to)
 
 The schedule is a function of the epoch alone, so a run resumed within an epoch continues it. Each
-epoch's temperature is written into the run's ``[model] attention_temperature`` before the epoch trains,
-so the model saved at the best dev epoch tags with the temperature it was scored with, and the saved
-``[train]`` keys keep the whole schedule for ``--resume``.
+epoch's temperature is training state: the model's decoder's, set before the epoch trains. The run's
+resolved config is never written into; the model saved at the best dev epoch is saved with a copy of it
+whose ``[model] attention_temperature`` is that epoch's (:func:`epoch_config`), so it tags with the
+temperature it was scored with, and the saved ``[train]`` keys keep the whole schedule for ``--resume``.
 """
 
 from __future__ import annotations
@@ -27,14 +28,20 @@ def temperature(t: TrainConfig, epoch: int) -> float:
 
 
 def start_epoch(config: Config, model: EasyFirstTagger, epoch: int) -> float | None:
-    """Set the epoch's temperature on the model and in ``config`` (what save_model writes); returns it,
-    or None when the run does not anneal."""
+    """Set the epoch's temperature on the model; returns it, or None when the run does not anneal."""
     if not config.train.anneal_epochs or model.decoder is None:
         return None
     value = temperature(config.train, epoch)
-    config.model.attention_temperature = value
     model.decoder.temperature = value
     return value
+
+
+def epoch_config(config: Config, model: EasyFirstTagger) -> Config:
+    """The config saved with the model of the epoch now training: the run's, with the epoch's
+    temperature when annealing (what the model was scored with)."""
+    if not config.train.anneal_epochs or model.decoder is None:
+        return config
+    return config.replaced("model", attention_temperature=model.decoder.temperature)
 
 
 def describe(t: TrainConfig) -> str:

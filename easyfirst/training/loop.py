@@ -158,18 +158,19 @@ def train(
 
 
 def build_model(
-    config: Config, train_sents: list[Sentence], log: RunLog
-) -> tuple[Vocabularies, EasyFirstTagger]:
-    """A new run's vocabularies and model; with pretrained vectors (easyfirst.data.vectors), the settings
-    they decide, their first words in the vocabulary and their rows in the word embeddings."""
-    m = config.model
+    builder: Config, train_sents: list[Sentence], log: RunLog
+) -> tuple[Config, Vocabularies, EasyFirstTagger]:
+    """A new run's resolved config, vocabularies and model. With pretrained vectors
+    (easyfirst.data.vectors) the config takes the settings they decide and how many words they cover
+    before it is resolved; their first words join the vocabulary and their rows the word embeddings."""
+    m = builder.model
     vectors = open_vectors(m.pretrained) if m.pretrained else None
-    for note in config.follow_vectors(vectors) if vectors else ():
+    for note in builder.follow_vectors(vectors) if vectors else ():
         log(note)
     source = open_vectors(m.source_pretrained) if m.source_pretrained else None
     if source:
-        config.follow_vectors(source, size="source_dim")
-    vocabs = build_vocabularies(config, train_sents)
+        builder.follow_vectors(source, size="source_dim")
+    vocabs = build_vocabularies(builder, train_sents)
     added = 0  # the vectors' words added to the vocabulary
     if vectors and m.pretrained_words > 0:
         added = vocabs.add_pretrained_words(vectors.first_words(m.pretrained_words))
@@ -177,9 +178,17 @@ def build_model(
             f"pretrained vectors: {added:,} of their first {m.pretrained_words:,} words added to the "
             "vocabulary (words not in the training set)"
         )
+    words = vectors.lookup(vocabs.words.stoi, vocabs.lowercase) if vectors else None
+    aligned = source.lookup_folded(vocabs.features["source"].stoi) if source else None
+    if words is not None:
+        m.pretrained_covered = len(words[0])
+    if aligned is not None:
+        m.source_pretrained_covered = len(aligned[0])
+    config = builder.resolved("the run's config")
+    m = config.model
     model = EasyFirstTagger(m, config.loss, vocabs, get_task(config.data.task).outputs)
     if vectors:
-        m.pretrained_covered = model.embedder.load_pretrained(vectors, vocabs)
+        model.embedder.load_pretrained(vectors, vocabs, found=words)
         training = len(vocabs.words) - 2 - added  # the words added from the vectors all have one
         log(
             f"[bold]vectors[/] {vectors.name}, {m.word_dim} dimensions"
@@ -188,13 +197,13 @@ def build_model(
             "the training set)" + ("; kept as read (--freeze-vectors)" if m.freeze_vectors else "")
         )
     if source:
-        m.source_pretrained_covered = model.embedder.load_pretrained(source, vocabs, feature="source")
+        model.embedder.load_pretrained(source, vocabs, feature="source", found=aligned)
         log(
             f"[bold]source vectors[/] {source.name}, {m.source_dim} dimensions"
             f"{', uncased, matched case-insensitively' if source.uncased else ''}: they cover "
             f"{m.source_pretrained_covered:,} of the {len(vocabs.features['source']) - 2:,} aligned source words"
         )
-    return vocabs, model
+    return config, vocabs, model
 
 
 def log_settings(
@@ -248,7 +257,9 @@ def log_settings(
 def prepare_run(
     config: Config, output: Path, device: torch.device, log: RunLog, resume: bool, group: distributed.Group
 ) -> Run:
-    """Read the data, build (or, resuming, reload) the vocabularies, the model and the optimizer, and
+    """Read the data, resolve the run's config once (what the data and the vectors decide: the data
+    set's files, the task's settings that depend on the training data, the vectors' sizes; read-only
+    from here on), build (or, resuming, reload) the vocabularies, the model and the optimizer, and
     restore an interrupted run's state from its checkpoint."""
     t = config.train
     task = get_task(config.data.task)
@@ -257,16 +268,15 @@ def prepare_run(
     generator = seed_everything(t.seed)
     checkpoint = load_checkpoint(output / CHECKPOINT_FILE, t.epochs) if resume else None
     splits = load_splits(config)
-    config.data.train, config.data.dev, config.data.test = (splits.paths[k] for k in ("train", "dev", "test"))
+    builder = config.thawed()  # the caller's config stays as it was
+    builder.data.train, builder.data.dev, builder.data.test = (
+        splits.paths[k] for k in ("train", "dev", "test")
+    )
     train_sents, kept, warning = length_cap(splits.train, config.data.max_train_length)
-    task.prepare(config, train_sents)  # settings that depend on the data (which extra outputs to train)
-    metric, metric_label = task.scoring.selection(config)
-    columns = task.scoring.report_columns(config)
-    known = {"accuracy", task.scoring.metric, *task.scoring.selectable, *(key for key, _ in columns)}
-    if metric not in known:
-        raise InputError(
-            f"best_metric {metric!r} is not a dev score of this model (known: {', '.join(sorted(known))})"
-        )
+    task.prepare(builder, train_sents)  # settings that depend on the data (which extra outputs to train)
+    metric, metric_label = task.scoring.selection(builder)
+    columns = task.scoring.report_columns(builder)
+    check_metric(metric, task, columns)
     test = f"test {splits.paths['test']} ({len(splits.test)})" if splits.test else "no test set"
     log(
         f"[bold]data[/] train {splits.paths['train']} ({kept}), dev {splits.paths['dev']} ({len(splits.dev)}), "
@@ -275,10 +285,11 @@ def prepare_run(
     if warning:
         log(warning)
     if resume:
+        config = builder.resolved(str(output / CONFIG_FILE))
         vocabs = Vocabularies.from_json(read_json(output / VOCAB_FILE))
         model = EasyFirstTagger(config.model, config.loss, vocabs, task.outputs)
     else:
-        vocabs, model = build_model(config, train_sents, log)
+        config, vocabs, model = build_model(builder, train_sents, log)
     if group.main and not resume:
         write_json(output / CONFIG_FILE, config.to_dict())  # so that an interrupted run can be resumed
         write_json(output / VOCAB_FILE, vocabs.to_json())
@@ -330,6 +341,15 @@ def prepare_run(
     if count > 1:
         start_hogwild(run, count)
     return run
+
+
+def check_metric(metric: str, task, columns) -> None:
+    """Refuse a ``best_metric`` that is not one of the dev scores of ``task``'s model."""
+    known = {"accuracy", task.scoring.metric, *task.scoring.selectable, *(key for key, _ in columns)}
+    if metric not in known:
+        raise InputError(
+            f"best_metric {metric!r} is not a dev score of this model (known: {', '.join(sorted(known))})"
+        )
 
 
 def start_hogwild(run: Run, count: int) -> None:

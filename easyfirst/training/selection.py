@@ -14,7 +14,7 @@ from easyfirst.atomic import write_json
 from easyfirst.backends.chooser import run_plan
 from easyfirst.data.batching import encode
 from easyfirst.runs import load_model, save_model
-from easyfirst.training import distributed
+from easyfirst.training import anneal, distributed
 from easyfirst.training.checkpoints import save_checkpoint
 from easyfirst.training.reporting import duration, evaluate_sentences, length_cap, summary_table
 from easyfirst.training.state import Run
@@ -45,7 +45,7 @@ def evaluate_and_select(run: Run, epoch: int, seconds: float) -> None:
     if improved:
         p.best = {metric: dev[metric], "epoch": epoch}
         if group.main:
-            save_model(run.output, run.model, run.config, run.vocabs)
+            save_model(run.output, run.model, anneal.epoch_config(run.config, run.model), run.vocabs)
     words = sum(len(e) for e in run.train_items)
     row = {
         "epoch": epoch,
@@ -57,7 +57,7 @@ def evaluate_and_select(run: Run, epoch: int, seconds: float) -> None:
         "tokens_per_second": words / seconds,
     }
     if run.config.train.anneal_epochs:
-        row["attention_temperature"] = run.config.model.attention_temperature
+        row["attention_temperature"] = run.model.decoder.temperature
     p.history.append(row)
     p.step, p.loss_sum, p.seen, p.elapsed, p.worker_steps = 0, 0.0, 0, 0.0, []
     row["eval_seconds"] = time.perf_counter() - evaluated  # the checkpoint's row: up to its writing

@@ -4,7 +4,6 @@ every seed and their mean ± sd (the sample standard deviation)."""
 
 from __future__ import annotations
 
-import copy
 import platform
 import statistics
 from datetime import datetime, timezone
@@ -57,7 +56,6 @@ def retrain_best(
     study,
     base: Config,
     space: Space,
-    settle,
     paths: dict,
     folder: Path,
     seeds: list[int],
@@ -72,11 +70,11 @@ def retrain_best(
     trial = best_trial(study)
     rows = []
     for seed in seeds:
-        cfg = copy.deepcopy(base)
+        cfg = base.thawed()
         space.apply(cfg, trial.params, f"trial {trial.number}")
         cfg.assign("train", "seed", seed, ("--seeds", None))
         cfg.data.train, cfg.data.dev, cfg.data.test = paths["train"], paths["dev"], paths["test"]
-        settle(cfg, f"trial {trial.number}")
+        cfg = cfg.resolved(f"trial {trial.number}")
         output = folder / "best" / f"seed-{seed}"
         done = output / RUN_FILE
         if done.is_file() and read_json(done) == {

@@ -18,9 +18,7 @@ wrong``. Optuna is not imported here: a trial is anything with ``suggest_int``, 
 
 from __future__ import annotations
 
-import copy
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,9 +100,9 @@ class Space:
             cfg.assign(*name.split(".", 1), value, (source, None))
 
 
-def read_space(text: str, path: str, base: Config, settle: Callable[[Config, str], None]) -> Space:
+def read_space(text: str, path: str, base: Config) -> Space:
     """The space written in ``text`` (the file ``path``), each value checked on a copy of the ``base``
-    config with ``settle`` (easyfirst.cli.train.settle: what ``easyfirst train`` checks)."""
+    config as ``easyfirst train`` checks its config (easyfirst.config.Config.resolved)."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -129,7 +127,7 @@ def read_space(text: str, path: str, base: Config, settle: Callable[[Config, str
         raise InputError(
             "the search space has no key to search (key = { low = …, high = … } or { choices = […] })", path
         )
-    check_space(space, base, settle)
+    check_space(space, base)
     return space
 
 
@@ -171,18 +169,18 @@ def parameter(name: str, spec: dict[str, Any], path: str, line: int | None) -> P
     return Parameter(name, line, low, high, step, log)
 
 
-def check_space(space: Space, base: Config, settle: Callable[[Config, str], None]) -> None:
+def check_space(space: Space, base: Config) -> None:
     """Set every bound and choice, one at a time, on a copy of ``base`` with the fixed keys, and check
     it; a range of an integer key must have integer bounds (and step), and then searches integers."""
-    fixed = copy.deepcopy(base)
+    fixed = base.thawed()
     space.apply(fixed, {}, space.path)
-    settle(fixed, space.path)
+    fixed = fixed.resolved(space.path).thawed()
     for p in space.parameters:
         values = p.choices if p.choices is not None else [p.low, p.high]
         for value in values:
-            trial = copy.deepcopy(fixed)
+            trial = fixed.thawed()
             trial.assign(p.section, p.key, value, (space.path, p.line))
-            settle(trial, space.path)
+            trial = trial.resolved(space.path)
             if p.choices is None and isinstance(getattr(getattr(trial, p.section), p.key), int):
                 p.integer = True
         if p.integer and not all(isinstance(v, int) for v in (p.low, p.high, p.step or 1)):

@@ -13,13 +13,13 @@ the next ``easyfirst tune`` on the study.
 from __future__ import annotations
 
 import contextlib
-import copy
 import math
 import os
 import platform
 import time
+import typing
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,14 +156,13 @@ class TrialRefused(Exception):
 
 @dataclass
 class Search:
-    """What a study's trials share: the study, its folder, the base config and the space, the check a
-    config goes through (easyfirst.cli.train.settle), the device and where the trials' lines go."""
+    """What a study's trials share: the study, its folder, the base config and the space, the device
+    and where the trials' lines go."""
 
     study: Any
     folder: Path
     base: Config
     space: Space
-    settle: Callable[[Config, str], None]
     paths: dict[str, str | None]  # the data files (split_paths)
     device: str
     objectives: list[str]
@@ -183,16 +182,16 @@ class Search:
         )
 
     def trial_config(self, trial) -> Config:
-        """The base config with the trial's values, checked; the test set left out."""
-        cfg = copy.deepcopy(self.base)
+        """The base config with the trial's values, resolved (easyfirst.config.Config.resolved); the test
+        set left out."""
+        cfg = self.base.thawed()
         self.space.apply(cfg, self.space.suggest(trial), f"trial {trial.number}")
         cfg.data.train, cfg.data.dev = self.paths["train"], self.paths["dev"]
         cfg.data.test = None  # never read while searching
         try:
-            self.settle(cfg, f"trial {trial.number}")
+            return cfg.resolved(f"trial {trial.number}")
         except InputError as error:  # values that do not go together: this trial only
             self.refuse(trial, f"its values do not go together: {error}")
-        return cfg
 
     def objective(self, trial) -> float | tuple[float, float]:
         from easyfirst.training.loop import train
@@ -243,7 +242,7 @@ class Search:
         self.say(trial, "finished", score, values[1:])
         return values[0] if len(values) == 1 else values
 
-    def refuse(self, trial, reason: str) -> None:
+    def refuse(self, trial, reason: str) -> typing.NoReturn:
         trial.set_user_attr("error", reason)
         self.say(trial, f"failed: {reason}")
         raise TrialRefused(reason)
@@ -276,10 +275,12 @@ def sharpness(folder: Path, cfg: Config) -> float:
     """The attention's sharpness on dev of the run in ``folder`` (easyfirst.viz.analysis: the largest α of
     a step averaged over the first half of the steps); 0 for a model without sketch steps."""
     from easyfirst.api import Tagger
+    from easyfirst.parallel.cores import tagging_processes
     from easyfirst.tasks import get_task
     from easyfirst.viz.analysis import analyze
 
     tagger = Tagger.load(folder)
+    tagger.processes = tagging_processes()  # dev on every core, as easyfirst analyze tags it
     if tagger.model.decoder is None:
         return 0.0
     sentences = get_task(cfg.data.task).read(cfg.data.dev, cfg.data)

@@ -10,7 +10,7 @@ vocabularies; nothing is measured here.
 from __future__ import annotations
 
 import shlex
-from dataclasses import fields
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,6 @@ from easyfirst import __version__
 from easyfirst.config import Config
 from easyfirst.data.datasets import DATASETS
 from easyfirst.data.vectors import NAMED
-from easyfirst.fields import Option, flag_of
 from easyfirst.tasks import get_task
 
 MODEL_NAMES = {
@@ -40,15 +39,17 @@ def model_card(
     source: str,
     half: bool,
     stopped: Any = None,
+    flags: Mapping[str, Any] | None = None,
 ) -> str:
     """The card of a model trained with ``config``; ``metrics`` is the run's metrics.json (None if the
     run folder has none), ``sizes`` the number of words and tags in its vocabularies, ``source`` the run
     folder it was exported from; ``stopped``, for a run that stopped before its last epoch, how far it
-    got (easyfirst.cli.common.Stopped: ``stopped after epoch 1 of 20``)."""
+    got (easyfirst.cli.common.Stopped: ``stopped after epoch 1 of 20``); ``flags``, the flags of the
+    command line for its training command (:func:`training_command`)."""
     parts = [
         _summary(config, sizes, parameters, half),
         _data(config, metrics),
-        _command(config, stopped, source),
+        _command(config, stopped, source, flags),
         _scores(metrics, stopped),
         _use_and_limits(config, half, scored=bool(metrics)),
         f"*Written by `easyfirst export` (easyfirst {__version__}) from the run folder `{source}`.*\n",
@@ -200,10 +201,12 @@ def _toml(value: Any) -> str:
     return repr(value)
 
 
-def training_command(config: Config) -> str:
+def training_command(config: Config, flags: Mapping[str, Any] | None = None) -> str:
     """An ``easyfirst train`` command for ``config``: its task, data, seed and epochs, and for every other
     key that differs from the task's defaults its flag (``--pretrained glove-6b-50d``), or a ``--set``
-    where it has none or takes a table (class weights)."""
+    where it has none or takes a table (class weights). ``flags`` maps a key (``model.pretrained``) to
+    its flag, whose ``typed(value)`` is the flag as typed (easyfirst.cli.flags.FLAG_OF)."""
+    flags = flags or {}
     task_defaults = Config.for_task(config.data.task)
     if config.model.pretrained:  # what training takes with vectors (POS: temperature 0.25) goes unsaid
         task_defaults.update(get_task(config.data.task).with_vectors, "task with vectors")
@@ -225,7 +228,8 @@ def training_command(config: Config) -> str:
                 continue
             if value == defaults.get(section, {}).get(key):
                 continue
-            option = _option(config, section, key, value)
+            flag = flags.get(f"{section}.{key}")
+            option = flag.typed(value) if flag is not None else []
             if value is None and not option:
                 unset.append(f"{section}.{key}")
                 continue
@@ -237,20 +241,7 @@ def training_command(config: Config) -> str:
     return command
 
 
-def _option(config: Config, section: str, key: str, value: Any) -> list[str]:
-    """The flag that sets ``section.key`` to ``value`` as a user types it; [] where the key has none, its
-    flag repeats (class weights, given as a table with --set) or no flag names the value."""
-    field = next(f for f in fields(type(getattr(config, section))) if f.name == key)
-    spec: Option | None = field.metadata.get("option")
-    if spec is None or spec.repeatable or isinstance(value, dict | list):
-        return []
-    flag = flag_of(field, value)
-    if value is None:  # a value only a flag names (--sketch-steps L), or none
-        return [flag, spec.show(None)] if spec.parse and spec.show else []
-    return [flag] if isinstance(value, bool) else [flag, str(value)]
-
-
-def _command(config: Config, stopped: Any = None, source: str = "RUN") -> str:
+def _command(config: Config, stopped: Any = None, source: str = "RUN", flags=None) -> str:
     rest = ""
     if stopped is not None:
         rest = (
@@ -263,7 +254,7 @@ def _command(config: Config, stopped: Any = None, source: str = "RUN") -> str:
         + "A command that trains this configuration again (the task's defaults plus every setting that "
         "differs from them; the same seed on another machine or version gives a model that differs "
         "at rounding level):\n\n"
-        f"```bash\n{training_command(config)}\n```\n"
+        f"```bash\n{training_command(config, flags)}\n```\n"
     )
 
 

@@ -27,7 +27,7 @@ import torch
 # distinct hues, each with a contrast of at least 4.5:1 against white and 3:1 against black (tab10's
 # hues, darkened where light), ordered so that UPOS's frequent tags differ most: NOUN blue, VERB green,
 # ADJ ochre, ADP brown, ADV olive, AUX teal, DET grey, PRON purple, PROPN magenta. No tag is red: red is
-# MISTAKE's alone (every tag colour is at least 20 CIEDE2000 units from it; tests/test_plot.py)
+# MISTAKE's alone (every tag colour is at least 20 CIEDE2000 units from it; tests/viz/test_plot.py)
 PALETTE = [
     "#a86400",  # ADJ
     "#7a5c58",  # ADP

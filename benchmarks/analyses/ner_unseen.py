@@ -1,0 +1,99 @@
+"""Where CoNLL-2003 test F1 is lost: entities seen in training against unseen ones, dev against test
+(issue #36: the NER recipe stays about 6 F1 under its dev score on test, where published systems lose
+about 3.5).
+
+    python benchmarks/analyses/ner_unseen.py                                  # the bundled en-ner model
+    python benchmarks/analyses/ner_unseen.py -m runs/ner-glove-s2 -m runs/ner-bilstm-crf-glove-s1
+    python benchmarks/analyses/ner_unseen.py --report                         # the table from the kept JSON
+
+An entity is "seen" when the same words with the same type are an entity of the training file. Per
+model and split: F1 (seqeval, strict spans as the project scores them), the share of gold entities
+that are unseen, and the recall of seen and of unseen entities. Each model's result goes to
+benchmarks/results/ner-unseen/NAME.json; ``--report`` prints the Markdown table from those files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from seqeval.metrics.sequence_labeling import get_entities
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results" / "ner-unseen"
+SPLITS = {"dev": "eng.testa", "test": "eng.testb"}
+
+
+def entities(words: list[str], tags: list[str]) -> set[tuple[str, str, int, int]]:
+    """The (type, words, start, end) of each BIO entity of one sentence."""
+    return {(kind, " ".join(words[start : end + 1]), start, end) for kind, start, end in get_entities(tags)}
+
+
+def measure(model: str, data: Path) -> dict:
+    from easyfirst import Tagger
+    from easyfirst.data.conll import read_conll
+    from easyfirst.metrics import entity_report
+
+    tagger = Tagger.load(model)
+    known = {
+        (kind, text) for s in read_conll(data / "eng.train") for kind, text, _, _ in entities(s.words, s.tags)
+    }
+    result = {"model": model, "splits": {}}
+    for split, name in SPLITS.items():
+        sentences = read_conll(data / name)
+        predicted = [t.tags for t in tagger.tag([s.words for s in sentences], records=True)]
+        counts = {"seen": [0, 0], "unseen": [0, 0]}  # gold entities, of which found
+        for sentence, tags in zip(sentences, predicted, strict=True):
+            found = entities(sentence.words, list(tags))
+            for entity in entities(sentence.words, sentence.tags):
+                group = counts["seen" if entity[:2] in known else "unseen"]
+                group[0] += 1
+                group[1] += entity in found
+        total = counts["seen"][0] + counts["unseen"][0]
+        result["splits"][split] = {
+            "f1": entity_report([s.tags for s in sentences], [list(t) for t in predicted])["f1"],
+            "entities": total,
+            "unseen_share": counts["unseen"][0] / total,
+            "recall_seen": counts["seen"][1] / counts["seen"][0],
+            "recall_unseen": counts["unseen"][1] / counts["unseen"][0],
+        }
+    return result
+
+
+def report() -> str:
+    lines = [
+        "| model | split | F1 | entities | unseen | recall, seen | recall, unseen |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for path in sorted(RESULTS.glob("*.json")):
+        result = json.loads(path.read_text())
+        for split, s in result["splits"].items():
+            lines.append(
+                f"| {path.stem} | {split} | {100 * s['f1']:.2f} | {s['entities']:,} | "
+                f"{100 * s['unseen_share']:.1f}% | {100 * s['recall_seen']:.2f} | {100 * s['recall_unseen']:.2f} |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("-m", "--model", action="append", help="a model name or run folder (default: en-ner)")
+    parser.add_argument("--report", action="store_true", help="print the table from the kept JSON only")
+    args = parser.parse_args()
+    if not args.report:
+        data = Path(os.environ.get("EASYFIRST_DATA", ROOT.parent / "shared" / "data")) / "ner" / "conll2003"
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        for model in args.model or ["en-ner"]:
+            result = measure(model, data)
+            (RESULTS / f"{Path(model).name}.json").write_text(json.dumps(result, indent=2) + "\n")
+            print(f"{model}: kept in {RESULTS / Path(model).name}.json", file=sys.stderr)
+    print(report())
+
+
+if __name__ == "__main__":
+    main()

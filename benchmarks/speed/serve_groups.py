@@ -1,0 +1,118 @@
+"""How `easyfirst serve` should tag a gathered group of one-sentence requests: one batch, length-sorted
+sub-batches of at most T padded words, or one sentence at a time (the NumPy fast path).
+
+The sentences (UD English EWT dev through ``$EASYFIRST_DATA``, else the bundled sample) are cut into
+groups of G in file order, as the clients of benchmarks/speed/serve_load.py send them, and every group is
+tagged by each policy in turn (the order alternating between groups), so that the machine's noise
+falls on all of them alike. Reported: tokens/s of each policy and its ratio to one batch (Tagger.tag
+with tag's cap of 1,024 padded words), with one torch thread, as each worker of ``serve --workers``
+runs.
+
+    python benchmarks/speed/serve_groups.py --json benchmarks/results/serve_groups-cpu-2core-shared.json
+    python benchmarks/speed/serve_groups.py --cpu --groups 8 16 32 --caps 256   # CPU time, and the whole file
+
+``--cpu`` times each policy by the CPU time of this thread (time.thread_time) rather than the wall
+clock, which other work on the machine stretches, and first tags the whole file as ``easyfirst tag``
+does in each of its processes (batches of 256 sentences, at most 1,024 padded words): each row's
+``× whole file`` is then what a server whose groups are that size can reach per core, before HTTP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+from serve_load import sentences_to_tag
+
+
+def policies(tagger, caps: list[int]) -> dict:
+    found = {"one batch (1,024)": lambda group: tagger.tag(group, batch_size=len(group), records=True)}
+    found["one sentence at a time"] = lambda group: tagger.tag(group, batch_size=1, records=True)
+    for cap in caps:
+        found[f"sub-batches ≤ {cap}"] = lambda group, cap=cap: tagger.tag(
+            group, batch_size=len(group), max_tokens=cap, records=True
+        )
+    return found
+
+
+CLOCK = time.perf_counter  # --cpu: time.thread_time
+
+
+def measure(tagger, sentences: list[list[str]], size: int, caps: list[int], repeats: int) -> dict:
+    tried = policies(tagger, caps)
+    seconds = dict.fromkeys(tried, 0.0)
+    for _ in range(repeats):
+        for number, first in enumerate(range(0, len(sentences), size)):
+            group = sentences[first : first + size]
+            order = list(tried.items())
+            for name, policy in order if number % 2 else reversed(order):
+                start = CLOCK()
+                policy(group)
+                seconds[name] += CLOCK() - start
+    tokens = repeats * sum(map(len, sentences))
+    rates = {name: tokens / spent for name, spent in seconds.items()}
+    base = rates["one batch (1,024)"]
+    return {
+        name: {"tokens_per_s": round(rate, 1), "ratio": round(rate / base, 3)} for name, rate in rates.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--groups", type=int, nargs="+", default=[4, 16, 25])
+    parser.add_argument("--caps", type=int, nargs="+", default=[64, 128, 256, 512])
+    parser.add_argument("--sentences", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--cpu", action="store_true", help="CPU time of this thread, and the whole file")
+    args = parser.parse_args()
+    global CLOCK
+    CLOCK = time.thread_time if args.cpu else time.perf_counter
+    import torch
+
+    from easyfirst import Tagger
+
+    torch.set_num_threads(1)
+    sentences, source = sentences_to_tag(args.sentences)
+    tagger = Tagger.load()
+    tagger.tag(sentences[:64], records=True)  # warm-up
+    result = {
+        "command": "python benchmarks/speed/serve_groups.py " + " ".join(sys.argv[1:]),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__} (1 thread)",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "sentences": source,
+        "groups": {},
+    }
+    whole = None
+    if args.cpu:  # the file as `easyfirst tag` tags it in one of its processes
+        tagger.processes = 1
+        start = CLOCK()
+        for _ in range(args.repeats):
+            tagger.tag(sentences, batch_size=256, records=True)
+        whole = args.repeats * sum(map(len, sentences)) / (CLOCK() - start)
+        result |= {"clock": "thread CPU time", "whole_file_tokens_per_s": round(whole, 1)}
+        print(f"whole file, batches of 256: {whole:,.0f} tokens per CPU second")
+    print("| group | policy | tokens/s | × one batch | × whole file |\n|---:|---|---:|---:|---:|")
+    for size in args.groups:
+        rows = measure(tagger, sentences, size, args.caps, args.repeats)
+        result["groups"][str(size)] = rows
+        for name, row in rows.items():
+            if whole:
+                row["ratio_to_whole_file"] = round(row["tokens_per_s"] / whole, 3)
+            print(
+                f"| {size} | {name} | {row['tokens_per_s']:,.0f} | {row['ratio']:.2f} | "
+                f"{row.get('ratio_to_whole_file', float('nan')):.2f} |",
+                flush=True,
+            )
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

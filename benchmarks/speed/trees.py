@@ -1,0 +1,127 @@
+"""Two checkouts side by side: is one slower than the other? (issue #45's acceptance; issue #46's bisection)
+
+Each round runs, for every tree in turn (its code through PYTHONPATH, one torch thread, a fresh process):
+
+- ``tag``: the bundled en-upos model (the tree's own copy; ``--model DIR``: that model folder for every
+  tree, so that only the code differs) tagging EWT test in this process (no pool), in words per CPU
+  second of the call (after a warm-up of 50 sentences);
+- ``train1``: one epoch at one sentence per update (the paper's regime, `--workers 1`) on the first
+  ``--sentences`` sentences of EWT train, dev on 100 of EWT dev, in training words per second of the
+  epoch (metrics.json);
+- ``train16``: the same at 16 sentences per update;
+- ``hogwild``: the same as ``train1`` with two Hogwild workers (`--workers 2`, one thread each), the
+  paper's POS training on this project's two cores (issue #45's acceptance).
+
+Rounds alternate the trees, so that a neighbour's load falls on both; the table gives each tree's
+median and the ratio to the first tree. A ratio is of one run; run it again before trusting 5%.
+
+    python benchmarks/speed/trees.py OLD_TREE NEW_TREE --rounds 5 --json benchmarks/results/trees-NAME.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+TAG = """
+import json, sys, time, torch
+torch.set_num_threads(1)
+from easyfirst.api import Tagger
+from easyfirst.data.conllu import read_conllu
+tagger = Tagger.load(sys.argv[2] if len(sys.argv) > 2 else None)
+tagger.processes = 1
+sentences = [s.words for s in read_conllu(sys.argv[1])]
+tagger.tag(sentences[:50], records=True)
+start = time.process_time()
+tagger.tag(sentences, records=True)
+print(json.dumps({"rate": sum(map(len, sentences)) / (time.process_time() - start)}))
+"""
+
+
+def ewt(name: str) -> Path:
+    root = Path(os.environ.get("EASYFIRST_DATA", "../shared/data"))
+    return root / "ud" / "UD_English-EWT" / f"en_ewt-ud-{name}.conllu"
+
+
+def first_sentences(path: Path, count: int, out: Path) -> Path:
+    """The first ``count`` sentences (blank-line separated: CoNLL-U, CoNLL) of a file, written to ``out``."""
+    blocks = [b for b in path.read_text(encoding="utf-8").split("\n\n") if b.strip()][:count]
+    out.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
+    return out
+
+
+def measure(tree: Path, what: str, files: dict[str, Path], scratch: Path, model: Path | None = None) -> float:
+    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
+    if what == "tag":
+        done = subprocess.run(
+            [sys.executable, "-c", TAG, str(files["test"]), *([str(model)] if model else [])],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return json.loads(done.stdout.strip().splitlines()[-1])["rate"]
+    run = scratch / f"{tree.name}-{what}"
+    batch, workers = {"train1": ("1", "1"), "train16": ("16", "1"), "hogwild": ("1", "2")}[what]
+    command = [sys.executable, "-m", "easyfirst", "train", "--train", files["train"], "--dev", files["dev"]]
+    command += ["--epochs", "1", "--threads", "1", "--workers", workers, "--batch-size", batch, "--seed", "1"]
+    subprocess.run(
+        [*map(str, command), "-o", str(run), "--overwrite"], env=env, capture_output=True, check=True
+    )
+    metrics = json.loads((run / "metrics.json").read_text())
+    lines = files["train"].read_text(encoding="utf-8").splitlines()
+    words = sum(
+        line.split("\t", 1)[0].isdigit() for line in lines
+    )  # word lines (not ranges, not empty nodes)
+    return words / metrics["epochs"][0]["seconds"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trees", nargs="+", type=Path, help="checkouts to compare (the first is the base)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--sentences", type=int, default=600)
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        choices=["tag", "train1", "train16", "hogwild"],
+        default=["tag", "train1", "train16"],
+    )
+    parser.add_argument("--model", type=Path, help="tag: this model folder in every tree")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        scratch = Path(folder)
+        files = {
+            "test": ewt("test"),
+            "train": first_sentences(ewt("train"), args.sentences, scratch / "train.conllu"),
+            "dev": first_sentences(ewt("dev"), 100, scratch / "dev.conllu"),
+        }
+        found = {str(t): {w: [] for w in args.only} for t in args.trees}
+        for round_ in range(args.rounds):
+            for what in args.only:
+                for tree in args.trees if round_ % 2 == 0 else args.trees[::-1]:
+                    found[str(tree)][what].append(measure(tree.resolve(), what, files, scratch, args.model))
+            print(f"round {round_ + 1}/{args.rounds} done", file=sys.stderr)
+    base = str(args.trees[0])
+    print(f"{'tree':<30}" + "".join(f"{w:>22}" for w in args.only))
+    for tree, rates in found.items():
+        cells = []
+        for what in args.only:
+            median = statistics.median(rates[what])
+            ratio = median / statistics.median(found[base][what])
+            cells.append(f"{median:>12,.0f} ({ratio:.3f}×)")
+        print(f"{tree:<30}" + "".join(f"{c:>22}" for c in cells))
+    if args.json:
+        record = {"rounds": args.rounds, "model": str(args.model) if args.model else None, "rates": found}
+        args.json.write_text(json.dumps(record, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""What Tagger.tag does besides the model's arithmetic (issue #46): ids looked up once per distinct word,
+a batch's ids padded into one buffer (easyfirst.data.buckets.pack), nothing made for what was not asked.
+The tags must be those of the sentence-by-sentence path (encode, collate) that models with features take."""
+
+from __future__ import annotations
+
+import torch
+
+from conftest import SAMPLE
+from easyfirst import Tagger
+from easyfirst.data.batching import collate, encode
+from easyfirst.data.conllu import read_conllu
+from easyfirst.data.vocab import Vocabularies
+from easyfirst.tagging.pool import NOTHING_ASKED, make_jobs, tag_batch
+
+
+def test_tags_are_those_of_each_sentence_encoded_and_collated():
+    tagger = Tagger.load()
+    tagger.processes = 1
+    words = [s.words for s in read_conllu(SAMPLE)] + [["Zyzzyva", "unseen-wordzzz", "ΑΒΓ", "a"]]
+    keep, jobs = make_jobs(words, None, None, 5, 40)  # several batches, of different lengths
+    expected: list[list[str]] = [[] for _ in words]
+    with torch.inference_mode():
+        for indices, batch_words, _, _ in jobs:
+            batch = collate([encode(tagger.vocabs, w) for w in batch_words], indices)
+            out = tag_batch(tagger.model, batch, torch.device("cpu"), NOTHING_ASKED)
+            for row, index in enumerate(out["order"]):
+                ids = out["best"][row, : out["lengths"][row]].tolist()
+                expected[keep[index]] = [tagger.tags[i] for i in ids]
+    assert len(jobs) > 3
+    assert tagger.tag(words, batch_size=5, max_tokens=40) == expected
+    assert tagger.tag(words, batch_size=5, max_tokens=40) == expected  # the words remembered the second time
+
+
+def vocabularies() -> Vocabularies:
+    sentences = [(["The", "dog", "barks"], ["DET", "NOUN", "VERB"])] * 2
+    return Vocabularies.build(sentences, word_min_freq=1, max_affix=3)
+
+
+def test_index_gives_each_word_its_id_and_its_affixes_padded_with_zeros():
+    vocabs = vocabularies()
+    word, pre, suf = vocabs.words.stoi, vocabs.prefixes.stoi, vocabs.suffixes.stoi
+    for _ in range(2):  # looked up, then remembered
+        assert vocabs.index(["dog", "a", "dog"]) == (
+            [word["dog"], 1, word["dog"]],
+            [pre["d"], pre["do"], pre["dog"], 1, 0, 0, pre["d"], pre["do"], pre["dog"]],
+            [suf["g"], suf["og"], suf["dog"], 1, 0, 0, suf["g"], suf["og"], suf["dog"]],
+        )
+
+
+def test_a_remembered_word_is_looked_up_again_in_vocabularies_that_changed():
+    vocabs = vocabularies()
+    assert vocabs.index(["cat"])[0] == [1]  # unknown
+    assert vocabs.add_pretrained_words(["cat"]) == 1
+    assert vocabs.index(["cat"])[0] == [vocabs.words.stoi["cat"]]
+    assert vocabs.index(["The"])[0] == [vocabs.words.stoi["The"]]
+    vocabs.lowercase = True
+    assert vocabs.index(["The"])[0] == [1]  # "the" is not in the vocabulary, "The" is
+
+
+def test_an_empty_sentence_gets_empty_attention_and_probabilities_only_when_asked():
+    tagger = Tagger.load()
+    tags, attention, probabilities = tagger.tag(
+        [["Hi", "!"], []], return_attention=True, return_probabilities=True
+    )
+    assert tags[1] == [] and tuple(attention[1].shape) == (0, 0)
+    assert tuple(probabilities[1].shape) == (0, len(tagger.tags))
+    assert tagger.tag([["Hi", "!"], []]) == tags

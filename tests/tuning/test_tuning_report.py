@@ -1,0 +1,85 @@
+"""What a study found (easyfirst/tuning/report.py) and the best trial retrained (easyfirst/tuning/retrain.py),
+on an in-memory Optuna study whose trials are made here by hand (no training)."""
+
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+
+from conftest import extra
+from easyfirst.errors import InputError
+from easyfirst.tuning.report import best_table, best_trials, counts, pictures
+from easyfirst.tuning.retrain import best_trial, mean_sd, parse_seeds, pm
+
+optuna = extra("optuna", "tune")
+State = optuna.trial.TrialState
+FLOAT = optuna.distributions.FloatDistribution(0.0, 0.5)
+
+
+def trial(state, dev, dropout, epochs_done=3):
+    return optuna.trial.create_trial(
+        state=state,
+        value=dev if state == State.COMPLETE else None,
+        params={"model.dropout": dropout},
+        distributions={"model.dropout": FLOAT},
+        user_attrs={"dev": dev, "best_epoch": epochs_done, "epochs": 3},
+        intermediate_values={e: dev for e in range(1, epochs_done + 1)},
+    )
+
+
+@pytest.fixture
+def study():
+    made = optuna.create_study(direction="maximize", storage=optuna.storages.InMemoryStorage())
+    made.add_trial(trial(State.COMPLETE, 0.80, 0.1))
+    made.add_trial(trial(State.COMPLETE, 0.90, 0.3))
+    made.add_trial(trial(State.PRUNED, 0.95, 0.2, epochs_done=2))  # best dev, but cut short
+    made.add_trial(optuna.trial.create_trial(state=State.FAIL))
+    return made
+
+
+def test_counts_say_how_many_trials_ended_each_way(study):
+    assert counts(study) == "4 trials: 2 complete, 1 pruned, 1 failed"
+    empty = optuna.create_study(storage=optuna.storages.InMemoryStorage())
+    assert counts(empty) == "0 trials: none yet"
+
+
+def test_the_best_trials_go_by_dev_score_and_the_best_to_retrain_is_complete(study):
+    assert [t.number for t in best_trials(study)] == [2, 1, 0]
+    assert best_trial(study).number == 1  # the pruned trial never finished its epochs
+    empty = optuna.create_study(storage=optuna.storages.InMemoryStorage())
+    with pytest.raises(InputError, match="no complete trial yet"):
+        best_trial(empty)
+
+
+def test_the_table_has_a_column_per_best_trial(study):
+    console = Console(width=120, record=True)
+    console.print(best_table(study, "acc", 120))
+    text = console.export_text()
+    assert "#2" in text and "#1" in text and "#0" in text and "#3" not in text
+    assert "dev acc" in text and "95.00" in text and "80.00" in text
+    assert "model.dropout" in text and "pruned" in text
+    narrow = Console(width=40, record=True)
+    narrow.print(best_table(study, "acc", 40))
+    assert "#2" in narrow.export_text() and "#0" not in narrow.export_text()  # as many as fit
+
+
+def test_pictures_are_written_and_the_importances_wait_for_three_complete_trials(study, tmp_path):
+    written, skipped = pictures(study, tmp_path, "acc")
+    assert written == [tmp_path / "history.png", tmp_path / "epochs.png"]
+    assert all(path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for path in written)
+    assert skipped == ["importances.png (after 3 complete trials; 2 so far)"]
+
+
+def test_seeds_are_ranges_or_lists():
+    assert parse_seeds("1-5") == [1, 2, 3, 4, 5]
+    assert parse_seeds("1-3,9, 2") == [1, 2, 3, 9]
+    for bad in ("a", "3-1", "-2"):
+        with pytest.raises(InputError, match="--seeds"):
+            parse_seeds(bad)
+
+
+def test_mean_and_sample_sd_of_the_seeds():
+    stats = mean_sd([0.90, 0.92, 0.94])
+    assert stats["mean"] == pytest.approx(0.92) and stats["sd"] == pytest.approx(0.02) and stats["n"] == 3
+    assert pm(stats) == "92.00 ± 2.00"
+    assert pm(mean_sd([0.5])) == "50.00"
