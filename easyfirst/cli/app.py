@@ -21,7 +21,7 @@ from typing import Annotated
 import typer
 
 from easyfirst import __version__
-from easyfirst.atomic import INTERRUPTS
+from easyfirst.atomic import INTERRUPTS, SIGNALS
 from easyfirst.errors import InputError, WorkerFailed
 
 app = typer.Typer(
@@ -296,4 +296,7 @@ def run() -> None:
             code = code or 1
             with contextlib.suppress(OSError, ValueError):  # nothing more reaches it: not at the exit either
                 os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    if INTERRUPTS.received is not None:  # the status is said: Python's teardown resets a handler to the
+        for sig in SIGNALS:  # default, under which a late signal (or one sent again) would kill it
+            signal.signal(sig, signal.SIG_IGN)
     sys.exit(code)

@@ -295,7 +295,8 @@ class Source:
         from easyfirst.data.text import read_text, tag_text
         from easyfirst.tasks import get_task
 
-        task, data = get_task(tagger.config.data.task), tagger.config.data
+        # a writable copy of the model's data settings for this input (tag options such as --encoding)
+        task, data = get_task(tagger.config.data.task), tagger.config.data.thawed()
         if self.claimed is not None and self.claimed[0] is not task:
             kind = self.claimed[0].name
             raise InputError(f"{kind.upper()} input needs a {kind} model; this is a {task.name} model", model)

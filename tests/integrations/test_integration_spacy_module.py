@@ -61,8 +61,7 @@ def test_a_qe_model_is_refused(nlp, tmp_path):
     from easyfirst.runs import save_model
 
     tagger = Tagger.load()
-    config = tagger.config
-    config.data.task = "qe"
+    config = tagger.config.replaced("data", task="qe")  # a loaded model's config is read-only
     save_model(tmp_path / "qe", tagger.model, config, tagger.vocabs)
     with pytest.raises(
         ValueError, match="is a qe model, which tags QE file prefixes.*needs a pos or ner model"

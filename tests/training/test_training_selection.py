@@ -75,7 +75,7 @@ def test_an_epoch_no_better_keeps_the_best_and_patience_stops_the_run(run, tmp_p
         "stopping early after epoch 3 of 5: no better dev acc for 2 epochs (the best: epoch 1)"
         in (tmp_path / "train.log").read_text()
     )
-    run.config.train.patience = 0
+    run.config = run.config.replaced("train", patience=0)  # the run's config is read-only
     assert not stop_early(run, 4)
 
 
