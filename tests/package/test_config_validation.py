@@ -9,15 +9,13 @@ this process (one import of torch), with a few cases through a real ``python -m 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
-import sys
 import typing
 from dataclasses import fields
 from pathlib import Path
 
 import pytest
+import verbs
 
 from conftest import SAMPLE, run_cli
 from easyfirst.cli.flags import FLAG_OF
@@ -27,20 +25,9 @@ from easyfirst.model.settings import LOSS_ALPHA
 
 
 def easyfirst(*args: str) -> tuple[int, str]:
-    """``easyfirst ARGS`` in this process: (exit status, stderr)."""
-    from easyfirst.cli import main
-
-    stderr = io.StringIO()
-    argv, sys.argv = sys.argv, ["easyfirst", *map(str, args)]
-    try:
-        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
-            main()
-        code = 0
-    except SystemExit as exit:
-        code = exit.code if isinstance(exit.code, int) else 1
-    finally:
-        sys.argv = argv
-    return code, stderr.getvalue()
+    """``easyfirst ARGS`` in this process (tests/verbs.py): (exit status, stderr)."""
+    code, _, stderr = verbs.easyfirst(*args)
+    return code, stderr
 
 
 def all_fields():

@@ -28,8 +28,8 @@ def test_tags_are_those_of_each_sentence_encoded_and_collated():
                 ids = out["best"][row, : out["lengths"][row]].tolist()
                 expected[keep[index]] = [tagger.tags[i] for i in ids]
     assert len(jobs) > 3
-    assert tagger.tag(words, batch_size=5, max_tokens=40) == expected
-    assert tagger.tag(words, batch_size=5, max_tokens=40) == expected  # the words remembered the second time
+    for _ in range(2):  # the words looked up, then remembered
+        assert [t.tags for t in tagger.tag(words, batch_size=5, max_tokens=40, records=True)] == expected
 
 
 def vocabularies() -> Vocabularies:
@@ -60,9 +60,9 @@ def test_a_remembered_word_is_looked_up_again_in_vocabularies_that_changed():
 
 def test_an_empty_sentence_gets_empty_attention_and_probabilities_only_when_asked():
     tagger = Tagger.load()
-    tags, attention, probabilities = tagger.tag(
-        [["Hi", "!"], []], return_attention=True, return_probabilities=True
-    )
-    assert tags[1] == [] and tuple(attention[1].shape) == (0, 0)
-    assert tuple(probabilities[1].shape) == (0, len(tagger.tags))
-    assert tagger.tag([["Hi", "!"], []]) == tags
+    asked = tagger.tag([["Hi", "!"], []], records=True, attention=True, probabilities=True)
+    assert asked[1].tags == [] and tuple(asked[1].attention.shape) == (0, 0)
+    assert tuple(asked[1].probabilities.shape) == (0, len(tagger.tags))
+    plain = tagger.tag([["Hi", "!"], []], records=True)
+    assert [t.tags for t in plain] == [t.tags for t in asked]
+    assert plain[1].attention is None and plain[1].probabilities is None
