@@ -61,7 +61,7 @@ def easyfirst_runner(words: list[list[str]], model: str):
 
     tagger = Tagger.load(model)
     tagger.processes = 1  # one core
-    return (lambda: tagger.tag(words, records=True)), f"easyfirst {model}"
+    return (lambda: [sentence.tags for sentence in tagger.tag(words, records=True)]), f"easyfirst {model}"
 
 
 def main() -> None:
@@ -108,7 +108,11 @@ def main() -> None:
             f"{r['words_per_second']:9,.0f} {r['ratio_to_spacy_with_parser']:8.2f}"
         )
     if args.json:
-        meta = {"words": count, "rounds": args.rounds, "load": os.getloadavg(), "torch": torch.__version__}
+        import numpy
+        import spacy
+
+        versions = {"torch": torch.__version__, "spacy": spacy.__version__, "numpy": numpy.__version__}
+        meta = {"words": count, "rounds": args.rounds, "load": os.getloadavg(), **versions}
         args.json.write_text(json.dumps({"meta": meta, "taggers": results}, indent=2) + "\n")
 
 
