@@ -17,6 +17,7 @@ from easyfirst.data.detect import TEXT, Looks, WrongKind
 from easyfirst.data.outputs import OutputHead
 from easyfirst.data.sentence import Sentence
 from easyfirst.errors import InputError
+from easyfirst.tagging.pipeline import predictor
 from easyfirst.tasks import TASKS, Task
 from easyfirst.tasks.parts import Format, Scoring
 from easyfirst.training.loop import train
@@ -47,7 +48,7 @@ class Slashes(Format[Sentence]):
 
     def write(self, source: BinaryIO, out: BinaryIO, predict, data, options, *, name: str, **_) -> int:
         sentences = self.read(source, data)
-        tags, heads = predict([s.words for s in sentences], return_heads=True)
+        tags, heads = predict([s.words for s in sentences], heads=True)
         columns = [tags, *heads.values()]
         for k, sentence in enumerate(sentences):
             words = [
@@ -97,14 +98,17 @@ def test_a_task_of_a_new_reader_and_the_shared_scoring_trains_loads_and_tags(tmp
     assert tagger.config.data.task == "slashes" and set(tagger.tags) == {"D", "N", "V", "A"}
     out = tmp_path / "out.txt"
     with open(data, "rb") as source, open(out, "wb") as stream:
-        assert task.write(source, stream, tagger.tag, tagger.config.data, None, name=str(data)) == 5
+        assert (
+            task.write(source, stream, predictor(tagger, 16), tagger.config.data, None, name=str(data)) == 5
+        )
     written = [line.split() for line in out.read_text().splitlines()]
     assert [[t.split("/")[0] for t in line] for line in written] == [
         [t.split("/")[0] for t in line.split()] for line in LINES
     ]
     assert all(t.split("/")[1] in tagger.tags for line in written for t in line)
     sentences = task.read(data, None)
-    report = task.scoring.score([s.tags for s in sentences], tagger.tag([s.words for s in sentences]))
+    tagged = tagger.tag([s.words for s in sentences], records=True)
+    report = task.scoring.score([s.tags for s in sentences], [t.tags for t in tagged])
     pairs = [
         (g, w)
         for line, out in zip(LINES, written, strict=True)
@@ -133,13 +137,13 @@ def test_a_made_up_extra_output_trains_is_scored_returned_and_written(tmp_path, 
     assert "capitalization tags" in (run / "train.log").read_text()  # the output layer's line
     tagger = Tagger.load(run)
     words = [["Dogs", "bark"], [], ["a", "Cat"]]
-    tags, heads = tagger.tag(words, return_heads=True)
-    assert list(heads) == ["capitals"]
-    assert [len(h) for h in heads["capitals"]] == [2, 0, 2]  # one per word; none for no words
-    assert all(t in ("lower", "upper") for row in heads["capitals"] for t in row)
+    tagged = tagger.tag(words, heads=True, records=True)
+    assert [list(t.heads) for t in tagged] == [["capitals"]] * 3
+    assert [len(t.heads["capitals"]) for t in tagged] == [2, 0, 2]  # one per word; none for no words
+    assert all(tag in ("lower", "upper") for t in tagged for tag in t.heads["capitals"])
     out = tmp_path / "out.txt"
     with open(data, "rb") as source, open(out, "wb") as stream:
-        task.write(source, stream, tagger.tag, tagger.config.data, None, name=str(data))
+        task.write(source, stream, predictor(tagger, 16), tagger.config.data, None, name=str(data))
     first = out.read_text().splitlines()[0].split()
     assert [t.split("/")[0] for t in first] == ["The", "dog", "barks"]
     assert all(t.split("/")[2] in ("lower", "upper") for t in first)
