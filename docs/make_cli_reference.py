@@ -48,15 +48,15 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _value(param, ctx) -> str:
+def _value(param) -> str:
     """The value an option takes (nothing for a flag), as --help shows it (a word: ``FILE``, ``N``), but
     its choices whole however many (where --help lists them in the help)."""
+    from easyfirst.cli.help_page import shown_value
     from easyfirst.cli.options import LAZY_CHOICES
 
     if param.name in LAZY_CHOICES and not param.is_flag:
         return "|".join(LAZY_CHOICES[param.name]())
-    shown = param.display_type(ctx)
-    return shown.strip("<>") if shown else ""
+    return shown_value(param) or ""
 
 
 def _default(param) -> str:
@@ -80,7 +80,6 @@ def _usage(name: str, command) -> str:
 
 
 def _command(name: str, command) -> str:
-    ctx = typer.Context(command, info_name=name)
     lines = [f"## easyfirst {name}", "", "```", _usage(name, command), "```", "", _text(command.help), ""]
     arguments = [p for p in command.params if not _is_option(p)]
     options = [p for p in command.params if _is_option(p)]
@@ -99,7 +98,7 @@ def _command(name: str, command) -> str:
         lines += ["| option | value | default | description |", "|---|---|---|---|"]
         for p in members:
             flags = " / ".join(f"`{o}`" for o in [*p.opts, *p.secondary_opts])
-            value = _value(p, ctx)
+            value = _value(p)
             default = _default(p)
             lines.append(
                 f"| {flags} | {_cell(f'`{value}`') if value else ''} | "

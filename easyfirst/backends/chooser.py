@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from easyfirst.backends import NAMES, check_backend
-from easyfirst.backends.declaration import DECODER_SETTINGS, ENCODER_SETTINGS, MANY, ONE, Backend
+from easyfirst.backends.declaration import DECODER_SETTINGS, ENCODER_SETTINGS, MANY, ONE, REVISIONS, Backend
 from easyfirst.backends.fused import FUSED
 from easyfirst.backends.lean import kernels
 from easyfirst.backends.single import NUMBA, NUMPY
@@ -70,10 +70,13 @@ def choose_backend(
     ``"float32"``…, ``training`` (gradients wanted), ``force`` a backend name or ``"auto"``."""
     check_backend(force)
     run = {"sentences": sentences, "device": device, "dtype": dtype, "training": training}
-    encoder = tuple((key, run[key] if key in run else getattr(settings, key)) for key in ENCODER_SETTINGS)
-    decoder = None
-    if settings.decodes:
-        decoder = tuple((key, run[key] if key in run else getattr(settings, key)) for key in DECODER_SETTINGS)
+
+    def workload(part: str, keys: tuple[str, ...]) -> tuple:
+        run["revision"] = REVISIONS[part]
+        return tuple((key, run[key] if key in run else getattr(settings, key)) for key in keys)
+
+    encoder = workload("encoder", ENCODER_SETTINGS)
+    decoder = workload("decoder", DECODER_SETTINGS) if settings.decodes else None
     return _choose(encoder, decoder, force)
 
 

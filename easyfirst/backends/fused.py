@@ -304,6 +304,7 @@ FUSED = Backend(  # a batch's csoftmax step loop as one autograd Function
     "fused",
     decoder=decode,
     decoder_supports={
+        "revision": {1},
         "model": {"nef-f", "nef-s"},
         "attention": {"csoftmax"},
         "sketch_steps": ANY,

@@ -75,8 +75,15 @@ def _limit_blas(level: int):
     return prepare
 
 
-_ENCODER = {"encoder_layers": ANY, "dropout_kind": ANY, "sentences": {ONE}, "device": {"cpu"}}
+_ENCODER = {
+    "revision": {1},
+    "encoder_layers": ANY,
+    "dropout_kind": ANY,
+    "sentences": {ONE},
+    "device": {"cpu"},
+}
 _DECODER = {
+    "revision": {1},
     "model": {"nef-f", "nef-s"},
     "attention": ROW_ATTENTIONS,
     "sketch_steps": ANY,

@@ -10,7 +10,7 @@ The top layer: may import anything below it; nothing in the package imports it.
 
 from __future__ import annotations
 
-from easyfirst.cli.app import _help_with_choices, app, main, refused, report, run, unwrap_command_help
+from easyfirst.cli.app import app, main, refused, report, run, unwrap_command_help
 
 # isort: off
 # the verbs register on ``app`` as they are imported: --help lists them in this order
@@ -20,4 +20,4 @@ from easyfirst.cli import train, tune, tag, evaluate, plot, export, serve
 VERBS = (train, tune, tag, evaluate, plot, export, serve)
 unwrap_command_help()  # after the verbs have registered
 
-__all__ = ["VERBS", "_help_with_choices", "app", "main", "refused", "report", "run"]
+__all__ = ["VERBS", "app", "main", "refused", "report", "run"]

@@ -3,8 +3,9 @@ imports ``app`` from here and registers on it; ``easyfirst.cli`` imports the ver
 callers use. Nothing here imports a verb or ``easyfirst.cli`` itself, so no import goes round a loop.
 
 Also here: how a refused command line or input is reported (``path:line: what is wrong`` on stderr,
-exit status 2, no traceback; see easyfirst.errors), :func:`main` and :func:`run` (the ``easyfirst``
-command), and how ``--help`` lays out its panels.
+exit status 2, no traceback; see easyfirst.errors), and :func:`main` and :func:`run` (the ``easyfirst``
+command). How ``--help`` lays out its page is easyfirst.cli.help_page's: the app's group and every
+verb's command are its classes (:class:`App`).
 """
 
 from __future__ import annotations
@@ -15,17 +16,26 @@ import os
 import signal
 import sys
 import threading
-import typing
-from pathlib import PurePath
 from typing import Annotated
 
 import typer
 
 from easyfirst import __version__
 from easyfirst.atomic import INTERRUPTS
+from easyfirst.cli.help_page import Command, Group
 from easyfirst.errors import InputError, WorkerFailed
 
-app = typer.Typer(
+
+class App(typer.Typer):
+    """Typer's app whose commands are :class:`~easyfirst.cli.help_page.Command` unless one names its
+    class: every verb registers with a plain ``@app.command()`` and gets easyfirst's --help page."""
+
+    def command(self, name: str | None = None, *, cls: type[typer.core.TyperCommand] | None = None, **kwargs):
+        return super().command(name, cls=cls or Command, **kwargs)
+
+
+app = App(
+    cls=Group,
     help="Neural easy-first sequence taggers (Martins & Kreutzer, 2017).",
     no_args_is_help=True,
     add_completion=False,
@@ -65,142 +75,6 @@ def unwrap_command_help() -> None:
         text = command.help or inspect.getdoc(command.callback)
         if text:
             command.help = unwrapped(text)
-
-
-# a value's placeholder by its type, where an option names none: words, not Python's type names
-PLACEHOLDERS = {int: "N", float: "NUMBER", str: "TEXT"}
-VALUE_WIDTH = 17  # the value column of an options panel (_options_panel): wider lists go to the help
-
-
-def _display_type_of_values(self, ctx):
-    """The value an option takes, as --help shows it: nothing for a flag (``--json``, not ``--json
-    <bool>``); its choices where they fit the value column whole (``upos|xpos``), else a word for them
-    (``NAME``: :func:`_help_with_choices` lists them in the help); its metavar; else a word for its
-    type (:data:`PLACEHOLDERS`: ``N``, ``PATH``), never Typer's ``<int>`` or ``<list[str]>``."""
-    from easyfirst.cli.options import LAZY_CHOICES
-
-    if self.is_flag:
-        return None
-    if self.name in LAZY_CHOICES:
-        listed = "|".join(LAZY_CHOICES[self.name]())
-        return listed if len(listed) <= VALUE_WIDTH else self.metavar or "NAME"
-    if self.metavar:
-        return self.metavar
-    described = self.type_descriptor
-    kind = typing.get_args(described.annotation)[0] if described.is_list else described.annotation
-    kinds = [k for k in typing.get_args(kind) or (kind,) if k is not type(None)]  # Path | None: Path
-    if described.is_path or any(isinstance(k, type) and issubclass(k, PurePath) for k in kinds):
-        return "PATH"
-    return PLACEHOLDERS.get(kinds[0] if kinds else kind, "VALUE")
-
-
-def _argument_name(param) -> str:
-    """An argument as --help names it: its metavar, else its name in capitals (``FILE``, ``RUN``)."""
-    return param.metavar or param.name.upper()
-
-
-def _usage_name(self) -> str:
-    """An argument in the usage line, in brackets when optional (``FILE``, ``[FILE]...``; Typer wrote
-    ``{gold}``)."""
-    name = _argument_name(self)
-    return (name if self.required else f"[{name}]") + ("..." if self.nargs != 1 else "")
-
-
-def _help_with_choices(param) -> str:
-    """The help of an option whose values come from a registry, listing them (``one of a | b | c``, so
-    that a line breaks beside a ``|``, never inside a name) unless the value column or the help shows
-    them all already; before its ``[default: …]``."""
-    import re
-
-    from easyfirst.cli.options import LAZY_CHOICES
-
-    text = param.help or ""
-    names = LAZY_CHOICES.get(param.name, lambda: [])()
-    if not names or len("|".join(names)) <= VALUE_WIDTH:
-        return text
-    if all(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) for name in names):
-        return text
-    head, mark, default = text.partition(" \\[default")
-    return f"{head.rstrip('. ')}: one of {' | '.join(names)}.{mark}{default}"
-
-
-typer.core.TyperOption.display_type = _display_type_of_values
-typer.core.TyperOption.display_type_rich = lambda self, ctx: _display_type_of_values(self, ctx)
-typer.core.TyperArgument._usage_display_name = _usage_name
-
-
-def _options_panel(*, name, params, ctx, markup_mode, console) -> None:
-    """Typer's panel of options, with every option name whole at any terminal width: a name is what a
-    user copies, and Typer's table cut long ones to ``--max-train-leng…`` at 80 columns. The names
-    take one column that never wraps, a negative flag (``--no-crf``) on the line below its option; the
-    value and the help share what is left and fold there."""
-    from rich.panel import Panel
-    from rich.table import Table
-    from rich.text import Text
-    from typer import rich_utils
-
-    table = Table(show_header=False, expand=True, box=None, padding=(0, 1))
-    required = any(param.required for param in params)
-    if required:
-        table.add_column(no_wrap=True)  # the required mark
-    table.add_column(no_wrap=True)  # the names
-    table.add_column(no_wrap=True)  # short names
-    table.add_column(overflow="fold", max_width=17)  # the value
-    table.add_column(overflow="fold", ratio=1)  # the help
-    for param in params:
-        if isinstance(param, typer.core.TyperArgument):
-            long, short = [], [_argument_name(param) + ("..." if param.nargs != 1 else "")]
-        else:
-            long = [o for o in param.opts if o.startswith("--")]
-            short = [o for o in param.opts if not o.startswith("--")]
-        names = rich_utils.highlighter(Text(",".join(long)))
-        negative = [o for o in param.secondary_opts if o.startswith("--")]
-        if negative:
-            names.append("\n")
-            names.append_text(rich_utils.negative_highlighter(Text(",".join(negative))))
-        short += [o for o in param.secondary_opts if not o.startswith("--")]
-        is_option = isinstance(param, typer.core.TyperOption)
-        value = Text(
-            (param.display_type_rich(ctx=ctx) if is_option else None) or "", style=rich_utils.STYLE_TYPES
-        )
-        if param._get_number_range_help_str():
-            value.append(rich_utils.RANGE_STRING.format(param._get_number_range_help_str()))
-        if is_option:
-            param.help = _help_with_choices(param)
-        shown = rich_utils._get_parameter_help(param=param, ctx=ctx, markup_mode=markup_mode)
-        for text in shown.renderables:  # a long word (a flag named in the help) folds, not cut
-            if isinstance(text, Text):
-                text.overflow = "fold"
-        mark = Text(rich_utils.REQUIRED_SHORT_STRING, style=rich_utils.STYLE_REQUIRED_SHORT)
-        table.add_row(
-            *([mark if param.required else ""] if required else []),
-            names,
-            rich_utils.highlighter(Text(",".join(short))),
-            rich_utils.types_highlighter(value),
-            shown,
-        )
-    if params:
-        style = rich_utils.STYLE_OPTIONS_PANEL_BORDER
-        console.print(
-            Panel(table, border_style=style, title=name, title_align=rich_utils.ALIGN_OPTIONS_PANEL)
-        )
-
-
-def _with_whole_names(format_help):
-    """``format_help`` of Typer's commands with :func:`_options_panel` in place (typer.rich_utils is
-    imported on the first --help only: 30 ms that no other command pays)."""
-
-    def format_help_with_whole_names(self, ctx, formatter):
-        from typer import rich_utils
-
-        rich_utils._print_options_panel = _options_panel
-        return format_help(self, ctx, formatter)
-
-    return format_help_with_whole_names
-
-
-for _command_class in (typer.core.TyperCommand, typer.core.TyperGroup):
-    _command_class.format_help = _with_whole_names(_command_class.format_help)
 
 
 try:  # Typer >= 0.20 carries its own Click

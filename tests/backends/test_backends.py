@@ -6,18 +6,22 @@ tests/backends/test_lean.py's (float64, outputs and gradients)."""
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import io
 import json
 import os
+from pathlib import Path
 
 import pytest
 from rich.console import Console
 
+import easyfirst
 from conftest import SAMPLE, run_cli, train_on_sample
 from easyfirst.backends import NAMES, fused, lean, rows
 from easyfirst.backends import chooser as chooser_module
 from easyfirst.backends.chooser import BACKENDS, choose_backend
-from easyfirst.backends.declaration import DECODER_SETTINGS
+from easyfirst.backends.declaration import DECODER_SETTINGS, REVISIONS
 from easyfirst.config import Config
 from easyfirst.model.settings import ModelConfig
 from easyfirst.ops.attention import ATTENTIONS
@@ -101,6 +105,62 @@ def test_a_setting_no_fast_backend_declares_runs_the_reference_and_the_log_says_
     assert "numba and numpy and fused: does not declare sketch_novelty" in line
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["backend"] == line.removeprefix("backend updates: ")
+
+
+# The reference's code, per part, at the revisions of easyfirst.backends.declaration.REVISIONS: a digest
+# of each module's source as Python's ast.unparse writes it, without docstrings (comments and layout do
+# not count)
+REFERENCE_CODE = {
+    "encoder": ("model/encoder.py",),
+    "decoder": ("model/sketch.py", "ops/window.py", "ops/attention.py", "ops/constrained.py"),
+}
+DIGESTS = {"encoder": "83283112632772f7", "decoder": "2c7d2a4dc39127da"}
+
+
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def digest(part: str) -> str:
+    package = Path(easyfirst.__file__).parent
+    trees = [
+        _without_docstrings(ast.parse((package / name).read_text(encoding="utf-8")))
+        for name in REFERENCE_CODE[part]
+    ]
+    return hashlib.sha256("\n".join(ast.unparse(tree) for tree in trees).encode()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize("part", ["encoder", "decoder"])
+def test_a_change_to_the_reference_asks_whether_its_revision_changes(part):
+    """The reference's code is what the fast backends were checked against at its revision. Changed
+    code fails here until a maintainer decides: what it computes changed (bump REVISIONS[part]; the fast
+    backends then decline the part until ported), or not (a refactor: record the new digest)."""
+    found = digest(part)
+    assert found == DIGESTS[part], (
+        f"the reference {part} changed ({', '.join(REFERENCE_CODE[part])}). If what it computes changed, "
+        f"bump REVISIONS[{part!r}] in easyfirst/backends/declaration.py: every fast backend declines the "
+        f"{part} until it is ported and declares the new revision. Either way, set DIGESTS[{part!r}] "
+        f"here to {found!r}."
+    )
+
+
+def test_a_new_revision_of_the_reference_runs_the_reference_until_the_backends_are_ported(monkeypatch):
+    """Revision 2 of the decoder's equations, which no fast backend declares: the decoder runs the
+    reference on every batch, the encoder keeps its fast backend, and the plan says why."""
+    monkeypatch.setitem(REVISIONS, "decoder", 2)
+    for sentences, encoder in (("one", SINGLE_TRAINING), ("many", "reference")):
+        plan = choose_backend(ModelConfig(), sentences, "cpu", "float32", True)
+        assert (plan.encoder.name, plan.decoder.name) == (encoder, "reference")
+    assert "not ported to revision 2 of the reference's decoder (computes 1)" in plan.describe()
+    monkeypatch.setitem(REVISIONS, "decoder", 1)
+    assert (
+        choose_backend(ModelConfig(), "many", "cpu", "float32", True).decoder.name == "fused"
+    )  # the control
 
 
 def test_the_tagger_gives_the_same_tags_on_every_backend(monkeypatch):

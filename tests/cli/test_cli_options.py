@@ -97,17 +97,17 @@ def test_train_help_shows_each_tasks_default(commands):
     assert helps["--model"].endswith("[default: nef-f]")
     # the choices come from the registries, looked up when the help is shown: in the value column where
     # they fit it whole, else a word there and the list in the help (issue #47: cut inside a name)
-    from easyfirst.cli import _help_with_choices
+    from easyfirst.cli.help_page import help_with_choices, shown_value
     from easyfirst.model.settings import LOSS_ALPHA, MODELS
     from easyfirst.ops.attention import ATTENTIONS
 
     options = {p.opts[0]: p for p in commands["train"].params if p.param_type_name == "option"}
-    types = {flag: p.display_type(None) for flag, p in options.items()}
+    types = {flag: shown_value(p) for flag, p in options.items()}
     assert types["--attention"] == types["--loss"] == types["--model"] == "NAME"
     assert types["--tag-column"] == "upos|xpos" and types["--char-encoder"] == "cnn|bilstm"
-    assert f"one of {' | '.join(ATTENTIONS)}." in _help_with_choices(options["--attention"])
+    assert f"one of {' | '.join(ATTENTIONS)}." in help_with_choices(options["--attention"])
     for flag, names in (("--loss", LOSS_ALPHA), ("--model", MODELS)):  # their help names them already
-        assert all(name in _help_with_choices(options[flag]) for name in names), flag
+        assert all(name in help_with_choices(options[flag]) for name in names), flag
 
 
 def test_building_the_commands_imports_no_torch():
@@ -192,5 +192,7 @@ def test_a_qe_tag_option_given_to_a_pos_model_is_refused_either_way(flag):
 
 
 def test_tag_format_shows_its_choices(commands):
-    types = {p.opts[0]: p.display_type(None) for p in commands["tag"].params if p.param_type_name == "option"}
+    from easyfirst.cli.help_page import shown_value
+
+    types = {p.opts[0]: shown_value(p) for p in commands["tag"].params if p.param_type_name == "option"}
     assert types["--format"] == "auto|text|model"

@@ -260,3 +260,73 @@ def test_the_task_name_check_finds_each_kind_of_branch():
     )
     found = task_name_branches(source, "sample.py", {"pos", "ner", "qe"})
     assert [hit.split(":")[1] for hit in found] == ["1", "2", "3", "4", "6"]
+
+
+FOREIGN = ("typer", "click")  # libraries whose classes and modules easyfirst extends only by subclassing
+
+
+def root(node: ast.expr) -> str | None:
+    """The name an expression starts from: ``typer`` for ``typer.core.TyperOption.x``."""
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def foreign_names(tree: ast.Module) -> set[str]:
+    """The names a module binds to Typer or Click, or to something imported from them (``typer``,
+    ``TyperOption``, ``rich_utils``), or that a loop binds to them in turn (``for cls in
+    (typer.core.TyperCommand, …)``)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in FOREIGN:
+                    names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in FOREIGN:
+            names.update(alias.asname or alias.name for alias in node.names)
+    for node in ast.walk(tree):
+        items = (
+            node.iter.elts
+            if isinstance(node, ast.For) and isinstance(node.iter, ast.Tuple | ast.List)
+            else []
+        )
+        if (
+            isinstance(node, ast.For)
+            and isinstance(node.target, ast.Name)
+            and any(root(i) in names for i in items)
+        ):
+            names.add(node.target.id)
+    return names
+
+
+def patches(path: Path) -> list[str]:
+    """``path:line: target`` for each assignment into a foreign name's attributes or items
+    (``typer.core.TyperOption.display_type = …``, ``rich_utils.X = …``) or setattr/delattr on one."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    foreign = foreign_names(tree)
+    found = []
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        elif isinstance(node, ast.Delete):
+            targets = node.targets
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args:
+            targets = [node.args[0]] if node.func.id in ("setattr", "delattr") else []
+        flat = [t for target in targets for t in (target.elts if isinstance(target, ast.Tuple) else [target])]
+        for target in flat:
+            plain_name = isinstance(target, ast.Name) and not isinstance(node, ast.Call)
+            if not plain_name and root(target) in foreign:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(target)}")
+    return found
+
+
+def test_nothing_assigns_into_typer_or_click():
+    """Issue #45: the CLI extends Typer through its extension points only (``typer.Typer(cls=…)``, a
+    command class, Click's public methods overridden in subclasses: easyfirst.cli.help_page), never by
+    replacing what is in Typer's or Click's classes and modules, which changed every Typer app in the
+    process and broke with Typer's private names."""
+    found = [line for path in sorted(PACKAGE.rglob("*.py")) for line in patches(path)]
+    assert found == [], "assigned into Typer or Click:\n" + "\n".join(found)

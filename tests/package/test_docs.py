@@ -101,6 +101,21 @@ def test_cli_reference_is_current():
         assert f"\n## easyfirst {name}\n" in page
 
 
+def test_the_backend_table_is_current():
+    """docs/architecture.md's table of what each backend supports is what docs/make_backend_table.py
+    makes from today's declarations (run it after a backend declares another setting or value)."""
+    spec = importlib.util.spec_from_file_location(
+        "make_backend_table", ROOT / "docs" / "make_backend_table.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert module.replaced(page) == page, (
+        "docs/architecture.md is out of date: run python docs/make_backend_table.py"
+    )
+    assert "| decoder | `attention` |" in page and "| `fused` |" in page  # the table is there
+
+
 def test_version_is_the_changelogs_latest():
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     versions = re.findall(r"^## \[(\d+\.\d+\.\d+)\]", changelog, re.M)

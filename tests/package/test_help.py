@@ -152,3 +152,36 @@ def test_train_help_has_a_panel_per_config_section_and_one_for_qe():
         panel = "QE" if flag.help.startswith("QE:") else SECTION_PANELS[flag.section]
         names = [line.split()[0] for line in panel_lines(text, panel) if line.strip()]
         assert flag.name in names, f"{flag.name} not in the {panel} panel"
+
+
+def test_every_command_draws_easyfirst_s_help_page():
+    """The app's group and every verb are easyfirst.cli.help_page's classes (a verb registered with
+    another ``cls`` would get Typer's page: `<int>`, cut names)."""
+    import typer
+
+    from easyfirst.cli import app
+    from easyfirst.cli.help_page import Command, Group
+
+    group = typer.main.get_command(app)
+    assert isinstance(group, Group)
+    assert sorted(group.commands) == sorted(VERBS)
+    assert all(isinstance(command, Command) for command in group.commands.values())
+
+
+def test_another_typer_app_in_the_process_keeps_typer_s_own_help():
+    """easyfirst changes no Typer class: a script that imports easyfirst and has a Typer app of its own
+    gets Typer's --help (`<int>`, `{name}`), where the old patches of Typer's classes gave it ours."""
+    import typer
+    from typer.testing import CliRunner
+
+    import easyfirst.cli  # noqa: F401
+
+    other = typer.Typer()
+
+    @other.command()
+    def greet(name: str, times: int = 1) -> None:
+        """Greet someone."""
+
+    result = CliRunner().invoke(other, ["--help"], env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.output
+    assert "{name}" in result.output and "<int>" in result.output, result.output
