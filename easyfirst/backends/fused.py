@@ -122,6 +122,7 @@ def run_loop(
     fixed = fixed * 2  # 2·(encoder half): the loop computes 2a (see _tanh_of_half)
     scratch = fixed.new_empty(size, length, out)
     history = fixed.new_zeros(size, plan.steps, length)
+    words, round_one = mask.sum(1).tolist() if in_range else [], plan.common
     for n in range(1, plan.steps + 1):
         k = saved.slot(n)
         if (rows := running.count(n)) != running.rows:  # views of the sentences that run (each costs a call)
@@ -132,6 +133,8 @@ def run_loop(
             t_scores = saved.tanhs[:, b, :, :score_dim].flatten(1, 2).unbind(0)  # (B·L, D_z) each
             t_sketch = saved.tanhs[:, b, :, score_dim:].unbind(0)
             targets = (scratch[b],) if plan.full_state else saved.affines[:, b].unbind(0)
+            # every sentence that runs is within its first L_b steps: its budget is (1 − β)₊ up to there
+            round_one = min(words[:rows], default=0) if in_range else plan.common
         beta = betas[k]
         if n == 1:  # S⁰ = 0
             affine = fixed_b  # 2a, as every `affine` below
@@ -151,7 +154,7 @@ def run_loop(
             z = z / plan.temperature
         if plan.coverage_penalty:
             z = z - plan.coverage_penalty * beta
-        if n <= plan.common:  # u = (1 − β)₊ on words; β is exactly 0 on padding (α = 0 where u = 0)
+        if n <= round_one:  # u = (1 − β)₊ on words; β is exactly 0 on padding (α = 0 where u = 0)
             budget = torch.sub(word_mask, beta).clamp_min_(0)
         else:  # a fresh unit every L_b steps
             budget = (torch.ceil(n / word_lengths) - beta).clamp_min_(0).mul_(word_mask)

@@ -78,7 +78,7 @@ def test_a_small_group_gets_the_tags_of_one_sentence_at_a_time_whatever_its_batc
     sentences = [s.words for s in read_conllu(SAMPLE)]
     sentences = sorted(sentences, key=len)[::3][:13] + [sentences[0][:1]]  # short to long, and one word
     alone = [tagger.tag([words], records=True)[0].tags for words in sentences]
-    for max_tokens in (None, GROUP_TOKENS, 64):
+    for max_tokens in (None, GROUP_TOKENS, 256, 64):
         tagged = tagger.tag(sentences, batch_size=len(sentences), max_tokens=max_tokens, records=True)
         assert [t.tags for t in tagged] == alone
     assert len({len(words) for words in sentences}) > 5
