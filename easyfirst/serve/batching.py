@@ -32,9 +32,9 @@ from easyfirst.serve.timings import QUEUE, TAG, TIMINGS, cpu_ns, wall_ns
 from easyfirst.tagging.tagged import Tagged
 
 # Padded words per batch of a gathered group, easyfirst tag's cap: since each sketch step runs over the
-# sentences still running only, benchmarks/speed/serve_groups.py (docs/serve.md) measured one batch
-# 1.12-1.15x sub-batches of <= 256 (the cap before) for groups of 13 and 32 (one torch thread, a
-# worker's), 512 between; one sentence at a time (the NumPy path) 0.42-0.53x.
+# sentences still running only, benchmarks/speed/serve_groups.py --cpu (docs/serve.md) measured one
+# batch 1.19x and 1.13x sub-batches of <= 256 (the cap before) for groups of 13 and 32 (one torch
+# thread, a worker's); one sentence at a time (the NumPy path) 0.42-0.51x one batch.
 GROUP_TOKENS = INFERENCE_MAX_TOKENS
 
 
