@@ -22,8 +22,13 @@ preallocated buffers, and the backward runs by hand through the steps:
 - at the end: dv = Σ_n dzⁿ t_zⁿ, one matrix-vector product over all steps.
 
 Layout ``(B, L, C)`` throughout (the input half's output is that, transposed). Under ``no_grad`` or
-``inference_mode`` nothing is stored (:func:`fused_sketch_loop` runs the loop in one slot of each buffer). No
-host synchronisation inside the step loop (csoftmax's CPU-only range check aside).
+``inference_mode`` nothing is stored (:func:`fused_sketch_loop` runs the loop in one slot of each buffer),
+and, where Σ|v|/T bounds every score within csoftmax's exp range (checked once per batch, not at every
+step), the batch is sorted by decreasing N_b and each step runs over the sentences still running only:
+a batch of mixed lengths (a server's group) ran most of its N = L steps for its longest sentence, over
+every row. The tags are those of the loop over every row (EWT dev and test, batch sizes 1, 16 and 256);
+a probability may differ in its last bit (a matrix-vector product's rounding depends on the rows' count).
+No host synchronisation inside the step loop.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from dataclasses import dataclass
 import torch
 
 from easyfirst.backends.declaration import ANY, Backend
-from easyfirst.ops.constrained import csoftmax_backward, csoftmax_forward
+from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_backward, csoftmax_forward
 from easyfirst.ops.window import flat_weight, window_view
 
 
@@ -102,65 +107,121 @@ def run_loop(
 ) -> tuple[torch.Tensor, torch.Tensor, _Saved]:
     """The forward loop. ``fixed`` ``(B, L, D_z + D_s)`` contiguous (the encoder half of affine(c));
     ``weight`` ``(D_z + D_s, D_s, K)`` (the sketch half); ``v`` ``(1, D_z)``; ``mask`` ``(B, L)``;
-    ``n_steps`` ``(B,)`` long. Returns Sᴺ ``(B, L, D_s)``, the history ``(B, N, L)`` and the records."""
+    ``n_steps`` ``(B,)`` long. Returns Sᴺ ``(B, L, D_s)``, the history ``(B, N, L)`` and the records.
+
+    Without ``store`` (tagging) and with every score known to be in csoftmax's exp range
+    (:func:`_scores_in_range`), the batch runs sorted by decreasing N_b and each step only over the
+    sentences that still run (:class:`_Running`): a sentence past its N_b would only have its α
+    multiplied by zero, and the steps of a batch of mixed lengths (a server's group) ran mostly for
+    its longest sentence. The rows that run are computed as before, bit for bit."""
     size, length, out = fixed.shape
     _, sketch_dim, width = weight.shape
     score_dim, pad = out - sketch_dim, width // 2
+    doubled = (flat_weight(weight).t() * 2).contiguous()  # 2W (K·D_s, O), the column order of `cols`
+    in_range = not store and _scores_in_range(fixed, doubled, v, plan)
+    running = _Running(n_steps, in_range)
+    fixed, mask = running.sorted(fixed), running.sorted(mask)
     saved = _Saved(fixed, sketch_dim, width, plan, store)
     maskf = mask.to(fixed.dtype)
     lengths = mask.sum(1).clamp_min(1).to(fixed.dtype).unsqueeze(1)  # (B, 1)
-    doubled = (flat_weight(weight).t() * 2).contiguous()  # 2W (K·D_s, O), the column order of `cols`
     fixed = fixed * 2  # 2·(encoder half): the loop computes 2a (see _tanh_of_half)
     scratch = fixed.new_empty(size, length, out)
-    sketch = saved.sketch[:, pad : pad + length]  # Sⁿ, a view
-    # views made once (each indexing is a call with its own fixed cost)
-    windows, fixed_rows, v_row = window_view(saved.sketch, width), fixed.view(-1, out), v[0]
-    tanhs, betas = saved.tanhs.unbind(0), saved.betas.unbind(0)
-    t_scores = saved.tanhs[..., :score_dim].flatten(1, 2).unbind(0)  # (B·L, D_z) each
-    t_sketch = saved.tanhs[..., score_dim:].unbind(0)
-    shown_history = []
+    history = fixed.new_zeros(size, plan.steps, length)
+    words, round_one = mask.sum(1).tolist() if in_range else [], plan.common
     for n in range(1, plan.steps + 1):
         k = saved.slot(n)
+        if (rows := running.count(n)) != running.rows:  # views of the sentences that run (each costs a call)
+            running.rows, b = rows, slice(0, rows)
+            windows, fixed_b, v_row = window_view(saved.sketch[b], width), fixed[b], v[0]
+            sketch, word_mask, word_lengths = saved.sketch[b, pad : pad + length], maskf[b], lengths[b]
+            tanhs, betas = saved.tanhs[:, b].unbind(0), saved.betas[:, b].unbind(0)
+            t_scores = saved.tanhs[:, b, :, :score_dim].flatten(1, 2).unbind(0)  # (B·L, D_z) each
+            t_sketch = saved.tanhs[:, b, :, score_dim:].unbind(0)
+            targets = (scratch[b],) if plan.full_state else saved.affines[:, b].unbind(0)
+            # every sentence that runs is within its first L_b steps: its budget is (1 − β)₊ up to there
+            round_one = min(words[:rows], default=0) if in_range else plan.common
         beta = betas[k]
         if n == 1:  # S⁰ = 0
-            affine = fixed  # 2a, as every `affine` below
+            affine = fixed_b  # 2a, as every `affine` below
             if not plan.full_state:
-                saved.affines[k].copy_(affine)  # NEF-S's backward reads a_s of every step
+                targets[k].copy_(affine)  # NEF-S's backward reads a_s of every step
         else:
             cols = windows.contiguous()  # the windows of Eq. 1 on Sⁿ⁻¹
             if store:
                 saved.cols.append(cols)
-            target = scratch if plan.full_state else saved.affines[k]
+            target = targets[0 if plan.full_state else k]
             affine = torch.addmm(
-                fixed_rows, cols.view(-1, width * sketch_dim), doubled, out=target.view(-1, out)
-            ).view(size, length, out)
+                fixed_b.view(-1, out), cols.view(-1, width * sketch_dim), doubled, out=target.view(-1, out)
+            ).view(rows, length, out)
         _tanh_of_half(affine, tanhs[k])
-        z = torch.mv(t_scores[k], v_row).view(size, length)  # Eq. 2
+        z = torch.mv(t_scores[k], v_row).view(rows, length)  # Eq. 2
         if plan.temperature != 1.0:
             z = z / plan.temperature
         if plan.coverage_penalty:
             z = z - plan.coverage_penalty * beta
-        if n <= plan.common:  # u = (1 − β)₊ on words; β is exactly 0 on padding (α = 0 where u = 0)
-            budget = torch.sub(maskf, beta).clamp_min_(0)
+        if n <= round_one:  # u = (1 − β)₊ on words; β is exactly 0 on padding (α = 0 where u = 0)
+            budget = torch.sub(word_mask, beta).clamp_min_(0)
         else:  # a fresh unit every L_b steps
-            budget = (torch.ceil(n / lengths) - beta).clamp_min_(0).mul_(maskf)
-        alpha, free = csoftmax_forward(z, budget)  # Eq. 3 with ρ = csoftmax(z; u)
+            budget = (torch.ceil(n / word_lengths) - beta).clamp_min_(0).mul_(word_mask)
+        alpha, free = csoftmax_forward(z, budget, exp_space=in_range or None)  # Eq. 3, ρ = csoftmax(z; u)
         if store:
             saved.alphas.append(alpha)
             saved.free.append(free)
-        shown = alpha if n <= plan.common else alpha * (n <= n_steps).to(alpha.dtype).unsqueeze(1)
-        shown_history.append(shown)
+        shown = alpha
+        if n > plan.common and not in_range:  # sentences past their N_b (when they still run) add nothing
+            shown = alpha * (n <= n_steps).to(alpha.dtype).unsqueeze(1)
+        history[:rows, n - 1] = shown
         if plan.full_state:  # Eq. 7
             update = t_sketch[k]
         else:  # Eq. 4: affine(Σ_j α_j c_j) = Σ_j α_j affine(c_j)
             pooled = torch.bmm(shown.unsqueeze(1), affine[..., score_dim:])
-            update = _tanh_of_half(pooled, saved.pooled[k])
+            update = _tanh_of_half(pooled, saved.pooled[k, :rows])
         sketch.addcmul_(shown.unsqueeze(-1), update)
         if store:
             torch.add(beta, shown, out=betas[k + 1])
         else:
             beta.add_(shown)
-    return sketch, torch.stack(shown_history, 1), saved
+    return running.restored(saved.sketch[:, pad : pad + length]), running.restored(history), saved
+
+
+def _scores_in_range(fixed: torch.Tensor, doubled: torch.Tensor, v: torch.Tensor, plan: LoopPlan) -> bool:
+    """Whether every score of the loop is known, before it runs, to lie within csoftmax's exp range
+    (easyfirst.ops.constrained._EXP_RANGE, checked there at every step otherwise): on the CPU, without
+    a coverage penalty, |zⁿ_i| = |tanh(aⁿ_i)_z · v| / T ≤ Σ|v| / T, as 2σ − 1 lies in [−1, 1] wherever
+    the affine map is not NaN, which it is not with finite inputs and weights."""
+    if fixed.device.type != "cpu" or plan.coverage_penalty or not fixed.numel():
+        return False
+    bound = float(v.abs().sum()) / plan.temperature
+    return bound * 1.001 + 1 <= _EXP_RANGE and bool(fixed.isfinite().all() and doubled.isfinite().all())
+
+
+class _Running:
+    """The sentences that run each step: with ``shrink`` (tagging), the batch is sorted by decreasing
+    N_b and they are its first :meth:`count`; without, all of it, in its own order."""
+
+    def __init__(self, n_steps: torch.Tensor, shrink: bool):
+        self.size = self.running = len(n_steps)
+        self.rows = -1  # the sentences the loop's views were made for
+        self.order = self.back = self.steps = None
+        if shrink:
+            steps = n_steps.tolist()
+            order = sorted(range(self.size), key=lambda b: -steps[b])
+            self.steps = [steps[b] for b in order]
+            if order != list(range(self.size)):
+                self.order = torch.tensor(order, device=n_steps.device)
+                self.back = torch.argsort(self.order)
+
+    def count(self, n: int) -> int:
+        """How many sentences run step n (called for n = 1, 2, … in turn)."""
+        while self.steps is not None and self.running and self.steps[self.running - 1] < n:
+            self.running -= 1
+        return self.running
+
+    def sorted(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor if self.order is None else tensor[self.order]
+
+    def restored(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor if self.back is None else tensor[self.back]
 
 
 class FusedSketchFunction(torch.autograd.Function):

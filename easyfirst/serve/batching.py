@@ -7,8 +7,10 @@ back. A model server does the same: one sentence per request would otherwise pay
 each.
 
 A gathered group mixes lengths, and a forward pass runs as many sketch steps as its longest sentence
-(N = L), so the group is sorted by length and cut into sub-batches of at most :data:`GROUP_TOKENS`
-padded words (rather than ``easyfirst tag``'s 1,024): short sentences are not padded to a long one.
+(N = L); each step runs over the sentences that still run (easyfirst.backends.fused), so a short
+sentence costs its own steps only, and the group is tagged as ``easyfirst tag`` tags a file: sorted by
+length, in batches of at most :data:`GROUP_TOKENS` padded words (its cap, 1,024), one batch for the
+groups that a server of one-sentence requests gathers.
 
 The worker is a thread, so its calls fork no tagging pool (easyfirst.tagging.pool forks from the main
 thread only, and only when asked): a server's cores are its processes (``--workers``,
@@ -24,14 +26,16 @@ import threading
 import time
 from dataclasses import dataclass
 
+from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
 from easyfirst.serve.requests import Job
 from easyfirst.serve.timings import QUEUE, TAG, TIMINGS, cpu_ns, wall_ns
 from easyfirst.tagging.tagged import Tagged
 
-# Padded words per sub-batch of a gathered group: benchmarks/speed/serve_groups.py (docs/serve.md) measured
-# 1.41x and 1.38x one batch capped at 1,024 for groups of 16 and 25 (one torch thread, a worker's), 128
-# and 512 less; one sentence at a time (the NumPy path) was slower at every group size (0.79-0.93x).
-GROUP_TOKENS = 256
+# Padded words per batch of a gathered group, easyfirst tag's cap: since each sketch step runs over the
+# sentences still running only, benchmarks/speed/serve_groups.py --cpu (docs/serve.md) measured one
+# batch 1.19x and 1.13x sub-batches of <= 256 (the cap before) for groups of 13 and 32 (one torch
+# thread, a worker's); one sentence at a time (the NumPy path) 0.42-0.51x one batch.
+GROUP_TOKENS = INFERENCE_MAX_TOKENS
 
 
 @dataclass

@@ -10,7 +10,14 @@ from test_model import output_layer
 
 from easyfirst.backends.chooser import REFERENCE, choose_backend
 from easyfirst.backends.declaration import Backend
-from easyfirst.backends.fused import FUSED, FusedSketchFunction, LoopPlan, fused_sketch_loop, run_loop
+from easyfirst.backends.fused import (
+    FUSED,
+    FusedSketchFunction,
+    LoopPlan,
+    _Running,
+    fused_sketch_loop,
+    run_loop,
+)
 from easyfirst.model.settings import ModelConfig
 from easyfirst.model.sketch import SketchDecoder, WordScores
 from easyfirst.ops.kinds import KINDS
@@ -152,3 +159,40 @@ def test_only_csoftmax_batches_take_the_fused_loop_and_model_files_do_not_change
             assert plan.encoder.name == "reference"
     keys = set(SketchDecoder(6).state_dict())
     assert keys == {"input_half.weight", "input_half.bias", "sketch_half.weight", "v.weight"}
+
+
+@pytest.mark.parametrize("full_state", [True, False], ids=["NEF-F", "NEF-S"])
+@pytest.mark.parametrize("steps", [None, 9], ids=["N=L", "N>L"])
+@pytest.mark.parametrize("coverage_penalty", [0.0, 0.5], ids=["in-range", "coverage"])
+def test_tagging_runs_each_step_over_the_sentences_still_running_with_the_same_outputs(
+    full_state, steps, coverage_penalty
+):
+    """Without gradients (tagging), a batch of mixed lengths runs sorted by decreasing N_b, each step over
+    the sentences that still run; the sketches and the history are those of the loop that keeps every
+    sentence to the end (training's), zeros past each sentence's N_b. A coverage penalty leaves the
+    scores' range unknown before the loop: every sentence runs every step, as before."""
+    generator = torch.Generator().manual_seed(11)
+    lengths = torch.tensor([3, 7, 0, 1, 5, 7, 2])  # unsorted, an empty and a one-word sentence
+    mask = torch.arange(7)[None, :] < lengths[:, None]
+    fixed = torch.randn(7, 7, 9, generator=generator, dtype=torch.float64) * mask[..., None]
+    weight = torch.randn(9, 4, 3, generator=generator, dtype=torch.float64) * 0.7
+    v = torch.randn(1, 5, generator=generator, dtype=torch.float64)
+    n_steps = torch.where(lengths > 0, lengths if steps is None else torch.full_like(lengths, steps), 0)
+    plan = LoopPlan(full_state, 0.7, coverage_penalty, int(n_steps.max()), 0)
+    kept, kept_history, _ = run_loop(fixed, weight, v, mask, n_steps, plan, store=True)
+    with torch.inference_mode():
+        sketch, history, _ = run_loop(fixed, weight, v, mask, n_steps, plan, store=False)
+    torch.testing.assert_close(sketch, kept, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(history, kept_history, atol=1e-12, rtol=1e-12)
+    own = n_steps.tolist()  # no attention past N_b (the empty sentence has none)
+    assert all(history[b, own[b] :].abs().sum() == 0 for b in range(7)) and own[2] == 0
+
+
+def test_the_sentences_running_each_step_are_counted_from_the_longest():
+    running = _Running(torch.tensor([3, 7, 0, 1, 5]), shrink=True)
+    assert running.sorted(torch.tensor([30, 70, 0, 10, 50])).tolist() == [70, 50, 30, 10, 0]
+    assert [running.count(n) for n in range(1, 8)] == [4, 3, 3, 2, 2, 1, 1]
+    assert running.restored(torch.tensor([70, 50, 30, 10, 0])).tolist() == [30, 70, 0, 10, 50]
+    everyone = _Running(torch.tensor([3, 7, 0]), shrink=False)
+    assert [everyone.count(n) for n in range(1, 8)] == [3] * 7
+    assert everyone.sorted(torch.tensor([1, 2, 3])).tolist() == [1, 2, 3]

@@ -66,3 +66,19 @@ def test_an_empty_sentence_gets_empty_attention_and_probabilities_only_when_aske
     plain = tagger.tag([["Hi", "!"], []], records=True)
     assert [t.tags for t in plain] == [t.tags for t in asked]
     assert plain[1].attention is None and plain[1].probabilities is None
+
+
+def test_a_small_group_gets_the_tags_of_one_sentence_at_a_time_whatever_its_batches():
+    """A server's group (easyfirst.serve.batching): one batch of mixed lengths, whose steps run over the
+    sentences still running (easyfirst.backends.fused), length-sorted sub-batches, or one sentence at a
+    time (the NumPy path): the same tags."""
+    from easyfirst.serve.batching import GROUP_TOKENS
+
+    tagger = Tagger.load()
+    sentences = [s.words for s in read_conllu(SAMPLE)]
+    sentences = sorted(sentences, key=len)[::3][:13] + [sentences[0][:1]]  # short to long, and one word
+    alone = [tagger.tag([words], records=True)[0].tags for words in sentences]
+    for max_tokens in (None, GROUP_TOKENS, 256, 64):
+        tagged = tagger.tag(sentences, batch_size=len(sentences), max_tokens=max_tokens, records=True)
+        assert [t.tags for t in tagged] == alone
+    assert len({len(words) for words in sentences}) > 5
