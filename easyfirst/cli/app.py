@@ -10,18 +10,18 @@ verb's command are its classes (:class:`App`).
 
 from __future__ import annotations
 
-import atexit
+import contextlib
+import gc
 import inspect
 import os
 import signal
 import sys
-import threading
 from typing import Annotated
 
 import typer
 
 from easyfirst import __version__
-from easyfirst.atomic import INTERRUPTS
+from easyfirst.atomic import INTERRUPTS, SIGNALS
 from easyfirst.cli.help_page import Command, Group
 from easyfirst.errors import InputError, WorkerFailed
 
@@ -138,14 +138,19 @@ def refused(error: Exception) -> int:
 def run() -> None:
     """The ``easyfirst`` command (and ``python -m easyfirst``): :func:`main` with SIGINT and SIGTERM
     caught (easyfirst.atomic.Interrupts: exit status 130 or 143 and "interrupted" for either, at any
-    moment), then an exit that skips the interpreter's teardown of its modules, which after importing
-    torch takes about 0.3 s of every command (the start of ``easyfirst tag`` on one sentence: 1.4 s
-    with it, 1.1 s without, on the 2-core machine of docs/cores.md). What Python's own exit would still
-    do is done first, in its order, with interrupts held (a second Ctrl-C does not cut it): threads that
-    are not daemons joined, the ``atexit`` functions run (worker processes ended, logging flushed),
-    stdout and stderr flushed; every file the commands write is closed before they return. Under a
-    profiler or tracer (``python -m cProfile -m easyfirst``), which writes what it found at the exit,
-    Python's own exit. :func:`main` alone, for callers in the same process, keeps raising SystemExit."""
+    moment), then Python's own exit: threads that are not daemons joined, the ``atexit`` functions run
+    (worker processes ended, logging flushed), a profiler's report written (``python -m cProfile -m
+    easyfirst``), the interpreter's teardown. The status is decided before it, so the two signals are
+    ignored from then on (a second Ctrl-C does not cut the exit, and the teardown, where Python has put
+    their default back, does not die of a late one); stdout and stderr are flushed first, so that a
+    reader that left (``| head``) is an exit status of 1, not Python's complaint at the exit. Every file
+    the commands write is closed before they return. :func:`main` alone, for callers in the same
+    process, raises SystemExit the same way.
+
+    Two things make that exit what it should be. :func:`_forget_keyboard_interrupt` keeps an interrupt
+    that came inside a string ``exec`` or ``eval`` from turning the status into a death by SIGINT. And
+    ``gc.freeze()``: the teardown's collections skip the objects alive at the exit (torch's modules),
+    the main part of its cost (docs/cores.md, "No teardown")."""
     if INTERRUPTS.previous is None:  # easyfirst.__main__ installs them before importing the CLI
         INTERRUPTS.install()
     try:
@@ -166,15 +171,31 @@ def run() -> None:
         if code != 130:  # not said by main (or by train, which says how to resume)
             report("interrupted")
         code = 128 + (INTERRUPTS.received or signal.SIGINT)
-    if sys.getprofile() is not None or sys.gettrace() is not None:  # a profiler writes at the exit
-        sys.exit(code)
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
-    atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (BrokenPipeError, ValueError):  # a reader that left (`| head`), or a closed stream
             code = code or 1
-    os._exit(code)
+            with contextlib.suppress(OSError, ValueError):  # nothing more reaches it: not at the exit either
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    for sig in SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    _forget_keyboard_interrupt()
+    gc.freeze()
+    sys.exit(code)
+
+
+def _forget_keyboard_interrupt() -> None:
+    """Forget, for CPython, a KeyboardInterrupt that left a string ``exec`` or ``eval``, caught since.
+
+    CPython notes such a one as unhandled (``run_eval_code_obj``, the path of a string's ``exec`` and
+    ``eval``), even when a caller catches it later, and under ``python -m`` (``Py_RunMain``) it then
+    ends the process by SIGINT after its exit, whatever the status (``exit_sigint``): -2 instead of
+    130 or 143. An interrupt often lands in one, at the start: dataclasses write their methods with
+    ``exec``, Typer evaluates the string annotations of the commands' options with ``eval``. Seen
+    under load in tests/training/test_robustness.py (SIGINT, and SIGTERM too, 0.3–0.7 s into ``tag``):
+    the process killed itself (``kill(getpid(), SIGINT)`` in a kernel trace) after saying
+    "interrupted". Each string evaluation clears the note before it runs, so an empty one does; the
+    ``easyfirst`` script, run as a file, never checks it. Every KeyboardInterrupt was handled by
+    :func:`run` when this is called (and signals are ignored), so no real one is forgotten."""
+    exec("pass", {})

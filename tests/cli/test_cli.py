@@ -210,12 +210,22 @@ def test_a_batch_size_alone_on_pos_notes_the_summed_loss_and_file_order(extra, n
 
 
 @pytest.mark.parametrize("args, status", [(["--version"], 0), (["tag", "missing.conllu"], 2)])
-def test_the_command_skips_the_teardown_but_not_atexit_nor_its_status(args, status, tmp_path):
-    """`easyfirst` (easyfirst.cli.run) leaves by os._exit, after what the interpreter's exit must still
-    do: the atexit functions run, and what they print reaches stdout (flushed after them)."""
+def test_the_command_leaves_through_pythons_exit_with_atexit_its_status_and_no_late_signal(
+    args, status, tmp_path
+):
+    """`easyfirst` (easyfirst.cli.run) leaves through Python's own exit: the atexit functions run and
+    what they print reaches stdout; a Ctrl-C during the exit, in an atexit function or in the
+    teardown (where Python has put SIGINT's default back: ``late``'s ``__del__``), cuts nothing and
+    leaves the status as it was."""
     script = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: print('atexit ran'))\n"
+        "import atexit, os, signal, sys\n"
+        "def interrupt(kill=os.kill, pid=os.getpid(), sig=signal.SIGINT):\n"
+        "    kill(pid, sig)\n"
+        "class Late:\n"
+        "    def __del__(self, interrupt=interrupt):\n"
+        "        interrupt()\n"
+        "late = Late()\n"
+        "atexit.register(lambda: (interrupt(), print('atexit ran')))\n"
         "from easyfirst.cli import run\n"
         "sys.argv = ['easyfirst', *sys.argv[1:]]\n"
         "run()\n"
@@ -225,6 +235,38 @@ def test_the_command_skips_the_teardown_but_not_atexit_nor_its_status(args, stat
     )
     assert done.returncode == status, done.stderr
     assert done.stdout.endswith("atexit ran\n")
+
+
+def test_an_interrupt_inside_a_string_exec_is_still_the_signals_status_under_python_m(tmp_path):
+    """SIGTERM raised as KeyboardInterrupt inside a string ``exec`` (as in dataclasses' generated methods
+    or Typer's evaluated annotations, where tests/training/test_robustness.py's interrupts landed):
+    status 143 and "interrupted" under ``python -m``, where CPython would otherwise take that
+    interrupt, handled since, for an unhandled one and kill itself with SIGINT after the exit (-2)."""
+    (tmp_path / "probe.py").write_text(
+        "from easyfirst.cli.app import app, run\n"
+        "@app.command()\n"
+        "def probe() -> None:\n"
+        "    exec('import signal; signal.raise_signal(signal.SIGTERM)', {})\n"
+        "if __name__ == '__main__':\n"
+        "    run()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "probe", "probe"], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert (done.returncode, done.stderr) == (143, "interrupted\n")
+
+
+def test_a_reader_that_left_is_status_1_without_a_complaint():
+    """`easyfirst --version | head -0`: the reader closed the pipe before the command wrote; the flush
+    fails, the status is 1 and nothing is said (no 'Exception ignored' from Python's exit)."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "easyfirst", "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    child.stdout.close()  # before the interpreter has even started
+    stderr = child.stderr.read().decode()
+    child.stderr.close()
+    assert child.wait(timeout=120) == 1, stderr
+    assert stderr == ""
 
 
 NO_MODEL_NEEDED = [
