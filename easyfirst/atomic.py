@@ -45,8 +45,10 @@ def atomic_write(path: str | Path, write) -> None:
     :func:`remove_stale_temporaries` tells the one a killed process left (no one holds its lock: the
     kernel released it with the process) from one being written now."""
     path = Path(path)
-    handle, temporary = _locked_temporary(path)
+    temporary = None
     try:
+        with signals_deferred():  # an interrupt between the file's creation and its name held here left it
+            handle, temporary = _locked_temporary(path)
         os.fchmod(handle, 0o666 & ~_umask())
         with os.fdopen(handle, "wb") as out:
             write(out)
@@ -55,7 +57,8 @@ def atomic_write(path: str | Path, write) -> None:
             INTERRUPTS.check()  # one that a finalizer lost (see Interrupts): the file is not finished
             os.replace(temporary, path)  # still locked: no cleaner takes it before it has its name
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)
         raise
 
 

@@ -129,3 +129,28 @@ def test_a_rerun_of_tag_over_many_files_removes_what_a_killed_one_left(tmp_path)
     assert result.returncode == 0, result.stderr.decode()
     assert not left.exists() and other.exists()
     assert sorted(p.name for p in out.iterdir()) == [".notes.txt.k3x_9q0a.tmp", "a.conllu", "b.conllu"]
+
+
+def test_an_interrupt_while_the_temporary_is_made_leaves_none(tmp_path, monkeypatch):
+    """Ctrl-C arriving right after the temporary file exists, before atomic_write holds its name: the
+    file is removed and the interrupt still raised (an interrupted `tag` left `.out.XXXXXXXX.tmp` behind
+    when it came there)."""
+    import signal
+
+    from easyfirst import atomic
+
+    made = atomic._locked_temporary
+
+    def made_then_interrupted(path):
+        found = made(path)
+        signal.raise_signal(signal.SIGINT)  # Python's own handler: KeyboardInterrupt, here or deferred
+        return found
+
+    monkeypatch.setattr(atomic, "_locked_temporary", made_then_interrupted)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            atomic_write(tmp_path / "out.txt", lambda out: out.write(b"never"))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
