@@ -65,15 +65,16 @@ class Plan:
 def choose_backend(
     settings, sentences: str, device: str, dtype: str, training: bool, force: str = "auto"
 ) -> Plan:
-    """The :class:`Plan` for a batch of a model with ``settings`` (its ``ModelConfig``): ``sentences``
+    """The :class:`Plan` for a batch of a model with ``settings`` (its ``ModelConfig``, whose keys it reads
+    flat: ``settings.get("encoder_layers")``): ``sentences``
     ``"one"`` (one unpadded sentence) or ``"many"``, ``device`` ``"cpu"``/``"cuda"``, ``dtype``
     ``"float32"``…, ``training`` (gradients wanted), ``force`` a backend name or ``"auto"``."""
     check_backend(force)
     run = {"sentences": sentences, "device": device, "dtype": dtype, "training": training}
-    encoder = tuple((key, run[key] if key in run else getattr(settings, key)) for key in ENCODER_SETTINGS)
+    encoder = tuple((key, run[key] if key in run else settings.get(key)) for key in ENCODER_SETTINGS)
     decoder = None
     if settings.decodes:
-        decoder = tuple((key, run[key] if key in run else getattr(settings, key)) for key in DECODER_SETTINGS)
+        decoder = tuple((key, run[key] if key in run else settings.get(key)) for key in DECODER_SETTINGS)
     return _choose(encoder, decoder, force)
 
 
