@@ -118,9 +118,8 @@ def test_training_with_pretrained_vectors_keeps_them_in_the_model_folder(tmp_pat
     weight = tagger.model.embedder.words.weight
     assert weight[words.index(unseen)].tolist() == [0.5, -0.5, 0.25, 8.0]
     assert len(tagger.tag([[unseen, "."]], records=True)[0].tags) == 2
-    assert (
-        tagger.config.model.embedder.word_dim == 4 and tagger.config.model.embedder.pretrained_covered == 2
-    )  # the, zyzzyva
+    e = tagger.config.model.embedder
+    assert e.word_dim == 4 and e.pretrained_covered == 2  # the, zyzzyva
 
 
 def test_source_words_keep_their_case_and_take_the_vector_of_their_lower_cased_form(vectors):

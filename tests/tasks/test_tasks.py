@@ -79,9 +79,8 @@ def test_pos_with_word_vectors_defaults_to_temperature_0_25_and_a_value_given_ho
     ner = Config.for_task("ner")
     ner.model.embedder.pretrained = "glove-6b-50d"
     ner = ner.resolved("test")
-    assert (
-        ner.model.decoder.attention_temperature == Config.for_task("ner").model.decoder.attention_temperature
-    )
+    default = Config.for_task("ner").model.decoder.attention_temperature
+    assert ner.model.decoder.attention_temperature == default
 
 
 @pytest.mark.parametrize("source", ["task", "configs/ner.toml"])

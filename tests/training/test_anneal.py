@@ -82,9 +82,8 @@ def test_the_saved_model_tags_with_the_temperature_of_its_epoch(tmp_path):
     model.eval()
     assert anneal.start_epoch(config, model, 2) == pytest.approx(0.5)
     save_model(tmp_path, model, anneal.epoch_config(config, model), vocabs)
-    assert (
-        config.model.decoder.attention_temperature == 0.35
-    )  # the pos default: the run's config is not written
+    # the pos default: the run's config is not written
+    assert config.model.decoder.attention_temperature == 0.35
     batch = collate([encode(vocabs, s.words) for s in sentences], list(range(len(sentences))))
     with torch.no_grad():
         expected = model(batch)[0]
