@@ -131,8 +131,8 @@ class Tagger:
         """The model in a raindrop's title: its decoder, attention and sketch steps (``nef-f, csoftmax,
         N = L``)."""
         m = self.config.model
-        return f"{m.model}, {m.attention}, " + (
-            "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"
+        return f"{m.model}, {m.decoder.attention}, " + (
+            "N = L" if m.decoder.sketch_steps is None else f"N = {m.decoder.sketch_steps}"
         )
 
     def tag(

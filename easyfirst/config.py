@@ -1,7 +1,8 @@
 """Typed configuration, loaded from TOML and overridden from the command line.
 
 A config file has the tables ``[data]``, ``[model]``, ``[loss]`` and ``[train]``, whose keys are the
-fields of :class:`DataConfig`, :class:`ModelConfig`, :class:`LossConfig` and :class:`TrainConfig`; a
+fields of :class:`DataConfig`, :class:`ModelConfig` (its parts' fields, flat), :class:`LossConfig` and
+:class:`TrainConfig`; a
 missing table or key keeps its default (so model folders written before a key existed load as they
 were trained). Unknown keys are errors, so a typo in a config file is reported. The defaults are the
 paper's §5.1 values with 16 sentences per update; each task changes some (easyfirst.tasks), and
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import sys
 import typing
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from easyfirst.fields import (
     at_least,
     checked,
     encoding,
+    flat_fields,
     fraction,
     non_negative,
     one_of,
@@ -132,7 +134,8 @@ class Config(Freezable):
         self.origins: dict[str, Origin] = {}  # "section.key" → where its value was given (not a field)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The config as its file writes it: section → flat table (``[model]``'s parts' keys flat)."""
+        return {section: getattr(self, section).flat() for section in SECTIONS}
 
     def resolved(self, source: str = "<config>") -> Config:
         """The config a run uses: a read-only copy (FrozenInstanceError on a write) with what the values
@@ -149,13 +152,13 @@ class Config(Freezable):
         from easyfirst.tasks import TASKS
 
         m, task = self.model, self.data.task  # either may be a name validate refuses
-        if m.pretrained and task in TASKS:
+        if m.embedder.pretrained and task in TASKS:
             self.update(TASKS[task].with_vectors, f"task {task} with vectors", keep_given=True)
-        scores = getattr(KINDS.get(m.attention), "scores", None)
+        scores = getattr(KINDS.get(m.decoder.attention), "scores", None)
         if not self.given("model.attention_temperature") and scores != "attention":
-            m.attention_temperature = 1.0
+            m.decoder.attention_temperature = 1.0
         if m.model == "bilstm":
-            m.sketch_steps = 0
+            m.decoder.sketch_steps = 0
 
     @classmethod
     def for_task(cls, task: str) -> Config:
@@ -250,11 +253,11 @@ class Config(Freezable):
         writes nothing (what values imply: :meth:`resolved`)."""
         for section in SECTIONS:
             target = getattr(self, section)
-            for f in fields(target):
-                rule, value = f.metadata.get("check"), getattr(target, f.name)
+            for key, (_, f) in flat_fields(type(target)).items():
+                rule, value = f.metadata.get("check"), target.get(key)
                 if rule is not None and value is not None and not rule.test(value):
-                    origin = self.origins.get(f"{section}.{f.name}", (source, None))
-                    raise InputError(f"{section}.{f.name} must be {rule.says()}, not {value!r}", *origin)
+                    origin = self.origins.get(f"{section}.{key}", (source, None))
+                    raise InputError(f"{section}.{key} must be {rule.says()}, not {value!r}", *origin)
         from easyfirst.tasks import TASKS
 
         def where(*keys: str) -> Origin:
@@ -268,19 +271,19 @@ class Config(Freezable):
                 *where("data.scheme"),
             )
         self.model.validate(where)
-        self.loss.validate(self.model.crf, where)
+        self.loss.validate(self.model.output.crf, where)
         m, t = self.model, self.train
         if t.momentum and t.optimizer != "sgd":
             raise InputError(
                 f"train.momentum is SGD's; optimizer {t.optimizer!r} has its own", *where("train.momentum")
             )
-        if m.freeze_vectors and t.optimizer == "adamw":
+        if m.embedder.freeze_vectors and t.optimizer == "adamw":
             raise InputError(
                 "model.freeze_vectors: AdamW's weight decay would shrink the fixed vectors; "
                 "use adam or nadam",
                 *where("model.freeze_vectors", "train.optimizer"),
             )
-        if t.anneal_epochs and not (m.decodes and KINDS[m.attention].scores == "attention"):
+        if t.anneal_epochs and not (m.decodes and m.decoder.learned):
             raise InputError(
                 "train.anneal_epochs anneals learned attention scores; this model has none",
                 *where("train.anneal_epochs"),
@@ -298,7 +301,7 @@ class Config(Freezable):
         which other parts of a word keep the case). A value given that disagrees is an error; returns log notes."""
         from easyfirst.tasks import get_task
 
-        m, notes = self.model, []
+        m, notes = self.model.embedder, []
         if size == "source_dim" and "source" not in get_task(self.data.task).format.extra:
             at = self.origins.get("model.source_pretrained", ("command line", None))
             raise InputError(f"model.source_pretrained is for QE's source words, not {self.data.task}", *at)

@@ -21,8 +21,9 @@ import math
 import re
 import sys
 import typing
+import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import FrozenInstanceError, dataclass
+from dataclasses import Field, FrozenInstanceError, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -114,10 +115,12 @@ def any_integer(what: str) -> Rule:
 
 class Freezable:
     """A config, or a section of one, that becomes read-only once resolved (easyfirst.config.Config.
-    resolved): after :meth:`freeze` (of it and of the Freezable values it holds, its sections), setting
-    any attribute raises FrozenInstanceError (an AttributeError). Building a config (TOML, ``--set``,
-    flags) writes into an unfrozen one; :meth:`thawed` is a writable copy, :meth:`replaced` a frozen
-    copy with some values changed."""
+    resolved): after :meth:`freeze` (of it and of the Freezable values it holds, its sections and their
+    parts), setting any attribute raises FrozenInstanceError (an AttributeError). Building a config
+    (TOML, ``--set``, flags) writes into an unfrozen one; :meth:`thawed` is a writable copy,
+    :meth:`replaced` a frozen copy with some values changed. A section's keys are flat
+    (:func:`flat_fields`): :meth:`get` reads one, :meth:`holder` is the part that holds it, and setting a
+    part's key on the section itself is an AttributeError (it would be a new attribute nothing reads)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if self.__dict__.get("_frozen"):
@@ -125,7 +128,27 @@ class Freezable:
                 f"cannot set {type(self).__name__}.{name}: a resolved configuration is read-only "
                 "(what changes while training runs is training state)"
             )
+        if name not in type(self).__dataclass_fields__:  # a part's key set on the whole: read by nothing
+            for part, held in vars(self).items():
+                if isinstance(held, Freezable) and name in type(held).__dataclass_fields__:
+                    raise AttributeError(f"cannot set {type(self).__name__}.{name}: it is .{part}.{name}")
         object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        """A part's key read on the section itself (``config.model.hidden_dim``, as code read it before
+        the parts of issue #45): its value, with a DeprecationWarning saying where it lives, for one
+        release. Writing it that way is an error (:meth:`__setattr__`); tests make the warning an error
+        inside easyfirst (pyproject.toml), so the package itself never reads a key flat."""
+        part = flat_fields(type(self)).get(name, (None,))[0] if not name.startswith("_") else None
+        if part is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        warnings.warn(
+            f"{type(self).__name__}.{name} is read from its part since issue #45: write .{part}.{name} "
+            f"or .get({name!r}); the next release drops the flat read",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(getattr(self, part), name)
 
     @property
     def frozen(self) -> bool:
@@ -143,12 +166,25 @@ class Freezable:
         return copied
 
     def replaced(self, part: str, **values: Any):
-        """A frozen copy with ``values`` set in its part ``part`` (a config's section)."""
+        """A frozen copy with ``values`` set in its part ``part`` (a config's section; its keys flat)."""
         copied = self.thawed()
         for key, value in values.items():
-            setattr(getattr(copied, part), key, value)
+            setattr(getattr(copied, part).holder(key), key, value)
         copied.freeze()
         return copied
+
+    def holder(self, key: str) -> Freezable:
+        """What holds the flat key ``key`` (:func:`flat_fields`): this, or the part of it that has it."""
+        part = flat_fields(type(self))[key][0]
+        return self if part is None else getattr(self, part)
+
+    def get(self, key: str) -> Any:
+        """The value of the flat key ``key`` (``config.model.get("hidden_dim")``)."""
+        return getattr(self.holder(key), key)
+
+    def flat(self) -> dict[str, Any]:
+        """The flat table of this section, as a config file writes it: key → value (copies)."""
+        return {key: copy.deepcopy(self.get(key)) for key in flat_fields(type(self))}
 
 
 def checked(rule: Rule | None) -> dict[str, Any]:
@@ -234,11 +270,40 @@ def field_types(section: type) -> dict[str, Any]:
     return typing.get_type_hints(section)
 
 
+@functools.cache
+def flat_fields(section: type) -> dict[str, tuple[str | None, Field]]:
+    """A config section's keys as a file writes them, each → (the part that holds it, its field): the
+    section's own fields (part None) and the fields of its parts, the fields whose type is a Freezable
+    dataclass (``[model]``'s ``encoder``: ``hidden_dim``, ...), under their own names. The parts' fields
+    are the one list of where each key lives; two parts cannot have a key of the same name."""
+    keys: dict[str, tuple[str | None, Field]] = {}
+    for f in fields(section):
+        kind = field_types(section)[f.name]
+        if isinstance(kind, type) and issubclass(kind, Freezable):
+            found = {g.name: (f.name, g) for g in fields(kind)}
+        else:
+            found = {f.name: (None, f)}
+        for key, place in found.items():
+            if key in keys:
+                raise TypeError(f"{section.__name__}: the key {key!r} is in two parts")
+            keys[key] = place
+    return keys
+
+
+def key_type(section: type, key: str) -> Any:
+    """The annotation of the flat key ``key`` of a config section (:func:`flat_fields`)."""
+    part = flat_fields(section)[key][0]
+    return field_types(section if part is None else field_types(section)[part])[key]
+
+
 def set_field(target: Any, key: str, value: Any, origin: Origin, section: str) -> None:
-    """Set ``target.key = value`` after checking ``value`` against the field's annotation."""
+    """Set ``target.key = value`` after checking ``value`` against the field's annotation; ``key`` is flat
+    (:func:`flat_fields`: a key of one of the target's parts is set there)."""
+    keys = flat_fields(type(target))
+    if key not in keys:
+        raise InputError(f"unknown key {key!r} in [{section}]{suggest(key, keys)}", *origin)
+    target = target.holder(key)
     hints = field_types(type(target))
-    if key not in hints:
-        raise InputError(f"unknown key {key!r} in [{section}]{suggest(key, hints)}", *origin)
     if typing.get_origin(hints[key]) is dict:  # a table of tag = number
         numbers = isinstance(value, dict) and all(
             isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()

@@ -56,7 +56,7 @@ def main() -> None:
             norms.append(torch.sqrt(sum((g.double() ** 2).sum() for g in grads)).item())
             losses.append(loss.item())
         print(
-            f"| {run.name} | {config.model.attention} | {statistics.fmean(losses):.3f} | "
+            f"| {run.name} | {config.model.decoder.attention} | {statistics.fmean(losses):.3f} | "
             f"{statistics.median(norms):.3g} | {max(norms):.3g} |"
         )
 

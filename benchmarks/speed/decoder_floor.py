@@ -116,7 +116,7 @@ def main() -> None:
     train, _ = load_ewt(defaults.data.max_train_length)
     vocabs, batches = training_batches(train, args.steps, args.seed)
     tokens = sum(int(b.mask.sum()) for b in batches)
-    m = defaults.model
+    m = defaults.model.decoder
     out, width = m.attention_dim + m.sketch_dim, 2 * m.window + 1  # D_z + D_s, K
     products = [Products(*b.mask.shape, m.sketch_dim, out, width) for b in batches]
     models = {}

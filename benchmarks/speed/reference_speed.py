@@ -103,8 +103,8 @@ BASE = "BiLSTM, 1 sentence/update"
 
 def reference_config(model: str, batch_size: int, attention: str = "csoftmax") -> Config:
     config = Config.load(Path(__file__).parents[2] / "configs" / "pos-reference.toml")
-    config.model.model, config.model.attention = model, attention
-    config.model.sketch_steps = 0 if model == "bilstm" else None
+    config.model.model, config.model.decoder.attention = model, attention
+    config.model.decoder.sketch_steps = 0 if model == "bilstm" else None
     config.train.batch_size = batch_size
     if batch_size > 1:  # the default regime
         config.train.reduction, config.train.shuffle = "mean", True

@@ -102,8 +102,8 @@ def model_description() -> str:
     from easyfirst.api import DEFAULT_MODEL, Tagger
 
     m = Tagger.load().config.model
-    steps = "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"
-    return f"bundled {DEFAULT_MODEL} ({m.model}, {m.attention}, {steps})"
+    steps = "N = L" if m.decoder.sketch_steps is None else f"N = {m.decoder.sketch_steps}"
+    return f"bundled {DEFAULT_MODEL} ({m.model}, {m.decoder.attention}, {steps})"
 
 
 def health(port: int) -> dict:

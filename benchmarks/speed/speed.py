@@ -74,10 +74,10 @@ GiB = 2**30
 def config_for(name: str, chars: tuple[int, int] = (0, 30)) -> Config:
     config = Config()
     base = "NEF-F, N = L" if name == GENERIC else WITH_CHARS.get(name, (name,))[0]
-    config.model.model, config.model.sketch_steps = MODELS[base]
+    config.model.model, config.model.decoder.sketch_steps = MODELS[base]
     if name in WITH_CHARS:
-        config.model.char_dim, config.model.char_filters = chars
-        config.model.char_encoder = WITH_CHARS[name][1]
+        config.model.embedder.char_dim, config.model.embedder.char_filters = chars
+        config.model.embedder.char_encoder = WITH_CHARS[name][1]
     return config
 
 

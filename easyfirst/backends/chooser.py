@@ -65,7 +65,8 @@ class Plan:
 def choose_backend(
     settings, sentences: str, device: str, dtype: str, training: bool, force: str = "auto"
 ) -> Plan:
-    """The :class:`Plan` for a batch of a model with ``settings`` (its ``ModelConfig``): ``sentences``
+    """The :class:`Plan` for a batch of a model with ``settings`` (its ``ModelConfig``, whose keys it reads
+    flat: ``settings.get("encoder_layers")``): ``sentences``
     ``"one"`` (one unpadded sentence) or ``"many"``, ``device`` ``"cpu"``/``"cuda"``, ``dtype``
     ``"float32"``…, ``training`` (gradients wanted), ``force`` a backend name or ``"auto"``."""
     check_backend(force)
@@ -73,7 +74,7 @@ def choose_backend(
 
     def workload(part: str, keys: tuple[str, ...]) -> tuple:
         run["revision"] = REVISIONS[part]
-        return tuple((key, run[key] if key in run else getattr(settings, key)) for key in keys)
+        return tuple((key, run[key] if key in run else settings.get(key)) for key in keys)
 
     encoder = workload("encoder", ENCODER_SETTINGS)
     decoder = workload("decoder", DECODER_SETTINGS) if settings.decodes else None

@@ -3,8 +3,11 @@
 A model runs in two parts a backend may take over: the **encoder** (the BiLSTM layers, with the dropout
 between them) and the **decoder** (the sketch steps of Alg. 2). For each part, a run has a *workload*:
 the settings that part's computation depends on, by name, with their values (``ENCODER_SETTINGS``,
-``DECODER_SETTINGS``: the ``[model]`` keys, plus what the batch and the run add: how many sentences,
-device, dtype, training or not). A backend declares, per part it computes, the values it supports of
+``DECODER_SETTINGS``: ``[model]`` keys as a config file writes them, read flat from the model's settings
+whichever part holds them, plus what the batch and the run add: how many sentences, device, dtype,
+training or not). They are named here, not taken from the model's parts (``ModelConfig.encoder``,
+``.decoder``): a part's sizes are read from its modules' weights and change no computation, while the
+model's name and the dropout kind, kept outside the parts, do. A backend declares, per part it computes, the values it supports of
 each setting (:data:`ANY`: every value). A setting it does not declare is a setting it was not written
 for: the chooser passes it over (easyfirst.backends.chooser), so a new setting runs on the reference
 until a backend is ported and declares it.

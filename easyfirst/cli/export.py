@@ -58,7 +58,8 @@ def export(
     if output.exists() and not output.is_dir():
         raise InputError("is a file, not a folder", output)
     model, config, vocabs = load_model(run_dir)
-    if not config.model.affix_dim:  # a run saved before training dropped the n-grams the model never reads
+    # a run saved before training dropped the n-grams the model never reads
+    if not config.model.embedder.affix_dim:
         vocabs = vocabs.without_affixes()
     if output.resolve() == Path(run_dir).resolve():
         raise InputError("is the run folder itself: export into another folder", output)

@@ -19,7 +19,7 @@ import typer
 
 from easyfirst.cli.flags import FLAGS, SECTION_TYPES, Flag
 from easyfirst.config import Config
-from easyfirst.fields import field_types
+from easyfirst.fields import key_type
 
 
 def _plain(annotation) -> type:
@@ -68,8 +68,8 @@ def config_parameters(defaults: dict[str, Config], tasks: Iterable[str] = ()) ->
     tasks = set(tasks)
     parameters = []
     for flag in FLAGS:
-        kind = _plain(field_types(SECTION_TYPES[flag.section])[flag.field])
-        values = [getattr(getattr(config, flag.section), flag.field) for config in defaults.values()]
+        kind = _plain(key_type(SECTION_TYPES[flag.section], flag.field))
+        values = [getattr(config, flag.section).get(flag.field) for config in defaults.values()]
         help_text = flag.help
         if flag.choices is not None:
             LAZY_CHOICES[flag.parameter] = flag.choices
@@ -126,7 +126,7 @@ def given_flags(given: dict[str, Any]) -> list[str]:
     names = []
     for flag in FLAGS:
         if given.get(flag.parameter) is not None:
-            boolean = _plain(field_types(SECTION_TYPES[flag.section])[flag.field]) is bool
+            boolean = _plain(key_type(SECTION_TYPES[flag.section], flag.field)) is bool
             names.append(f"{flag.name}/--no-{flag.name[2:]}" if boolean else flag.name)
     return names
 

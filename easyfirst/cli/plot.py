@@ -40,14 +40,14 @@ def note_if_diffuse(tagger, largest: float, what: str) -> None:
     from easyfirst.viz.analysis import DIFFUSE
 
     task, _ = task_of(tagger)
-    learned = KINDS[tagger.config.model.attention].scores == "attention"
+    learned = KINDS[tagger.config.model.decoder.attention].scores == "attention"
     recipe = [
         (getattr(tagger.config, s), key, value)
         for s, keys in task.easy_first.items()
         for key, value in keys.items()
     ]
     # a model trained with the recipe already: the flag would change nothing
-    trained_so = all(getattr(section, key) == value for section, key, value in recipe)
+    trained_so = all(section.get(key) == value for section, key, value in recipe)
     if largest < DIFFUSE and learned and recipe and not trained_so:
         err.print(
             f"[yellow]note:[/] {what}: the attention is diffuse (the largest α of a step is {largest:.2f} on "

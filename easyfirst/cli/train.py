@@ -211,7 +211,7 @@ def check_paths(cfg: Config) -> None:
         if getattr(cfg.data, split) is not None:
             task.check_exists(getattr(cfg.data, split), split)  # the task's own words (QE: which file)
     for key, size in (("pretrained", "word_dim"), ("source_pretrained", "source_dim")):
-        path = getattr(cfg.model, key)
+        path = cfg.model.get(key)
         if path is None:
             continue
         if path not in NAMED and not Path(path).is_file():

@@ -78,7 +78,7 @@ class Feature:
     """An extra per-word input: ``symbols(words, extra)`` gives each word's list of symbols."""
 
     name: str
-    dim_key: str  # the [model] key holding its embedding size (0: off)
+    dim_key: str  # the [model] key holding its embedding size, an embedder setting (0: off)
     symbols: Callable[[Sequence[str], Mapping], list[list[str]]]
     closed: tuple[str, ...] | None = None  # a fixed symbol set (no counting over the training data)
     min_freq: int = 1  # counted symbols seen fewer times map to UNK (so that UNK gets trained)
@@ -106,12 +106,12 @@ FEATURES: dict[str, Feature] = {
 }
 
 
-def active_features(model_config) -> dict[str, int]:
-    """Name → embedding size of the features the model configuration switches on."""
+def active_features(embedder_settings) -> dict[str, int]:
+    """Name → embedding size of the features the model's embedder settings (``[model]``) switch on."""
     return {
-        name: getattr(model_config, f.dim_key)
+        name: getattr(embedder_settings, f.dim_key)
         for name, f in FEATURES.items()
-        if getattr(model_config, f.dim_key, 0) > 0
+        if getattr(embedder_settings, f.dim_key, 0) > 0
     }
 
 

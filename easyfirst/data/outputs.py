@@ -38,7 +38,7 @@ class OutputHead:
     gold: Callable[[Any], list[str] | None]  # its gold tags in a sentence of the task's reader (None: none)
     gold_from: str = "its gold tags"  # where the training data has them, for errors
     empty: str | None = None  # the tag of each position of a sentence without words (the model sees none)
-    switch: str | None = None  # the [model] key that turns it on (None: always on)
+    switch: str | None = None  # the [model] key that turns it on, an output setting (None: always on)
     weights: str | None = None  # the [loss] key of its class weights (tag → weight), None: none
     aligned: str | None = None  # over "aligned": the feature whose words it tags
     # the names its parameters had in a model.pt saved before (old key → key in its module), which
@@ -66,9 +66,10 @@ class OutputHead:
         return [self.empty or self.labels[0]] * self.positions(0, extra)
 
 
-def switched_on(heads: Sequence[OutputHead], model_settings) -> tuple[OutputHead, ...]:
-    """The heads whose ``[model]`` switch is on in ``model_settings`` (and those without a switch)."""
-    return tuple(head for head in heads if head.switch is None or getattr(model_settings, head.switch))
+def switched_on(heads: Sequence[OutputHead], output_settings) -> tuple[OutputHead, ...]:
+    """The heads whose ``[model]`` switch is on in ``output_settings`` (the model's output layer's, where
+    the switches are) and those without a switch."""
+    return tuple(head for head in heads if head.switch is None or getattr(output_settings, head.switch))
 
 
 def gold_outputs(heads: Sequence[OutputHead], sentence) -> dict[str, list[str]]:

@@ -111,7 +111,7 @@ class Vectors:
 
     def uncased_note(self, parts: list[str]) -> str:
         """The log's note for an uncased set: words are looked up lower-cased, and the other ``parts``
-        of the model's word representation (``ModelConfig.spelling``) keep the case."""
+        of the model's word representation (``EmbedderSettings.spelling``) keep the case."""
         if len(parts) > 1:
             kept = f"their {', '.join(parts[:-1])} and {parts[-1]} keep"
         else:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from easyfirst.data.features import CHARS
+from easyfirst.data.features import CHARS, active_features
 from easyfirst.data.vectors import Vectors
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.errors import InputError
+from easyfirst.model.settings import EmbedderSettings
 
 
 class Embedder(nn.Module):
@@ -49,6 +50,12 @@ class Embedder(nn.Module):
         self.chars = CharacterEncoder(feature_dims[CHARS], *characters) if CHARS in feature_dims else None
         averaged = sum(dim for name, dim in feature_dims.items() if name != CHARS)
         self.output_dim = word_dim + 2 * affix_dim + averaged + (self.chars.size if self.chars else 0)
+
+    @classmethod
+    def from_settings(cls, vocabs: Vocabularies, e: EmbedderSettings) -> Embedder:
+        """The embedder of the ``[model]`` settings ``e`` (its part ``embedder``) over ``vocabs``."""
+        characters = (e.char_encoder, e.char_filters, e.char_window)
+        return cls(vocabs, e.word_dim, e.affix_dim, active_features(e), characters, e.freeze_vectors)
 
     def forward(
         self,

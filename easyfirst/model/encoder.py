@@ -16,6 +16,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from easyfirst.model.settings import EncoderSettings
+
 
 class BiLSTMEncoder(nn.Module):
     def __init__(self, input_dim: int, hidden_dim: int, layers: int = 1, between: nn.Module | None = None):
@@ -27,6 +29,11 @@ class BiLSTMEncoder(nn.Module):
         )
         self.between = between if between is not None else nn.Identity()
         self.output_dim = 2 * hidden_dim
+
+    @classmethod
+    def from_settings(cls, input_dim: int, e: EncoderSettings, between: nn.Module) -> BiLSTMEncoder:
+        """The encoder of the ``[model]`` settings ``e`` (its part ``encoder``), ``between`` its layers."""
+        return cls(input_dim, e.hidden_dim, e.encoder_layers, between)
 
     @property
     def layers(self) -> list[nn.LSTM]:

@@ -1,8 +1,11 @@
 """The model's and the output layer's settings: the ``[model]`` and ``[loss]`` tables of a config.
 
-These two dataclasses are all that :class:`easyfirst.model.tagger.EasyFirstTagger` needs besides the
-vocabularies; they know nothing of tasks, data files or training. The flags of
-``easyfirst train`` that set them are in easyfirst.cli.flags.
+:class:`ModelConfig` and :class:`LossConfig` are all that :class:`easyfirst.model.tagger.EasyFirstTagger`
+needs besides the vocabularies; they know nothing of tasks, data files or training. ``ModelConfig`` is
+grouped by the model's parts (:class:`EmbedderSettings`, :class:`EncoderSettings`,
+:class:`DecoderSettings`, :class:`OutputSettings`), each part's module built from its own; a config file
+still writes their keys flat under ``[model]`` (easyfirst.fields.flat_fields finds a key's part from
+these fields). The flags of ``easyfirst train`` that set them are in easyfirst.cli.flags.
 """
 
 from __future__ import annotations
@@ -36,8 +39,10 @@ LOSS_ALPHA = {"softmax": 1.0, "entmax15": 1.5, "sparsemax": 2.0, "entmax": None}
 
 
 @dataclass
-class ModelConfig(Freezable):
-    model: str = field(default="nef-f", metadata=checked(one_of(lambda: list(MODELS))))
+class EmbedderSettings(Freezable):
+    """The word representation's settings (easyfirst.model.embedder; §5.1): the word, affix and feature
+    embeddings, pretrained vectors, and the dropout on their concatenation."""
+
     # the word embedding size; with pretrained vectors, theirs (easyfirst.config.Config.follow_vectors)
     word_dim: int = field(default=64, metadata=checked(at_least(1)))
     affix_dim: int = field(default=50, metadata=checked(at_least(0)))
@@ -50,9 +55,71 @@ class ModelConfig(Freezable):
     freeze_vectors: bool = False  # Reimers & Gurevych (2017) keep the vectors fixed
     # written by training: how many of the vocabulary's words (not padding or UNK) the vectors covered
     pretrained_covered: int | None = field(default=None, metadata=checked(at_least(0)))
+    # NER features (easyfirst.data.features), off by default
+    # capitalization-pattern embedding (0: none)
+    case_dim: int = field(default=0, metadata=checked(at_least(0)))
+    lowercase: bool = False  # look words up lower-cased
+    # character-level word features beside the affixes, off by default: each word's character embeddings
+    # through a CNN max-pooled over the word (Ma & Hovy 2016) or a BiLSTM (Lample et al. 2016)
+    # (easyfirst.model.embedder.CharacterEncoder)
+    char_dim: int = field(default=0, metadata=checked(at_least(0)))
+    char_encoder: str = field(default="cnn", metadata=checked(one_of(lambda: list(CHAR_ENCODERS))))
+    char_filters: int = field(default=30, metadata=checked(at_least(1)))
+    char_window: int = field(default=3, metadata=checked(at_least(1)))  # characters each CNN filter spans
+    # α: a training word seen c times becomes UNK with probability α/(α+c)
+    word_dropout: float = field(default=0.0, metadata=checked(non_negative()))
+    # QE features (easyfirst.data.features), off by default: the aligned source words (averaged; a learned
+    # NULL vector when none), and the WMT16 baseline's context (the MT words and aligned source words ±1)
+    source_dim: int = field(default=0, metadata=checked(at_least(0)))
+    source_pretrained: str | None = None  # issue #36: GloVe for English source words
+    # written by training: how many of the aligned-source vocabulary's words the source vectors covered
+    source_pretrained_covered: int | None = field(default=None, metadata=checked(at_least(0)))
+    qe_context_dim: int = field(default=0, metadata=checked(at_least(0)))
+    # the dropout on the embeddings; unset: the model's ``dropout`` (ModelConfig.dropout_at)
+    embedding_dropout: float | None = field(default=None, metadata=checked(fraction()))
+
+    def spelling(self) -> list[str]:
+        """The parts of a word's representation that read the word as written (its embedding may be
+        looked up lower-cased): its prefixes, suffixes, characters and case feature, those the model has."""
+        parts = ["prefixes", "suffixes"] * (self.affix_dim > 0) + ["characters"] * (self.char_dim > 0)
+        return parts + ["case feature"] * (self.case_dim > 0)
+
+    def validate(self, where: Where) -> None:
+        if self.char_dim and self.char_encoder == "bilstm" and self.char_filters % 2:
+            raise InputError(
+                f"model.char_filters = {self.char_filters}: a character BiLSTM has char_filters / 2 units per "
+                "direction, so it must be even",
+                *where("model.char_filters", "model.char_encoder"),
+            )
+        if self.freeze_vectors and not self.pretrained:
+            raise InputError(
+                "freeze_vectors keeps the pretrained vectors fixed: it needs pretrained vectors (--pretrained)",
+                *where("model.freeze_vectors", "model.pretrained"),
+            )
+
+
+@dataclass
+class EncoderSettings(Freezable):
+    """The BiLSTM encoder's settings (easyfirst.model.encoder)."""
+
     hidden_dim: int = field(default=50, metadata=checked(at_least(1)))  # BiLSTM units per direction
     # stacked BiLSTM layers (Reimers & Gurevych 2017: two for NER)
     encoder_layers: int = field(default=1, metadata=checked(at_least(1)))
+    # the dropout between stacked layers; unset: the model's ``dropout`` (ModelConfig.dropout_at)
+    encoder_dropout: float | None = field(default=None, metadata=checked(fraction()))
+
+    def validate(self, where: Where) -> None:
+        if self.encoder_dropout is not None and self.encoder_layers == 1:
+            raise InputError(
+                "encoder_dropout acts between stacked BiLSTM layers: it needs encoder_layers >= 2",
+                *where("model.encoder_dropout", "model.encoder_layers"),
+            )
+
+
+@dataclass
+class DecoderSettings(Freezable):
+    """The sketch decoder's settings (easyfirst.model.sketch; Alg. 2, Eqs. 1–4 and 7)."""
+
     window: int = field(default=2, metadata=checked(at_least(0)))  # w in Eq. 1
     attention_dim: int = field(default=50, metadata=checked(at_least(1)))  # D_z in Eq. 2
     sketch_dim: int = field(default=50, metadata=checked(at_least(1)))  # D_s
@@ -68,60 +135,16 @@ class ModelConfig(Freezable):
     v_init: float = field(default=1.0, metadata=checked(non_negative()))
     # λ: scores z − λβ before ρ (§4; learned attentions only)
     coverage_penalty: float = field(default=0.0, metadata=checked(non_negative()))
-    concat: bool = True  # p_i from concat(h_i, s_i^N) (Eq. 6); false: from s_i^N alone (Table 4)
-    dropout: float = field(default=0.2, metadata=checked(fraction()))
-    dropout_kind: str = field(default="naive", metadata=checked(one_of(lambda: list(DROPOUT_KINDS))))
-    embedding_dropout: float | None = field(default=None, metadata=checked(fraction()))
-    encoder_dropout: float | None = field(default=None, metadata=checked(fraction()))
-    output_dropout: float | None = field(default=None, metadata=checked(fraction()))
-    # NER features (easyfirst.data.features), off by default
-    # capitalization-pattern embedding (0: none)
-    case_dim: int = field(default=0, metadata=checked(at_least(0)))
-    lowercase: bool = False  # look words up lower-cased
-    # character-level word features beside the affixes, off by default: each word's character embeddings
-    # through a CNN max-pooled over the word (Ma & Hovy 2016) or a BiLSTM (Lample et al. 2016)
-    # (easyfirst.model.embedder.CharacterEncoder)
-    char_dim: int = field(default=0, metadata=checked(at_least(0)))
-    char_encoder: str = field(default="cnn", metadata=checked(one_of(lambda: list(CHAR_ENCODERS))))
-    char_filters: int = field(default=30, metadata=checked(at_least(1)))
-    char_window: int = field(default=3, metadata=checked(at_least(1)))  # characters each CNN filter spans
-    # α: a training word seen c times becomes UNK with probability α/(α+c)
-    word_dropout: float = field(default=0.0, metadata=checked(non_negative()))
-    crf: bool = False  # a linear-chain CRF over the output scores (§5.2) instead of per-word outputs
-    bio_constraints: bool | None = None  # None: on for BIO tag sets
-    # QE features (easyfirst.data.features), off by default: the aligned source words (averaged; a learned
-    # NULL vector when none), and the WMT16 baseline's context (the MT words and aligned source words ±1)
-    source_dim: int = field(default=0, metadata=checked(at_least(0)))
-    source_pretrained: str | None = None  # issue #36: GloVe for English source words
-    # written by training: how many of the aligned-source vocabulary's words the source vectors covered
-    source_pretrained_covered: int | None = field(default=None, metadata=checked(at_least(0)))
-    qe_context_dim: int = field(default=0, metadata=checked(at_least(0)))
-    # QE heads (the qe task's extra outputs: easyfirst.tasks.qe, easyfirst.model.heads): an OK/BAD tag for every gap of the MT sentence (2N+1 tags) and
-    # for every source word; unset: on when the training data has gap tags / a .source_tags file
-    gaps: bool | None = None
-    source_tags: bool | None = None
-
-    def dropout_at(self, place: str) -> float:
-        """The dropout rate at ``place`` (embedding, encoder, output): its own key, else ``dropout``."""
-        rate = getattr(self, f"{place}_dropout")
-        return self.dropout if rate is None else rate
 
     @property
-    def decodes(self) -> bool:
-        """Whether the model has a sketch decoder (N != 0 and not the BiLSTM baseline)."""
-        return self.model != "bilstm" and self.sketch_steps != 0
-
-    def spelling(self) -> list[str]:
-        """The parts of a word's representation that read the word as written (its embedding may be
-        looked up lower-cased): its prefixes, suffixes, characters and case feature, those the model has."""
-        parts = ["prefixes", "suffixes"] * (self.affix_dim > 0) + ["characters"] * (self.char_dim > 0)
-        return parts + ["case feature"] * (self.case_dim > 0)
+    def learned(self) -> bool:
+        """Whether the attention scores words by Eq. 2 (what temperature, v_init and λ act on)."""
+        return KINDS[self.attention].scores == "attention"
 
     def validate(self, where: Where) -> None:
-        """The rules that tie fields together (each field's own: its ``check``, easyfirst.fields); an
-        error points at ``where`` the keys it names were given."""
-        learned = KINDS[self.attention].scores == "attention"
-        if (self.attention_temperature != 1 or self.coverage_penalty or self.v_init != 1) and not learned:
+        if (
+            self.attention_temperature != 1 or self.coverage_penalty or self.v_init != 1
+        ) and not self.learned:
             raise InputError(
                 f"attention_temperature, v_init and coverage_penalty act on learned attention scores; "
                 f"{self.attention!r} has none",
@@ -129,23 +152,56 @@ class ModelConfig(Freezable):
                     "model.attention_temperature", "model.v_init", "model.coverage_penalty", "model.attention"
                 ),
             )
-        if self.char_dim and self.char_encoder == "bilstm" and self.char_filters % 2:
-            raise InputError(
-                f"model.char_filters = {self.char_filters}: a character BiLSTM has char_filters / 2 units per "
-                "direction, so it must be even",
-                *where("model.char_filters", "model.char_encoder"),
-            )
-        if self.encoder_dropout is not None and self.encoder_layers == 1:
-            raise InputError(
-                "encoder_dropout acts between stacked BiLSTM layers: it needs encoder_layers >= 2",
-                *where("model.encoder_dropout", "model.encoder_layers"),
-            )
-        if self.freeze_vectors and not self.pretrained:
-            raise InputError(
-                "freeze_vectors keeps the pretrained vectors fixed: it needs pretrained vectors (--pretrained)",
-                *where("model.freeze_vectors", "model.pretrained"),
-            )
-        if not self.concat and not self.decodes:
+
+
+@dataclass
+class OutputSettings(Freezable):
+    """The output layer's settings (Eq. 6; easyfirst.model.crf, easyfirst.model.heads)."""
+
+    concat: bool = True  # p_i from concat(h_i, s_i^N) (Eq. 6); false: from s_i^N alone (Table 4)
+    crf: bool = False  # a linear-chain CRF over the output scores (§5.2) instead of per-word outputs
+    bio_constraints: bool | None = None  # None: on for BIO tag sets
+    # QE heads (the qe task's extra outputs: easyfirst.tasks.qe, easyfirst.model.heads): an OK/BAD tag for every gap of the MT sentence (2N+1 tags) and
+    # for every source word; unset: on when the training data has gap tags / a .source_tags file
+    gaps: bool | None = None
+    source_tags: bool | None = None
+    # the dropout on the output layer's inputs; unset: the model's ``dropout`` (ModelConfig.dropout_at)
+    output_dropout: float | None = field(default=None, metadata=checked(fraction()))
+
+
+@dataclass
+class ModelConfig(Freezable):
+    """The ``[model]`` table: the model's name, the dropout its parts share, and the settings of each part
+    of the model (embedder → encoder → decoder → output layer), each part built from its own. A config
+    file writes the parts' keys flat (``hidden_dim = 100`` under ``[model]``, ``--set
+    model.hidden_dim=100``): each is a field of one part (easyfirst.fields.flat_fields), read flat with
+    ``get`` and written flat by ``flat``."""
+
+    model: str = field(default="nef-f", metadata=checked(one_of(lambda: list(MODELS))))
+    dropout: float = field(default=0.2, metadata=checked(fraction()))
+    dropout_kind: str = field(default="naive", metadata=checked(one_of(lambda: list(DROPOUT_KINDS))))
+    embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
+    encoder: EncoderSettings = field(default_factory=EncoderSettings)
+    decoder: DecoderSettings = field(default_factory=DecoderSettings)
+    output: OutputSettings = field(default_factory=OutputSettings)
+
+    def dropout_at(self, place: str) -> float:
+        """The dropout rate at ``place`` (embedding, encoder, output): its own key, else ``dropout``."""
+        rate = self.get(f"{place}_dropout")
+        return self.dropout if rate is None else rate
+
+    @property
+    def decodes(self) -> bool:
+        """Whether the model has a sketch decoder (N != 0 and not the BiLSTM baseline)."""
+        return self.model != "bilstm" and self.decoder.sketch_steps != 0
+
+    def validate(self, where: Where) -> None:
+        """The rules that tie fields together (each field's own: its ``check``, easyfirst.fields); an
+        error points at ``where`` the keys it names were given."""
+        self.decoder.validate(where)
+        self.embedder.validate(where)
+        self.encoder.validate(where)
+        if not self.output.concat and not self.decodes:
             raise InputError(
                 "concat = false predicts from the sketch alone: it needs sketch steps (N > 0)",
                 *where("model.concat", "model.sketch_steps", "model.model"),

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from easyfirst.model.settings import DecoderSettings
 from easyfirst.ops.attention import ATTENTIONS
 from easyfirst.ops.window import WindowConv1d
 
@@ -91,6 +92,20 @@ class SketchDecoder(nn.Module):
         self.input_half = WindowConv1d(input_dim, attention_dim + sketch_dim, width)  # nn.Conv1d, faster here
         self.sketch_half = WindowConv1d(sketch_dim, attention_dim + sketch_dim, width, bias=False)
         self.v = nn.Linear(attention_dim, 1, bias=False)
+
+    @classmethod
+    def from_settings(cls, input_dim: int, d: DecoderSettings, full_state: bool) -> SketchDecoder:
+        """The decoder of the ``[model]`` settings ``d`` (its part ``decoder``) over states of ``input_dim``."""
+        return cls(
+            input_dim,
+            d.sketch_dim,
+            d.attention_dim,
+            d.window,
+            full_state,
+            d.attention,
+            d.attention_temperature,
+            d.coverage_penalty,
+        )
 
     def forward(
         self,

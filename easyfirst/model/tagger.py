@@ -15,7 +15,6 @@ import torch
 from torch import nn
 
 from easyfirst.data.batching import IGNORE, Batch
-from easyfirst.data.features import active_features
 from easyfirst.data.outputs import OutputHead, switched_on
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.losses import class_weight_vector, fenchel_young_loss, output_distribution
@@ -31,7 +30,8 @@ from easyfirst.model.sketch import SketchDecoder, WordScores
 class EasyFirstTagger(nn.Module):
     """The model of ``m`` (the ``[model]`` settings) with the output objective ``loss`` (``[loss]``),
     over the words, affixes, features and tags of ``vocabs``; ``outputs``: the extra outputs its task
-    declares (easyfirst.data.outputs), of which it has those ``m`` switches on."""
+    declares (easyfirst.data.outputs), of which it has those ``m.output`` switches on. Each part is built
+    from its own settings (``m.embedder``, ``m.encoder``, ``m.decoder``, ``m.output``)."""
 
     def __init__(
         self, m: ModelConfig, loss: LossConfig, vocabs: Vocabularies, outputs: Sequence[OutputHead] = ()
@@ -39,56 +39,46 @@ class EasyFirstTagger(nn.Module):
         super().__init__()
         self.settings = m  # what easyfirst.backends.chooser reads to choose how each batch is computed
         self.backend = "auto"  # or a backend's name: forced (--backend), where it supports the batch
-        self.steps = m.sketch_steps
-        self.v_init = m.v_init
-        self.steps_beyond_length = m.steps_beyond_length
-        self.concat = m.concat
-        characters = (m.char_encoder, m.char_filters, m.char_window)
-        self.embedder = Embedder(
-            vocabs, m.word_dim, m.affix_dim, active_features(m), characters, m.freeze_vectors
-        )
+        d, out = m.decoder, m.output
+        self.steps = d.sketch_steps
+        self.v_init = d.v_init
+        self.steps_beyond_length = d.steps_beyond_length
+        self.concat = out.concat
+        self.embedder = Embedder.from_settings(vocabs, m.embedder)
         # dropout on the embeddings, between BiLSTM layers and on the output layer's inputs
         # (easyfirst.model.dropout); modules without parameters, so a model's saved state is the same
         self.embedding_dropout = make_dropout(m.dropout_kind, m.dropout_at("embedding"))
-        self.encoder = BiLSTMEncoder(
-            self.embedder.output_dim,
-            m.hidden_dim,
-            m.encoder_layers,
-            make_dropout(m.dropout_kind, m.dropout_at("encoder")),
+        self.encoder = BiLSTMEncoder.from_settings(
+            self.embedder.output_dim, m.encoder, make_dropout(m.dropout_kind, m.dropout_at("encoder"))
         )
         self.dropout = make_dropout(m.dropout_kind, m.dropout_at("output"))
         self.decoder = None
         output_in = self.encoder.output_dim
         if m.decodes:
-            self.decoder = SketchDecoder(
-                self.encoder.output_dim,
-                sketch_dim=m.sketch_dim,
-                attention_dim=m.attention_dim,
-                window=m.window,
-                full_state=m.model == "nef-f",
-                attention=m.attention,
-                temperature=m.attention_temperature,
-                coverage_penalty=m.coverage_penalty,
+            self.decoder = SketchDecoder.from_settings(
+                self.encoder.output_dim, d, full_state=m.model == "nef-f"
             )
-            output_in = output_in + m.sketch_dim if m.concat else m.sketch_dim
+            output_in = output_in + d.sketch_dim if out.concat else d.sketch_dim
         self.output = nn.Linear(output_in, len(vocabs.tags))
         self.objective = loss
         tags = list(vocabs.tags.itos)
         # training-only, rebuilt from the config: kept out of the saved state
         self.register_buffer("class_weight", class_weight_vector(loss.class_weights, tags), persistent=False)
         self.crf = None
-        if m.crf:
+        if out.crf:
             scheme = entity_scheme(tags)
-            constrained = scheme is not None if m.bio_constraints is None else m.bio_constraints
+            constrained = scheme is not None if out.bio_constraints is None else out.bio_constraints
             self.crf = CRF(len(tags), tags if constrained else None, scheme or "bio")
         # extra outputs from the same features (easyfirst.model.heads); registered last, so that the other
         # parameters are initialised as in a model without them. A head over aligned words needs its
         # feature's embeddings.
         tables = self.embedder.features
-        self.outputs = tuple(h for h in switched_on(outputs, m) if h.over != "aligned" or h.aligned in tables)
+        self.outputs = tuple(
+            h for h in switched_on(outputs, out) if h.over != "aligned" or h.aligned in tables
+        )
         self.heads = None
         if self.outputs:
-            self.heads = ExtraHeads(output_in, m.hidden_dim, self.outputs, tables, m.dropout)
+            self.heads = ExtraHeads(output_in, m.encoder.hidden_dim, self.outputs, tables, m.dropout)
             self.head_loss = HeadLoss(loss, self.outputs)
         self.reset_parameters()
 

@@ -108,23 +108,23 @@ class Task:
         the switches of the extra outputs left unset (on when the sentences have their gold tags; an
         aligned head also needs its feature on), and the tags in ``[data] scheme``. Asking for a head the
         data cannot train, or one of another task, is an error."""
-        m = config.model
+        out, e = config.model.output, config.model.embedder  # the heads' switches, the features' sizes
         own = {head.switch for head in self.outputs}
         for head in (h for task in TASKS.values() for h in task.outputs if h.switch and h.switch not in own):
-            if getattr(m, head.switch):
+            if getattr(out, head.switch):
                 raise InputError(f"[model] {head.switch}: only for the {_owner(head)} task, not {self.name}")
         for head in self.outputs:
             if head.switch is None:
                 continue
             found = any(s.words and head.name in gold_outputs([head], s) for s in sentences)
-            if getattr(m, head.switch) is None:
-                setattr(m, head.switch, found and (head.aligned is None or _feature_on(m, head.aligned)))
-            elif getattr(m, head.switch) and not found:
+            if getattr(out, head.switch) is None:
+                setattr(out, head.switch, found and (head.aligned is None or _feature_on(e, head.aligned)))
+            elif getattr(out, head.switch) and not found:
                 raise InputError(
                     f"[model] {head.switch} = true, but the training data has no {head.gold_from}",
                     config.data.train,
                 )
-            if head.aligned and getattr(m, head.switch) and not _feature_on(m, head.aligned):
+            if head.aligned and getattr(out, head.switch) and not _feature_on(e, head.aligned):
                 key = _feature_key(head.aligned)
                 raise InputError(
                     f"{head.what} are predicted from the embeddings of the feature {head.aligned}: they need "
@@ -190,8 +190,8 @@ def _feature_key(feature: str) -> str:
     return FEATURES[feature].dim_key
 
 
-def _feature_on(model_settings, feature: str) -> bool:
-    return getattr(model_settings, _feature_key(feature)) > 0
+def _feature_on(embedder_settings, feature: str) -> bool:
+    return getattr(embedder_settings, _feature_key(feature)) > 0
 
 
 def _registry() -> dict[str, Task]:

@@ -205,13 +205,15 @@ class QEScoring(Scoring):
     def selection(self, config) -> tuple[str, str]:
         """``[train] best_metric``, else the F1-MULT of MT words and gaps together (WMT19's target score)
         for a model that predicts gaps, else the MT words' F1-MULT (WMT16)."""
-        if config.train.best_metric is None and config.model.gaps:
+        if config.train.best_metric is None and config.model.output.gaps:
             return "target_f1_mult", score_label("target_f1_mult")
         key, label = super().selection(config)
         return key, score_label(key) if key != self.metric else label
 
     def report_columns(self, config) -> tuple[tuple[str, str], ...]:
-        heads = (c for name, columns in HEAD_COLUMNS.items() if getattr(config.model, name) for c in columns)
+        heads = (
+            c for name, columns in HEAD_COLUMNS.items() if getattr(config.model.output, name) for c in columns
+        )
         return self.columns + tuple(heads)
 
     def score_outputs(self, gold_words, predicted_words, gold, predicted, heads) -> dict:

@@ -163,7 +163,7 @@ def build_model(
     """A new run's resolved config, vocabularies and model. With pretrained vectors
     (easyfirst.data.vectors) the config takes the settings they decide and how many words they cover
     before it is resolved; their first words join the vocabulary and their rows the word embeddings."""
-    m = builder.model
+    m = builder.model.embedder
     vectors = open_vectors(m.pretrained) if m.pretrained else None
     for note in builder.follow_vectors(vectors) if vectors else ():
         log(note)
@@ -185,8 +185,8 @@ def build_model(
     if aligned is not None:
         m.source_pretrained_covered = len(aligned[0])
     config = builder.resolved("the run's config")
-    m = config.model
-    model = EasyFirstTagger(m, config.loss, vocabs, get_task(config.data.task).outputs)
+    m = config.model.embedder
+    model = EasyFirstTagger(config.model, config.loss, vocabs, get_task(config.data.task).outputs)
     if vectors:
         model.embedder.load_pretrained(vectors, vocabs, found=words)
         training = len(vocabs.words) - 2 - added  # the words added from the vectors all have one
@@ -212,27 +212,28 @@ def log_settings(
     """The training log's model, output and updates lines."""
     t = config.train
     m = config.model
-    steps = "N = L" if m.sketch_steps is None else f"N = {m.sketch_steps}"
+    e, h, d = m.embedder, m.encoder, m.decoder
+    steps = "N = L" if d.sketch_steps is None else f"N = {d.sketch_steps}"
     kind = m.model if m.decodes else "bilstm (N = 0)"
-    attention = m.attention if m.decodes else "-"
-    if m.decodes and m.attention_temperature != 1 and not t.anneal_epochs:  # --easy-first sets it
-        attention += f" at temperature {m.attention_temperature:g}"
-    chars = f"; characters: {m.char_dim}-d, " + (
-        f"a CNN of {m.char_filters} filters of {m.char_window}"
-        if m.char_encoder == "cnn"
-        else f"a BiLSTM of {m.char_filters // 2} units per direction"
+    attention = d.attention if m.decodes else "-"
+    if m.decodes and d.attention_temperature != 1 and not t.anneal_epochs:  # --easy-first sets it
+        attention += f" at temperature {d.attention_temperature:g}"
+    chars = f"; characters: {e.char_dim}-d, " + (
+        f"a CNN of {e.char_filters} filters of {e.char_window}"
+        if e.char_encoder == "cnn"
+        else f"a BiLSTM of {e.char_filters // 2} units per direction"
     )
-    layers = f"{m.encoder_layers} BiLSTM layers" if m.encoder_layers > 1 else "a BiLSTM"
+    layers = f"{h.encoder_layers} BiLSTM layers" if h.encoder_layers > 1 else "a BiLSTM"
     rates = [m.dropout_at(place) for place in ("embedding", "encoder", "output")][
-        :: 1 if m.encoder_layers > 1 else 2
+        :: 1 if h.encoder_layers > 1 else 2
     ]
     dropout = f"{m.dropout_kind} dropout {'/'.join(f'{r:g}' for r in rates)}"
     log(
-        f"[bold]model[/] {kind}, attention {attention}, {steps}; {layers} of {m.hidden_dim} units per "
+        f"[bold]model[/] {kind}, attention {attention}, {steps}; {layers} of {h.hidden_dim} units per "
         f"direction, {dropout}; "
         f"{sum(p.numel() for p in model.parameters()):,} parameters; {len(vocabs.words):,} words "
-        f"({f'{m.affix_dim}-d affixes' if m.affix_dim else 'no affixes'}), "
-        f"{len(vocabs.tags)} tags{chars if m.char_dim else ''}"
+        f"({f'{e.affix_dim}-d affixes' if e.affix_dim else 'no affixes'}), "
+        f"{len(vocabs.tags)} tags{chars if e.char_dim else ''}"
     )
     log(f"[bold]output[/] {model.describe_output()}")
     per_update = "1 sentence" if t.batch_size == 1 else f"{t.batch_size} sentences"
@@ -303,9 +304,11 @@ def prepare_run(
         )
     log_settings(log, config, model, vocabs, device)
     drop_probabilities = None
-    if config.model.word_dropout > 0:
+    if config.model.embedder.word_dropout > 0:
         counts = Counter(w.lower() if vocabs.lowercase else w for s in train_sents for w in s.words)
-        drop_probabilities = word_dropout_probabilities(counts, vocabs.words, config.model.word_dropout)
+        drop_probabilities = word_dropout_probabilities(
+            counts, vocabs.words, config.model.embedder.word_dropout
+        )
     optimizer = make_optimizer(
         t.optimizer, t.lr, model, sparse=not group.parallel, embedding_lr=t.embedding_lr, momentum=t.momentum
     )
@@ -365,7 +368,7 @@ def start_hogwild(run: Run, count: int) -> None:
 
 def build_vocabularies(config: Config, train_sents: list[Sentence]) -> Vocabularies:
     """Words, affixes, tags and each active feature's symbols, from the training sentences."""
-    m = config.model
+    m = config.model.embedder
     vocabs = Vocabularies.build(
         ((s.words, s.tags) for s in train_sents),
         word_min_freq=m.word_min_freq,

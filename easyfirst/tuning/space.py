@@ -181,7 +181,7 @@ def check_space(space: Space, base: Config) -> None:
             trial = fixed.thawed()
             trial.assign(p.section, p.key, value, (space.path, p.line))
             trial = trial.resolved(space.path)
-            if p.choices is None and isinstance(getattr(getattr(trial, p.section), p.key), int):
+            if p.choices is None and isinstance(getattr(trial, p.section).get(p.key), int):
                 p.integer = True
         if p.integer and not all(isinstance(v, int) for v in (p.low, p.high, p.step or 1)):
             raise InputError(

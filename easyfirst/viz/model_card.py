@@ -59,28 +59,25 @@ def model_card(
 
 def _summary(config: Config, sizes: dict[str, int], parameters: int, half: bool) -> str:
     model, task = config.model, config.data.task
+    d, e = model.decoder, model.embedder
     tag_set = get_task(task).format.tag_set(config.data)
     name = MODEL_NAMES.get(model.model, model.model)
-    steps = "" if model.model == "bilstm" else f", N = {model.sketch_steps or 'L'} sketch steps"
+    steps = "" if model.model == "bilstm" else f", N = {d.sketch_steps or 'L'} sketch steps"
     rows = [
         ("task", f"{task}: {get_task(task).summary}"),
         ("model", f"{name}{steps}"),
     ]
     if model.model != "bilstm":
-        rows.append(("attention", f"{model.attention}, temperature {model.attention_temperature:g}"))
+        rows.append(("attention", f"{d.attention}, temperature {d.attention_temperature:g}"))
     rows.append(("encoder", _encoder(config)))
-    output = "CRF" if model.crf else f"{config.loss.loss} loss"
+    output = "CRF" if model.output.crf else f"{config.loss.loss} loss"
     if config.data.scheme != "bio":
         output += f", {config.data.scheme.upper()} tags (read out as BIO)"
-    added = (
-        f", and the vectors' first {model.pretrained_words:,}"
-        if model.pretrained and model.pretrained_words
-        else ""
-    )
+    added = f", and the vectors' first {e.pretrained_words:,}" if e.pretrained and e.pretrained_words else ""
     rows += [
         ("output layer", output),
         ("tags", f"{sizes['tags']}" + (f" ({tag_set})" if tag_set else "")),
-        ("vocabulary", f"{sizes['words']:,} words (those seen at least {model.word_min_freq} times{added})"),
+        ("vocabulary", f"{sizes['words']:,} words (those seen at least {e.word_min_freq} times{added})"),
         ("pretrained vectors", _vectors(config, sizes)),
         ("affix n-grams", _affixes(config)),
         ("character features", _characters(config)),
@@ -98,7 +95,7 @@ def _summary(config: Config, sizes: dict[str, int], parameters: int, half: bool)
 
 def _vectors(config: Config, sizes: dict[str, int]) -> str:
     """The pretrained vectors' row: the set, its size, what it is and how many of the words it covered."""
-    model, rows = config.model, []
+    model, rows = config.model.embedder, []
     if model.pretrained:
         named = NAMED.get(model.pretrained)
         covered = model.pretrained_covered
@@ -120,10 +117,10 @@ DROPOUT_PLACES = {"embedding": "on the embeddings", "encoder": "between layers",
 
 def _encoder(config: Config) -> str:
     """The encoder's row: its BiLSTM layers and units, and its dropout."""
-    m = config.model
-    layers = f"{m.encoder_layers} stacked BiLSTM layers" if m.encoder_layers > 1 else "a BiLSTM"
+    m, h = config.model, config.model.encoder
+    layers = f"{h.encoder_layers} stacked BiLSTM layers" if h.encoder_layers > 1 else "a BiLSTM"
     rates = {place: m.dropout_at(place) for place in ("embedding", "encoder", "output")}
-    if m.encoder_layers == 1:
+    if h.encoder_layers == 1:
         del rates["encoder"]
     same = len(set(rates.values())) == 1
     dropout = (
@@ -131,18 +128,18 @@ def _encoder(config: Config) -> str:
         if same
         else ", ".join(f"{rate:g} {DROPOUT_PLACES[place]}" for place, rate in rates.items())
     )
-    return f"{layers} of {m.hidden_dim} units per direction; {m.dropout_kind} dropout {dropout}"
+    return f"{layers} of {h.hidden_dim} units per direction; {m.dropout_kind} dropout {dropout}"
 
 
 def _affixes(config: Config) -> str:
-    m = config.model
+    m = config.model.embedder
     if not m.affix_dim:
         return "none"
     return f"prefixes and suffixes of up to {m.max_affix} characters, {m.affix_dim}-d, summed per word"
 
 
 def _characters(config: Config) -> str:
-    m = config.model
+    m = config.model.embedder
     if not m.char_dim:
         return "none"
     if m.char_encoder == "cnn":
@@ -206,9 +203,9 @@ def training_command(config: Config, flags: Mapping[str, Any] | None = None) -> 
     key that differs from the task's defaults its flag (``--pretrained glove-6b-50d``), or a ``--set``
     where it has none or takes a table (class weights). ``flags`` maps a key (``model.pretrained``) to
     its flag, whose ``typed(value)`` is the flag as typed (easyfirst.cli.flags.FLAG_OF)."""
-    flags = flags or {}
+    flags, e = flags or {}, config.model.embedder
     task_defaults = Config.for_task(config.data.task)
-    if config.model.pretrained:  # what training takes with vectors (POS: temperature 0.25) goes unsaid
+    if e.pretrained:  # what training takes with vectors (POS: temperature 0.25) goes unsaid
         task_defaults.update(get_task(config.data.task).with_vectors, "task with vectors")
     saved, defaults = config.to_dict(), task_defaults.to_dict()
     args = ["easyfirst", "train", "--task", config.data.task]
@@ -218,9 +215,9 @@ def training_command(config: Config, flags: Mapping[str, Any] | None = None) -> 
     unset = []
     # what training wrote from the pretrained vectors: their coverage, their size, lower-cased lookups
     derived = {("model", "pretrained_covered"), ("model", "source_pretrained_covered")}
-    derived |= {("model", "word_dim")} if config.model.pretrained else set()
-    derived |= {("model", "source_dim")} if config.model.source_pretrained else set()
-    named = NAMED.get(config.model.pretrained or "")
+    derived |= {("model", "word_dim")} if e.pretrained else set()
+    derived |= {("model", "source_dim")} if e.source_pretrained else set()
+    named = NAMED.get(e.pretrained or "")
     derived |= {("model", "lowercase")} if named and named.uncased else set()
     for section, values in saved.items():
         for key, value in values.items():
@@ -328,7 +325,7 @@ def _use_and_limits(config: Config, half: bool, scored: bool = True) -> str:
         "It knows the words, spelling and tag set of its training data; expect lower scores on text "
         "of another domain, period or language.",
     ]
-    if not config.model.pretrained:
+    if not config.model.embedder.pretrained:
         limits.append(
             "It was trained without pretrained word vectors: a word unseen in training (or seen once) "
             f"is an unknown word, tagged from {_unknown_word(config)}."
@@ -363,7 +360,9 @@ def _use_and_limits(config: Config, half: bool, scored: bool = True) -> str:
 
 def _unknown_word(config: Config) -> str:
     """What the model reads of a word it does not know: its affixes, characters, case, and the context."""
-    parts = ["capitalization" if p == "case feature" else p for p in config.model.spelling()] + ["context"]
+    parts = ["capitalization" if p == "case feature" else p for p in config.model.embedder.spelling()] + [
+        "context"
+    ]
     return "its " + (f"{', '.join(parts[:-1])} and {parts[-1]}" if len(parts) > 1 else parts[0])
 
 

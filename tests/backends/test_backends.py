@@ -23,7 +23,7 @@ from easyfirst.backends import chooser as chooser_module
 from easyfirst.backends.chooser import BACKENDS, choose_backend
 from easyfirst.backends.declaration import DECODER_SETTINGS, REVISIONS
 from easyfirst.config import Config
-from easyfirst.model.settings import ModelConfig
+from easyfirst.model.settings import DecoderSettings, ModelConfig
 from easyfirst.ops.attention import ATTENTIONS
 from easyfirst.ops.kinds import KINDS
 from easyfirst.training.loop import train
@@ -67,7 +67,7 @@ def test_backend_names_are_one_list():
 def test_the_chooser_takes_the_first_backend_that_declares_the_batch(
     model, attention, sentences, device, dtype, training, expected
 ):
-    config = ModelConfig(model=model, attention=attention)
+    config = ModelConfig(model=model, decoder=DecoderSettings(attention=attention))
     plan = choose_backend(config, sentences, device, dtype, training)
     assert (plan.encoder.name, plan.decoder and plan.decoder.name) == expected
     if expected[1] == "reference" and attention != "sparsemax":
@@ -75,7 +75,7 @@ def test_the_chooser_takes_the_first_backend_that_declares_the_batch(
 
 
 def test_a_forced_backend_runs_where_it_supports_the_batch_and_the_reference_elsewhere():
-    config = ModelConfig(attention="sparsemax")
+    config = ModelConfig(decoder=DecoderSettings(attention="sparsemax"))
     plan = choose_backend(config, "many", "cpu", "float32", True, force="fused")
     assert (plan.encoder.name, plan.decoder.name) == ("reference", "reference")
     assert "passed over fused: attention = sparsemax (csoftmax only)" in plan.describe()
@@ -92,12 +92,15 @@ def test_a_setting_no_fast_backend_declares_runs_the_reference_and_the_log_says_
     at one sentence per update, which would take the NumPy/Numba decoder, runs the reference decoder
     (the fast loops are made to fail if called), and the log and metrics.json say why."""
     monkeypatch.setattr(chooser_module, "DECODER_SETTINGS", (*DECODER_SETTINGS, "sketch_novelty"))
-    monkeypatch.setattr(ModelConfig, "sketch_novelty", 1, raising=False)
+    read = ModelConfig.get
+    monkeypatch.setattr(
+        ModelConfig, "get", lambda self, key: 1 if key == "sketch_novelty" else read(self, key)
+    )
     monkeypatch.setattr(lean, "lean_decoder", lambda *a, **k: pytest.fail("a fast decoder ran"))
     monkeypatch.setattr(fused, "fused_sketch_loop", lambda *a, **k: pytest.fail("a fast decoder ran"))
     config = Config.load(os.path.join(os.path.dirname(__file__), "..", "..", "configs", "pos-reference.toml"))
     config.data.train = config.data.dev = str(SAMPLE)
-    config.train.epochs, config.model.sketch_steps, config.train.workers = 1, 2, 1
+    config.train.epochs, config.model.decoder.sketch_steps, config.train.workers = 1, 2, 1
     log = io.StringIO()
     train(config, tmp_path / "run", console=Console(file=log, width=1000))
     line = next(x for x in log.getvalue().splitlines() if x.startswith("backend updates"))
@@ -114,7 +117,7 @@ REFERENCE_CODE = {
     "encoder": ("model/encoder.py",),
     "decoder": ("model/sketch.py", "ops/window.py", "ops/attention.py", "ops/constrained.py"),
 }
-DIGESTS = {"encoder": "83283112632772f7", "decoder": "54621eca88ef7b31"}
+DIGESTS = {"encoder": "13362f44a46e882f", "decoder": "8a295949d6afa1bd"}
 
 
 def _without_docstrings(tree: ast.AST) -> ast.AST:

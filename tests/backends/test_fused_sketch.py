@@ -18,7 +18,7 @@ from easyfirst.backends.fused import (
     fused_sketch_loop,
     run_loop,
 )
-from easyfirst.model.settings import ModelConfig
+from easyfirst.model.settings import DecoderSettings, ModelConfig
 from easyfirst.model.sketch import SketchDecoder, WordScores
 from easyfirst.ops.kinds import KINDS
 
@@ -153,7 +153,7 @@ def test_only_csoftmax_batches_take_the_fused_loop_and_model_files_do_not_change
     reference), for NEF-F and NEF-S, and the model's saved parameters are the same whichever runs."""
     for model in ("nef-f", "nef-s"):
         for name in KINDS:
-            config = ModelConfig(model=model, attention=name)
+            config = ModelConfig(model=model, decoder=DecoderSettings(attention=name))
             plan = choose_backend(config, "many", "cpu", "float32", training=True)
             assert plan.decoder.name == ("fused" if name == "csoftmax" else "reference"), (model, name)
             assert plan.encoder.name == "reference"

@@ -276,7 +276,7 @@ def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, loops, at
     sentence = read_conllu(sample)[0]
     config = Config()
     config.train.batch_size, config.train.reduction, config.train.clip = 1, "sum", 0.5
-    config.model.attention = attention
+    config.model.decoder.attention = attention
     vocabs = build_vocabularies(config, [sentence])
     torch.manual_seed(1)
     model = EasyFirstTagger(config.model, config.loss, vocabs).double()
@@ -307,7 +307,7 @@ def test_the_training_log_says_which_loops_run_a_sentence(tmp_path, backend, cou
         need_numba()
     config = Config.load(REFERENCE)
     config.data.train = config.data.dev = str(SAMPLE)
-    config.train.epochs, config.model.sketch_steps = 1, 2
+    config.train.epochs, config.model.decoder.sketch_steps = 1, 2
     config.train.backend = backend
     log = io.StringIO()
     train(config, tmp_path / "run", console=Console(file=log, width=1000))
@@ -329,7 +329,7 @@ from easyfirst.config import Config
 from easyfirst.training.loop import train
 config = Config.load({str(REFERENCE)!r})
 config.data.train = config.data.dev = {str(SAMPLE)!r}
-config.train.epochs, config.model.sketch_steps = 1, 2
+config.train.epochs, config.model.decoder.sketch_steps = 1, 2
 train(config, {str(tmp_path / "run")!r})
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
@@ -360,7 +360,7 @@ if lean.kernels() is not None:  # with the extra fast: training takes the kernel
     from easyfirst.training.loop import train
     config = Config.load({str(REFERENCE)!r})
     config.data.train = config.data.dev = {str(SAMPLE)!r}
-    config.train.epochs, config.model.sketch_steps = 1, 2
+    config.train.epochs, config.model.decoder.sketch_steps = 1, 2
     train(config, {str(tmp_path / "run")!r})
     assert "backend updates: numba (BiLSTM and decoder)" in open({str(tmp_path / "run" / "train.log")!r}).read()
 """

@@ -123,16 +123,15 @@ def test_building_the_commands_imports_no_torch():
 def test_every_flag_of_the_table_is_a_train_flag_of_a_config_key(commands):
     """Each row of easyfirst.cli.flags.FLAGS is a train flag (a boolean's --no- form too) and names a
     config key; no two rows share a flag or a key."""
-    from dataclasses import fields
-
     from easyfirst.cli.flags import FLAGS
+    from easyfirst.fields import flat_fields
 
     train_flags = flags(commands["train"])
     config = Config()
     for flag in FLAGS:
         assert flag.name in train_flags, flag.name
-        assert flag.field in {f.name for f in fields(getattr(config, flag.section))}, flag.key
-        if isinstance(getattr(getattr(config, flag.section), flag.field), bool):
+        assert flag.field in flat_fields(type(getattr(config, flag.section))), flag.key
+        if isinstance(getattr(config, flag.section).get(flag.field), bool):
             assert f"--no-{flag.name[2:]}" in train_flags, flag.name
     assert len({f.name for f in FLAGS}) == len({f.key for f in FLAGS}) == len(FLAGS)
 
@@ -155,7 +154,7 @@ def test_set_reads_toml_values_and_checks_them():
     config.set_dotted("model.hidden_dim=100")
     config.set_dotted("loss.class_weights = {NOUN = 2}")
     config.set_dotted("train.optimizer=adam")  # a bare word is a string
-    assert config.model.hidden_dim == 100 and config.loss.class_weights == {"NOUN": 2.0}
+    assert config.model.encoder.hidden_dim == 100 and config.loss.class_weights == {"NOUN": 2.0}
     assert config.train.optimizer == "adam"
     with pytest.raises(InputError, match="hidden_dim must be an integer"):
         config.set_dotted("model.hidden_dim=wide")

@@ -178,7 +178,7 @@ def test_bad_loss_configs_are_rejected(loss, model, message):
 def test_default_loss_config_is_todays_softmax_cross_entropy():
     config = Config.from_dict({"model": {"model": "nef-f"}})
     assert config.loss.entmax_alpha == 1.0 and config.loss.label_smoothing == 0.0
-    assert config.loss.temperature == 1.0 and not config.loss.class_weights and not config.model.crf
+    assert config.loss.temperature == 1.0 and not config.loss.class_weights and not config.model.output.crf
     assert Config.from_dict({"loss": {"loss": "entmax", "alpha": 1.25}}).loss.entmax_alpha == 1.25
 
 

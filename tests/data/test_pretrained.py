@@ -108,8 +108,8 @@ def test_training_with_pretrained_vectors_keeps_them_in_the_model_folder(tmp_pat
     config = Config()
     config.data.train = config.data.dev = str(SAMPLE)
     config.train.epochs = 1
-    config.model.pretrained = str(vectors)  # the word size is the vectors' 4
-    config.model.pretrained_words = 2
+    config.model.embedder.pretrained = str(vectors)  # the word size is the vectors' 4
+    config.model.embedder.pretrained_words = 2
     train(config, tmp_path / "run")
     vectors.unlink()  # the model folder must not need the vectors file any more
     tagger = Tagger.load(tmp_path / "run")
@@ -118,7 +118,8 @@ def test_training_with_pretrained_vectors_keeps_them_in_the_model_folder(tmp_pat
     weight = tagger.model.embedder.words.weight
     assert weight[words.index(unseen)].tolist() == [0.5, -0.5, 0.25, 8.0]
     assert len(tagger.tag([[unseen, "."]], records=True)[0].tags) == 2
-    assert tagger.config.model.word_dim == 4 and tagger.config.model.pretrained_covered == 2  # the, zyzzyva
+    e = tagger.config.model.embedder
+    assert e.word_dim == 4 and e.pretrained_covered == 2  # the, zyzzyva
 
 
 def test_source_words_keep_their_case_and_take_the_vector_of_their_lower_cased_form(vectors):
@@ -220,8 +221,8 @@ def test_frozen_vectors_stay_as_read_and_the_other_words_learn(tmp_path, optimiz
         config.data.train = config.data.dev = str(SAMPLE)
         config.train.epochs, config.train.optimizer, config.train.batch_size = 2, optimizer, batch_size
         config.train.lr = 0.05
-        config.model.pretrained, config.model.freeze_vectors = str(vectors), freeze
-        config.model.pretrained_words = 0
+        config.model.embedder.pretrained, config.model.embedder.freeze_vectors = str(vectors), freeze
+        config.model.embedder.pretrained_words = 0
         torch.manual_seed(0)
         train(config, tmp_path / f"run-{freeze}")
         tagger = Tagger.load(tmp_path / f"run-{freeze}")

@@ -173,11 +173,12 @@ def random_sentences(count, seed):
 def qe_embedder(sentences, context_dim=0):
     """Vocabularies and an embedder with the QE features (64-d words, no affixes, as §5.3, but small)."""
     config = Config.for_task("qe")
-    config.model.word_dim, config.model.source_dim, config.model.qe_context_dim = 4, 3, context_dim
+    e = config.model.embedder
+    e.word_dim, e.source_dim, e.qe_context_dim = 4, 3, context_dim
     vocabs = Vocabularies.build(((s.words, s.tags) for s in sentences), word_min_freq=1)
-    vocabs.features = build_feature_vocabs(active_features(config.model), sentences)
+    vocabs.features = build_feature_vocabs(active_features(config.model.embedder), sentences)
     torch.manual_seed(0)
-    embedder = Embedder(vocabs, 4, 0, active_features(config.model))
+    embedder = Embedder(vocabs, 4, 0, active_features(config.model.embedder))
     batch = collate(
         [encode(vocabs, s.words, s.tags, s.extra) for s in sentences], list(range(len(sentences)))
     )

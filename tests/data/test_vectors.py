@@ -98,7 +98,7 @@ def test_the_vectors_set_the_word_size_and_a_conflicting_one_is_refused(tmp_path
     path.write_bytes(text_vectors())
     config = Config.for_task("pos")
     assert config.follow_vectors(open_vectors(path)) == []  # cased: lookups keep the case
-    assert config.model.word_dim == 3 and not config.model.lowercase
+    assert config.model.embedder.word_dim == 3 and not config.model.embedder.lowercase
     config = Config.for_task("pos")
     config.set_dotted("model.word_dim=64")  # the default value, but given: it disagrees
     with pytest.raises(InputError, match="--set: model.word_dim = 64, but the vectors .* have 3 dimensions"):
@@ -112,7 +112,7 @@ def test_an_uncased_set_turns_lower_cased_lookups_on(tmp_path):
     path.write_text("the 1 2\nzebra 3 4\n", encoding="utf-8")
     config = Config.for_task("pos")
     (note,) = config.follow_vectors(open_vectors(path))
-    assert config.model.lowercase and note.endswith("(their prefixes and suffixes keep the case)")
+    assert config.model.embedder.lowercase and note.endswith("(their prefixes and suffixes keep the case)")
     config = Config.for_task("ner")  # lower-cased already, and a case feature
     (note,) = config.follow_vectors(open_vectors(path))
     assert note.endswith("(their prefixes, suffixes and case feature keep the case)")

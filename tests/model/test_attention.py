@@ -113,11 +113,11 @@ def test_hard_attention_follows_the_output_layer():
 
 def test_no_concat_predicts_from_the_sketch_alone():
     config = Config()
-    config.model.concat = False
+    config.model.output.concat = False
     _, vocabs = small_model()
     torch.manual_seed(0)
     net = EasyFirstTagger(config.model, config.loss, vocabs)
-    assert net.output.in_features == config.model.sketch_dim
+    assert net.output.in_features == config.model.decoder.sketch_dim
     batch = next(iterate_batches([encode(vocabs, s, t) for s, t in zip(SENTENCES, TAGS, strict=True)], 8))
     scores, _ = net(batch)
     net.loss(scores, batch.tags).backward()

@@ -24,10 +24,10 @@ from easyfirst.training.loop import build_vocabularies
 def char_model(model: str = "nef-f", **settings):
     config = Config.for_task("pos")
     config.model.model = model
-    config.model.sketch_steps = 0 if model == "bilstm" else None
-    config.model.char_dim, config.model.char_filters = 6, 5
+    config.model.decoder.sketch_steps = 0 if model == "bilstm" else None
+    config.model.embedder.char_dim, config.model.embedder.char_filters = 6, 5
     for key, value in settings.items():
-        setattr(config.model, key, value)
+        setattr(config.model.holder(key), key, value)
     sentences = read_conllu(SAMPLE)
     vocabs = build_vocabularies(config, sentences)
     torch.manual_seed(0)
@@ -107,7 +107,7 @@ def test_a_model_saved_before_characters_loads_without_them():
         del raw["model"][key]
     raw["model"]["pretrained_words"] = 0
     config = Config.from_saved(raw)
-    assert config.model.char_dim == 0
+    assert config.model.embedder.char_dim == 0
 
 
 @pytest.mark.slow

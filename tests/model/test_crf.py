@@ -131,9 +131,9 @@ def test_crf_output_layer_trains_and_decodes_on_every_model(model):
     sentences = [["John", "lives", "in", "New", "York"], ["Mary", "left"]]
     tags = [["B-PER", "O", "O", "B-LOC", "I-LOC"], ["B-PER", "O"]]
     config = Config()
-    config.model.model, config.model.crf = model, True
+    config.model.model, config.model.output.crf = model, True
     if model == "bilstm":
-        config.model.sketch_steps = 0
+        config.model.decoder.sketch_steps = 0
     vocabs = Vocabularies.build(zip(sentences, tags, strict=True), word_min_freq=1)
     torch.manual_seed(0)
     net = EasyFirstTagger(config.model, config.loss, vocabs)

@@ -185,9 +185,10 @@ def test_more_steps_than_words_refreshes_the_budget_every_l_steps():
 
 def small_model(model="nef-f", steps=None, attention="csoftmax") -> tuple[EasyFirstTagger, Vocabularies]:
     config = Config()
-    config.model.model, config.model.sketch_steps, config.model.attention = model, steps, attention
+    config.model.model = model
+    config.model.decoder.sketch_steps, config.model.decoder.attention = steps, attention
     if model == "bilstm":
-        config.model.sketch_steps = 0
+        config.model.decoder.sketch_steps = 0
     vocabs = Vocabularies.build(zip(SENTENCES, TAGS, strict=True), word_min_freq=1)
     torch.manual_seed(0)
     return EasyFirstTagger(config.model, config.loss, vocabs), vocabs

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import typing
-from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ import verbs
 from conftest import SAMPLE, run_cli
 from easyfirst.cli.flags import FLAG_OF
 from easyfirst.config import SECTIONS, Config
-from easyfirst.fields import Rule
+from easyfirst.fields import Rule, field_types, flat_fields
 from easyfirst.model.settings import LOSS_ALPHA
 
 
@@ -31,12 +30,12 @@ def easyfirst(*args: str) -> tuple[int, str]:
 
 
 def all_fields():
+    """(section, field, annotation) of every key a config file may hold ([model]'s parts' keys flat)."""
     config = Config()
     for section in SECTIONS:
         target = getattr(config, section)
-        hints = typing.get_type_hints(type(target))
-        for f in fields(target):
-            yield section, f, hints[f.name]
+        for key, (_, f) in flat_fields(type(target)).items():
+            yield section, f, field_types(type(target.holder(key)))[key]
 
 
 def wrong_type(annotation) -> object:

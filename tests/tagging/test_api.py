@@ -154,7 +154,7 @@ def test_a_bundled_model_is_taken_by_its_name_wherever_a_model_is():
 def test_the_bundled_ner_model_finds_the_entities_of_a_plain_sentence():
     """en-ner (CoNLL-2003, GloVe 6B 50-d in its weights): tags without the vectors' package."""
     tagger = Tagger.load("en-ner")
-    assert tagger.config.data.task == "ner" and tagger.config.model.crf
+    assert tagger.config.data.task == "ner" and tagger.config.model.output.crf
     words = "John Smith visited Paris with the European Union delegation .".split()
     tags = tagger.tag([words], records=True)[0].tags
     assert tags == ["B-PER", "I-PER", "O", "B-LOC", "O", "O", "B-ORG", "I-ORG", "O", "O"]

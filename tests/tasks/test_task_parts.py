@@ -86,7 +86,7 @@ def trained(tmp_path: Path, task: Task, monkeypatch) -> tuple[Path, Path]:
     config = Config.for_task(task.name)
     config.data.train = config.data.dev = str(data)
     config.train.epochs, config.train.threads = 2, 1
-    config.model.hidden_dim, config.model.word_dim, config.model.affix_dim = 8, 8, 4
+    config.model.encoder.hidden_dim, config.model.embedder.word_dim, config.model.embedder.affix_dim = 8, 8, 4
     train(config, tmp_path / "run")
     return data, tmp_path / "run"
 

@@ -101,6 +101,6 @@ def test_score_is_the_fraction_of_words_tagged_right():
 
 def test_pos_refuses_the_qe_heads():
     config = Config.for_task("pos")
-    config.model.gaps = True
+    config.model.output.gaps = True
     with pytest.raises(InputError, match=r"\[model\] gaps: only for the qe task, not pos"):
         POS.prepare(config, [])

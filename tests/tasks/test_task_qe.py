@@ -121,11 +121,11 @@ def test_prepare_switches_on_the_heads_the_data_has_and_refuses_the_others(tmp_p
     sentences = QE.read(write_set(tmp_path / "gaps", tags=gap_tags), Config.for_task("qe").data)
     config = Config.for_task("qe")
     QE.prepare(config, sentences)
-    assert config.model.gaps is True and config.model.source_tags is False
+    assert config.model.output.gaps is True and config.model.output.source_tags is False
     assert QE.scoring.selection(config) == ("target_f1_mult", "target F1-MULT")
     assert ("gaps_mcc", "gaps MCC") in QE.scoring.report_columns(config)
     config = Config.for_task("qe")
-    config.model.source_tags = True
+    config.model.output.source_tags = True
     with pytest.raises(InputError, match="source_tags = true, but the training data has no source tags"):
         QE.prepare(config, sentences)
 

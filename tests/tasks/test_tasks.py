@@ -46,7 +46,7 @@ def test_the_pos_task_is_the_built_in_defaults_in_the_papers_regime_at_lr_0_05_a
     # --attention-temperature 0.35) are these settings
     reference = Config.load(ROOT / "configs" / "pos-reference.toml")
     reference.train.lr = 0.05
-    reference.model.attention_temperature = 0.35
+    reference.model.decoder.attention_temperature = 0.35
     assert reference.to_dict() == pos
 
 
@@ -68,18 +68,19 @@ def test_pos_with_word_vectors_defaults_to_temperature_0_25_and_a_value_given_ho
     def pos(*assignments: str) -> Config:
         return validated("pos", source, *assignments)
 
-    assert pos().model.attention_temperature == 0.35
+    assert pos().model.decoder.attention_temperature == 0.35
     with_vectors = pos('model.pretrained="glove-6b-50d"')
-    assert with_vectors.model.attention_temperature == 0.25
+    assert with_vectors.model.decoder.attention_temperature == 0.25
     assert with_vectors.given("model.attention_temperature") is None  # still a default, not a choice
     given = pos('model.pretrained="vectors.txt"', "model.attention_temperature=0.5")
-    assert given.model.attention_temperature == 0.5
+    assert given.model.decoder.attention_temperature == 0.5
     scoreless = pos('model.pretrained="vectors.txt"', 'model.attention="uniform"')
-    assert scoreless.model.attention_temperature == 1.0
+    assert scoreless.model.decoder.attention_temperature == 1.0
     ner = Config.for_task("ner")
-    ner.model.pretrained = "glove-6b-50d"
+    ner.model.embedder.pretrained = "glove-6b-50d"
     ner = ner.resolved("test")
-    assert ner.model.attention_temperature == Config.for_task("ner").model.attention_temperature
+    default = Config.for_task("ner").model.decoder.attention_temperature
+    assert ner.model.decoder.attention_temperature == default
 
 
 @pytest.mark.parametrize("source", ["task", "configs/ner.toml"])
@@ -91,28 +92,28 @@ def test_ner_with_word_vectors_leaves_the_affixes_out_and_a_value_given_holds(so
         return validated("ner", source, *assignments)
 
     english = ner('model.pretrained="glove-6b-50d"')
-    assert english.model.affix_dim == 0 and english.given("model.affix_dim") is None
-    assert ner('model.pretrained="v.txt"', "model.affix_dim=50").model.affix_dim == 50
+    assert english.model.embedder.affix_dim == 0 and english.given("model.affix_dim") is None
+    assert ner('model.pretrained="v.txt"', "model.affix_dim=50").model.embedder.affix_dim == 50
     if source == "task":
-        assert ner().model.affix_dim == 50  # no vectors: the paper's affixes
+        assert ner().model.embedder.affix_dim == 50  # no vectors: the paper's affixes
 
 
 def test_configs_ner_toml_holds_the_ner_task_defaults_and_the_english_vectors():
     config = Config.load(ROOT / "configs" / "ner.toml")
-    assert config.model.pretrained == "glove-6b-50d"  # the English recipe (issue #36)
+    assert config.model.embedder.pretrained == "glove-6b-50d"  # the English recipe (issue #36)
     recipe = Config.for_task("ner")  # = --task ner --pretrained glove-6b-50d
     recipe.set_dotted('model.pretrained="glove-6b-50d"')
     recipe = recipe.resolved("test")
     assert config.to_dict() == recipe.to_dict()
     m = config.model
-    assert (m.model, m.sketch_steps, m.attention, m.dropout, m.crf) == (
+    assert (m.model, m.decoder.sketch_steps, m.decoder.attention, m.dropout, m.output.crf) == (
         "nef-f",
         5,
         "csoftmax",
         0.3,
         True,
     )  # §5.2
-    assert m.case_dim > 0 and m.lowercase and m.word_dropout > 0
+    assert m.embedder.case_dim > 0 and m.embedder.lowercase and m.embedder.word_dropout > 0
 
 
 def test_a_config_without_a_task_takes_the_given_task_defaults(tmp_path):
@@ -199,7 +200,7 @@ def test_lowercased_lookup_and_the_case_feature_reach_the_model():
         vocabs.features["case"].index("lower"),
     ]
     model = EasyFirstTagger(config.model, config.loss, vocabs)
-    assert model.embedder.output_dim == 64 + 2 * 50 + config.model.case_dim
+    assert model.embedder.output_dim == 64 + 2 * 50 + config.model.embedder.case_dim
     scores, _ = model(collate([one, two], [0, 1]))
     assert scores.shape == (2, 2, len(vocabs.tags))
     # the vocabularies, with their features, survive JSON

@@ -82,13 +82,14 @@ def test_the_saved_model_tags_with_the_temperature_of_its_epoch(tmp_path):
     model.eval()
     assert anneal.start_epoch(config, model, 2) == pytest.approx(0.5)
     save_model(tmp_path, model, anneal.epoch_config(config, model), vocabs)
-    assert config.model.attention_temperature == 0.35  # the pos default: the run's config is not written
+    # the pos default: the run's config is not written
+    assert config.model.decoder.attention_temperature == 0.35
     batch = collate([encode(vocabs, s.words) for s in sentences], list(range(len(sentences))))
     with torch.no_grad():
         expected = model(batch)[0]
         loaded, saved, _ = load_model(tmp_path)
         got = loaded(batch)[0]
-    assert saved.model.attention_temperature == pytest.approx(0.5)
+    assert saved.model.decoder.attention_temperature == pytest.approx(0.5)
     assert torch.allclose(got, expected, atol=1e-6)
     model.decoder.temperature = 0.25  # the end of the schedule scores differently: the check can fail
     with torch.no_grad():
@@ -129,7 +130,7 @@ def test_a_prescribed_attention_trains_with_the_tasks_defaults_but_not_with_a_te
     """POS's default temperature (0.35) gives way to an attention without scores; one given does not."""
     config = Config.for_task("pos")
     config.update({"model": {"attention": "left-to-right"}}, "--attention")
-    assert config.resolved().model.attention_temperature == 1.0
+    assert config.resolved().model.decoder.attention_temperature == 1.0
     config = Config.for_task("pos")
     config.update({"model": {"attention": "left-to-right", "attention_temperature": 0.5}}, "--set")
     with pytest.raises(InputError, match="has none"):

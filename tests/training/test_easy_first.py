@@ -129,7 +129,7 @@ def test_when_the_note_is_given(monkeypatch, task, changes, largest, noted):
 
     config = Config.for_task(task)
     for key, value in changes.items():
-        setattr(config.model, key, value)
+        setattr(config.model.holder(key), key, value)
     console = Console(file=io.StringIO(), width=300)
     monkeypatch.setattr(plot, "err", console)
     plot.note_if_diffuse(SimpleNamespace(config=config), largest, "this model")

@@ -147,7 +147,6 @@ def test_the_reference_config_is_the_papers_code_regime():
 
 
 def test_the_easy_first_config_is_the_reference_regime_with_attention_temperature_one_quarter():
-    from dataclasses import replace
     from pathlib import Path
 
     configs = Path(__file__).parents[2] / "configs"
@@ -155,8 +154,8 @@ def test_the_easy_first_config_is_the_reference_regime_with_attention_temperatur
         Config.load(configs / name) for name in ("pos-easyfirst.toml", "pos-reference.toml")
     )
     assert easy_first.train == reference.train
-    assert easy_first.model.attention_temperature == 0.25
-    assert replace(easy_first.model, attention_temperature=1.0) == reference.model
+    assert easy_first.model.decoder.attention_temperature == 0.25
+    assert easy_first.replaced("model", attention_temperature=1.0).model == reference.model
 
 
 def test_an_unknown_reduction_is_refused():

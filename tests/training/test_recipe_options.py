@@ -38,7 +38,7 @@ def tiny_model(**model: object) -> EasyFirstTagger:
     vocabs = Vocabularies.build([(["a", "b"], ["B-X", "I-X"])], word_min_freq=1)
     config = Config()
     for key, value in model.items():
-        setattr(config.model, key, value)
+        setattr(config.model.holder(key), key, value)
     return EasyFirstTagger(config.model, config.loss, vocabs)
 
 

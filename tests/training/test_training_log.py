@@ -32,7 +32,7 @@ def test_training_into_a_file_logs_progress_and_times_that_add_up_to_the_wall_cl
     monkeypatch.setattr(reporting, "PROGRESS_MIN_SECONDS", 0.0)  # the sample's epochs take a second or two
     config = Config.for_task("pos")
     config.data.train = config.data.dev = str(SAMPLE)
-    config.train.epochs, config.train.workers, config.model.sketch_steps = 2, 1, 2
+    config.train.epochs, config.train.workers, config.model.decoder.sketch_steps = 2, 1, 2
     screen = io.StringIO()  # not a terminal: no bar, lines
     started = time.perf_counter()
     train(config, tmp_path / "run", console=Console(file=screen, width=1000))

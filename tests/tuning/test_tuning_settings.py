@@ -56,7 +56,7 @@ def test_a_study_under_way_keeps_its_settings(tmp_path):
     with pytest.raises(InputError, match="is not the one the study began with"):
         record(tmp_path, first, base, "[train]\n", before)
     changed = Config.for_task("pos")
-    changed.model.hidden_dim = 7
+    changed.model.encoder.hidden_dim = 7
     with pytest.raises(InputError, match=r"model\.hidden_dim = 7, where the study began with 50"):
         record(tmp_path, first, changed, "[model]\n", before)
     changed = Config.for_task("pos")

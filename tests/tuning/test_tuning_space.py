@@ -79,7 +79,7 @@ def test_a_trial_draws_each_key_as_its_kind_and_apply_sets_them():
     ]
     cfg = Config.for_task("pos")
     space.apply(cfg, values, "trial 0")
-    assert (cfg.model.hidden_dim, cfg.train.lr, cfg.train.optimizer, cfg.train.epochs) == (
+    assert (cfg.model.encoder.hidden_dim, cfg.train.lr, cfg.train.optimizer, cfg.train.epochs) == (
         8,
         0.01,
         "adagrad",

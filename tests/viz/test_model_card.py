@@ -19,7 +19,7 @@ def run_dir(tmp_path_factory):
     config = Config.for_task("pos")
     config.data.train = config.data.dev = config.data.test = str(SAMPLE)
     config.train.epochs = 2
-    config.model.attention_temperature = 0.25  # a setting away from the defaults, for the command
+    config.model.decoder.attention_temperature = 0.25  # a setting away from the defaults, for the command
     out = tmp_path_factory.mktemp("card") / "run"
     train(config, out)
     return out
@@ -65,8 +65,9 @@ def test_the_cards_command_trains_the_same_configuration(monkeypatch, tmp_path):
     says it with flags where flags exist."""
     config = Config.for_task("ner")
     config.data.train, config.data.dev = "/data/esp.train", "/data/esp.testa"
-    config.model.attention_temperature = 0.25
-    config.model.sketch_steps, config.model.crf = None, False  # N = L, the flag's "L"; a --no- flag
+    config.model.decoder.attention_temperature = 0.25
+    config.model.decoder.sketch_steps = None  # N = L, the flag's "L"
+    config.model.output.crf = False  # a --no- flag
     config.loss.class_weights = {"B-PER": 2.0}
     config.train.reduction, config.train.seed, config.train.epochs = "sum", 7, 3
     command = training_command(config, FLAG_OF)
@@ -81,16 +82,18 @@ def test_the_cards_command_names_the_vectors_and_leaves_what_they_decide(monkeyp
     """A run with a named uncased set: the command gives --pretrained NAME, and not the word size or the
     lower-cased lookups that the vectors set (training sets them again from the same vectors)."""
     config = Config.for_task("pos")
-    config.model.pretrained, config.model.word_dim, config.model.lowercase = "glove-6b-50d", 50, True
-    config.model.pretrained_covered = 9000
+    e = config.model.embedder
+    e.pretrained, e.word_dim, e.lowercase = "glove-6b-50d", 50, True
+    e.pretrained_covered = 9000
     command = training_command(config, FLAG_OF)
     args = shlex.split(command)
     assert args[args.index("--pretrained") + 1] == "glove-6b-50d"
     assert "--set" not in args and "--lowercase" not in args and "--word-dim" not in args
     rebuilt = _config_of(command, monkeypatch, tmp_path)
-    assert rebuilt.model.pretrained == "glove-6b-50d" and rebuilt.model.word_dim != 50  # set by training
+    # the word size is set by training
+    assert rebuilt.model.embedder.pretrained == "glove-6b-50d" and rebuilt.model.embedder.word_dim != 50
     # a set of vectors given by path may be cased: lower-cased lookups stay in the command
-    config.model.pretrained = "/vectors/cased.txt"
+    config.model.embedder.pretrained = "/vectors/cased.txt"
     assert "model.lowercase=true" in training_command(config, FLAG_OF)
 
 
@@ -99,12 +102,13 @@ def test_the_cards_command_leaves_the_tasks_defaults_with_vectors(monkeypatch, t
     """POS with vectors trains at temperature 0.25 unless told otherwise: a run at 0.25 needs no
     --attention-temperature in its command, a run given 0.35 with vectors does, and both rebuild."""
     config = Config.for_task("pos")
-    config.model.pretrained, config.model.word_dim, config.model.lowercase = "glove-6b-50d", 50, True
-    config.model.attention_temperature = temperature
+    e = config.model.embedder
+    e.pretrained, e.word_dim, e.lowercase = "glove-6b-50d", 50, True
+    config.model.decoder.attention_temperature = temperature
     command = training_command(config, FLAG_OF)
     assert ("--attention-temperature" in shlex.split(command)) is said
     rebuilt = _config_of(command, monkeypatch, tmp_path)
-    assert rebuilt.model.attention_temperature == temperature
+    assert rebuilt.model.decoder.attention_temperature == temperature
 
 
 def test_export_drops_the_affix_vocabularies_a_model_without_affixes_never_reads(tmp_path):
@@ -114,7 +118,7 @@ def test_export_drops_the_affix_vocabularies_a_model_without_affixes_never_reads
 
     config = Config.for_task("pos")
     config.data.train = config.data.dev = str(SAMPLE)
-    config.train.epochs, config.model.affix_dim = 1, 0
+    config.train.epochs, config.model.embedder.affix_dim = 1, 0
     run = tmp_path / "run"
     train(config, run)
     vocab = json.loads((run / "vocab.json").read_text())
@@ -178,8 +182,9 @@ def test_the_card_says_who_trained_the_model_and_both_times_per_epoch(counts, wh
 
 def test_the_card_names_the_encoder_and_the_learned_scheme():
     config = Config.for_task("ner")
-    config.model.encoder_layers, config.model.hidden_dim, config.model.dropout_kind = 2, 100, "locked"
-    config.model.embedding_dropout, config.data.scheme = 0.5, "bioes"
+    config.model.encoder.encoder_layers, config.model.encoder.hidden_dim = 2, 100
+    config.model.dropout_kind = "locked"
+    config.model.embedder.embedding_dropout, config.data.scheme = 0.5, "bioes"
     card = model_card(config, None, {"words": 10, "tags": 3}, 100, "runs/x", False, flags=FLAG_OF)
     assert (
         "| encoder | 2 stacked BiLSTM layers of 100 units per direction; locked dropout 0.5 on the "
