@@ -307,8 +307,11 @@ def resume_training(folder: Path, given: dict) -> None:
 
 
 def run_training(cfg: Config, output: Path, device: str, resume: bool = False) -> None:
+    import time
+
     from easyfirst.training.loop import train as train_loop
 
+    began = time.time()
     try:
         train_loop(cfg, output, device=device, console=err, resume=resume)
     except FloatingPointError as error:
@@ -317,7 +320,7 @@ def run_training(cfg: Config, output: Path, device: str, resume: bool = False) -
     except KeyboardInterrupt:  # Ctrl-C: say how to go on (a SystemExit, which Typer passes through)
         from easyfirst.cli.app import report
 
-        kept = what_is_kept(output)
+        kept = what_is_kept(output, began)
         if kept is not None:
             report(kept)
             report(f"interrupted; continue from the last checkpoint with: easyfirst train --resume {output}")
@@ -333,9 +336,10 @@ def run_training(cfg: Config, output: Path, device: str, resume: bool = False) -
         raise SystemExit(130) from None
 
 
-def what_is_kept(output: Path) -> str | None:
+def what_is_kept(output: Path, began: float) -> str | None:
     """What an interrupted run keeps: its last checkpoint (where it stands, how long ago it was
-    written) and best model; what the interruption loses: the training since. None: no checkpoint."""
+    written) and best model; what the interruption loses: the training since, by this command (which
+    ``began`` then, a time.time(): a resumed run's checkpoint may be days old). None: no checkpoint."""
     import time
 
     import torch
@@ -345,7 +349,7 @@ def what_is_kept(output: Path) -> str | None:
     path = output / CHECKPOINT_FILE
     try:
         state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-        ago = time.time() - path.stat().st_mtime
+        ago = time.time() - max(path.stat().st_mtime, began)
     except Exception:  # noqa: BLE001 (none, or unreadable: --resume says which)
         return None
     epoch, step, best = state["epoch"], state["step"], state["best"].get("epoch", 0)
