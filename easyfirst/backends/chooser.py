@@ -73,8 +73,8 @@ def choose_backend(
     run = {"sentences": sentences, "device": device, "dtype": dtype, "training": training}
 
     def workload(part: str, keys: tuple[str, ...]) -> tuple:
-        run["revision"] = REVISIONS[part]
-        return tuple((key, run[key] if key in run else settings.get(key)) for key in keys)
+        given = {**run, "revision": REVISIONS[part]}
+        return tuple((key, given[key] if key in given else settings.get(key)) for key in keys)
 
     encoder = workload("encoder", ENCODER_SETTINGS)
     decoder = workload("decoder", DECODER_SETTINGS) if settings.decodes else None

@@ -262,32 +262,32 @@ def format_plain_options(command: TyperCommand | TyperGroup, ctx: typer.Context,
                 formatter.write_dl(rows)
 
 
-class Command(TyperCommand):
+class _HelpPage:
+    """What a verb and the group draw alike: easyfirst's --help page, Click's plain one under
+    ``TYPER_USE_RICH=0`` with easyfirst's placeholders (mixed in before Typer's class)."""
+
+    def format_help(self, ctx: typer.Context, formatter) -> None:
+        if self.rich_markup_mode is None:  # TYPER_USE_RICH=0: Click's plain page
+            return super().format_help(ctx, formatter)
+        print_help(self, ctx)
+
+    def format_options(self, ctx: typer.Context, formatter) -> None:
+        format_plain_options(self, ctx, formatter)
+
+
+class Command(_HelpPage, TyperCommand):
     """A verb (``easyfirst train``): Typer's command with easyfirst's --help page."""
 
     def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:
         return usage_pieces(self, ctx)
 
-    def format_help(self, ctx: typer.Context, formatter) -> None:
-        if self.rich_markup_mode is None:  # TYPER_USE_RICH=0: Click's plain page
-            return super().format_help(ctx, formatter)
-        print_help(self, ctx)
 
-    def format_options(self, ctx: typer.Context, formatter) -> None:
-        format_plain_options(self, ctx, formatter)
-
-
-class Group(TyperGroup):
+class Group(_HelpPage, TyperGroup):
     """The ``easyfirst`` command itself: Typer's group with easyfirst's --help page."""
 
     def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:
         return [*usage_pieces(self, ctx), self.subcommand_metavar]
 
-    def format_help(self, ctx: typer.Context, formatter) -> None:
-        if self.rich_markup_mode is None:  # TYPER_USE_RICH=0: Click's plain page
-            return super().format_help(ctx, formatter)
-        print_help(self, ctx)
-
     def format_options(self, ctx: typer.Context, formatter) -> None:
-        format_plain_options(self, ctx, formatter)
+        super().format_options(ctx, formatter)
         self.format_commands(ctx, formatter)
