@@ -192,12 +192,18 @@ class EasyFirstTagger(nn.Module):
             ]
         return ", ".join(words)
 
-    def predict(self, scores: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def predict(
+        self, scores: torch.Tensor, mask: torch.Tensor, distribution: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Tags ``(B, L)`` and the output distribution ``(B, L, K)`` for scores ``(B, L, K)``.
 
         Per word: the argmax and π(scores) of the loss's mapping (T = 1); with the CRF, the Viterbi
         sequence and the forward–backward marginals. Padding gets tag 0 (and, with the CRF, zeros).
+        Without ``distribution`` (nobody reads it: tagging without probabilities), None in its place:
+        the CRF's marginals are a forward–backward pass, 13% of tagging CoNLL-2003 test with en-ner.
         """
         if self.crf is not None:
-            return self.crf.viterbi(scores, mask), self.crf.marginals(scores, mask)
+            return self.crf.viterbi(scores, mask), self.crf.marginals(scores, mask) if distribution else None
+        if not distribution:
+            return scores.argmax(-1), None
         return scores.argmax(-1), output_distribution(scores, self.objective.entmax_alpha)

@@ -60,12 +60,12 @@ def tag_batch(model, batch: Batch, device: torch.device, asked: tuple[bool, bool
     attention, probabilities, heads = asked
     batch = batch.to(device)
     scores, alpha, head_scores = model(batch, heads=True, plan=plan_for(model, batch.mask, False))
-    best, distribution = (t.cpu() for t in model.predict(scores, batch.mask))
-    out = {"order": batch.order, "lengths": batch.lengths.tolist(), "best": best}
+    best, distribution = model.predict(scores, batch.mask, distribution=probabilities)
+    out = {"order": batch.order, "lengths": batch.lengths.tolist(), "best": best.cpu()}
     if heads:
         out["heads"] = decode_heads(head_scores, batch, model.outputs)
     if probabilities:
-        out["probabilities"] = distribution.float()
+        out["probabilities"] = distribution.float().cpu()
     if attention:  # each sentence's rows of the attention history: the steps it ran
         out["steps"] = sentence_steps(batch.lengths, model.steps, model.steps_beyond_length).tolist()
         out["attention"] = alpha.float().cpu() if alpha is not None else None

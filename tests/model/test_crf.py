@@ -154,6 +154,11 @@ def test_crf_output_layer_trains_and_decodes_on_every_model(model):
     best, marginals = net.predict(net(batch)[0], batch.mask)
     assert torch.equal(best[batch.mask], batch.tags[batch.mask])
     assert torch.allclose(marginals.sum(-1), batch.mask.float())
+    # tagging without probabilities skips the forward-backward pass: the same Viterbi tags, no marginals
+    calls = []
+    net.crf.marginals = lambda *args: calls.append(args)
+    alone, none = net.predict(net(batch)[0], batch.mask, distribution=False)
+    assert torch.equal(alone, best) and none is None and not calls
 
 
 BIOES = ["O", "B-PER", "I-PER", "E-PER", "S-PER", "B-LOC", "E-LOC", "S-LOC"]
