@@ -88,6 +88,10 @@ SAVED_BEFORE = {
 }
 
 
+# the settings that belong to an optimizer (Config.update)
+OPTIMIZER_SETTINGS = ("lr", "momentum", "lr_decay")
+
+
 @dataclass
 class TrainConfig(Freezable):
     epochs: int = field(default=20, metadata=checked(at_least(1)))
@@ -172,11 +176,22 @@ class Config(Freezable):
 
     def update(self, tables: dict[str, dict[str, Any]], source: str, keep_given: bool = False) -> None:
         """Set the keys of ``tables`` (section → key → value), each checked against its field; with
-        ``keep_given``, only the keys that hold a default (a ``source`` "task …" keeps them defaults)."""
+        ``keep_given``, only the keys that hold a default (a ``source`` "task …" keeps them defaults),
+        and an optimizer's own settings only with it: a table naming SGD does not give its momentum
+        and rate to the Adam a user chose."""
+        other_optimizer = (
+            keep_given
+            and "optimizer" in tables.get("train", {})
+            and self.given("train.optimizer")
+            and self.train.optimizer != tables["train"]["optimizer"]
+        )
         for section, values in tables.items():
             for key, value in values.items():
-                if not (keep_given and self.given(f"{section}.{key}")):
-                    self.assign(section, key, value, (f"{source} [{section}]", None))
+                if keep_given and self.given(f"{section}.{key}"):
+                    continue
+                if other_optimizer and section == "train" and key in OPTIMIZER_SETTINGS:
+                    continue
+                self.assign(section, key, value, (f"{source} [{section}]", None))
 
     @classmethod
     def from_dict(

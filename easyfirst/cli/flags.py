@@ -114,7 +114,7 @@ FLAGS = (
          help="nef-f (full-state, Eq. 7), nef-s (single-state, Eq. 4) or bilstm (no sketch steps, N = 0)."),
     Flag("--affix-dim", "model.affix_dim", metavar="D",
          help="Size of the embeddings of prefixes and suffixes of up to 4 characters, summed per word: the "
-              "paper's 50 (0: none; ner with --pretrained: 0)."),
+              "paper's 50 (0: none)."),
     Flag("--pretrained", "model.pretrained", metavar="NAME|PATH",
          help="Pretrained word vectors: a named set (easyfirst data --vectors lists them) or a word2vec, "
               "GloVe or fastText file (text or word2vec binary, gzipped or not). The word size is theirs."),
@@ -136,7 +136,7 @@ FLAGS = (
     Flag("--attention", "model.attention", choices=lambda: list(KINDS),
          help="Attention ρ (Eq. 3); hard is vanilla easy-first (Alg. 1)."),
     Flag("--attention-temperature", "model.attention_temperature", metavar="T",
-         help="Divide the attention scores by T before ρ (pos with --pretrained: 0.25)."),
+         help="Divide the attention scores by T before ρ."),
     Flag("--v-init", "model.v_init", metavar="C",
          help="Scale of v's initial values (Eq. 2): how spread the first scores are."),
     Flag("--coverage-penalty", "model.coverage_penalty", metavar="λ",

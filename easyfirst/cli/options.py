@@ -48,6 +48,9 @@ def _show(flag: Flag, value: Any) -> str:
 LAZY_CHOICES: dict[str, Callable[[], list[str]]] = {}
 
 
+# how --help names a task's defaults with vectors ("[default: 20; ner with --pretrained 30]")
+WITH_VECTORS = "with --pretrained"
+
 # the --help panel of each config section's flags; a section not named here gets its own name
 SECTION_PANELS = {"data": "Data", "model": "Model", "loss": "Loss", "train": "Training"}
 
@@ -62,7 +65,8 @@ def panel_of(section: str, help_text: str, tasks: Iterable[str]) -> str:
 def config_parameters(defaults: dict[str, Config], tasks: Iterable[str] = ()) -> list[inspect.Parameter]:
     """One keyword parameter ``{section}__{key}`` per row of :data:`easyfirst.cli.flags.FLAGS`.
 
-    ``defaults`` maps a task name to that task's default config, for the ``[default: …]`` in the help;
+    ``defaults`` maps a task name to that task's default config, for the ``[default: …]`` in the help
+    (and "TASK with --pretrained" to its defaults with vectors, shown where they differ from the task's);
     ``tasks``, the task names, for :func:`panel_of`.
     """
     tasks = set(tasks)
@@ -76,7 +80,13 @@ def config_parameters(defaults: dict[str, Config], tasks: Iterable[str] = ()) ->
         if flag.show is not None or any(v is not None for v in values):
             shown = {task: _show(flag, value) for task, value in zip(defaults, values, strict=True)}
             first = next(iter(shown.values()))
-            others = [f"{task} {text}" for task, text in shown.items() if text != first]
+            # a task's value where it differs from the first's; with vectors, where it differs from the task's
+            others = [
+                f"{task} {text}"
+                for task, text in shown.items()
+                if text
+                != (shown[task.removesuffix(f" {WITH_VECTORS}")] if task.endswith(WITH_VECTORS) else first)
+            ]
             help_text += f" \\[default: {first}{'; ' + ', '.join(others) if others else ''}]"
         if kind is bool:
             decls = (f"{flag.name}/--no-{flag.name[2:]}",)

@@ -13,7 +13,14 @@ import typer
 
 from easyfirst.cli.app import app
 from easyfirst.cli.common import check_device, err, given_path
-from easyfirst.cli.options import LAZY_CHOICES, SECTION_PANELS, config_parameters, config_values, given_flags
+from easyfirst.cli.options import (
+    WITH_VECTORS,
+    LAZY_CHOICES,
+    SECTION_PANELS,
+    config_parameters,
+    config_values,
+    given_flags,
+)
 from easyfirst.config import Config
 from easyfirst.errors import InputError
 from easyfirst.resources import CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, MODEL_FILE
@@ -146,8 +153,15 @@ COMMON = [
 
 
 def _task_defaults() -> dict[str, Config]:
-    """task → its default config, for the help's defaults."""
-    return {name: Config.for_task(name) for name in TASKS}
+    """task → its default config, for the help's defaults, and "TASK with --pretrained" → the same
+    with the task's defaults with vectors where it has some (NER's English recipe)."""
+    found = {}
+    for name, task in TASKS.items():
+        found[name] = Config.for_task(name)
+        if task.with_vectors:
+            found[f"{name} {WITH_VECTORS}"] = vectors = Config.for_task(name)
+            vectors.update(task.with_vectors, f"task {name} with vectors")
+    return found
 
 
 def train(**given) -> None:

@@ -98,6 +98,42 @@ def test_ner_with_word_vectors_leaves_the_affixes_out_and_a_value_given_holds(so
         assert ner().model.embedder.affix_dim == 50  # no vectors: the paper's affixes
 
 
+def test_ner_with_vectors_trains_ma_and_hovys_settings_and_another_optimizer_keeps_its_own_rate():
+    """With --pretrained NER trains the English recipe of issue #44 (Ma & Hovy 2016's settings, the loss
+    summed); without vectors the paper's §5.2 values stay; a value given holds, and an optimizer given
+    does not inherit SGD's momentum, rate and decay (momentum with Adam is refused)."""
+    english = validated("ner", "task", 'model.pretrained="glove-6b-50d"')
+    t, m = english.train, english.model
+    assert (t.optimizer, t.lr, t.momentum, t.lr_decay, t.batch_size, t.clip) == (
+        "sgd",
+        0.015,
+        0.9,
+        0.05,
+        10,
+        5.0,
+    )
+    assert (t.reduction, t.epochs, english.data.scheme) == ("sum", 30, "bioes")
+    assert (m.encoder.hidden_dim, m.embedder.char_dim, m.embedder.char_filters, m.dropout) == (
+        200,
+        30,
+        30,
+        0.5,
+    )
+    assert english.given("train.optimizer") is None  # still defaults: a card does not list them as choices
+    plain = validated("ner", "task")
+    assert (plain.train.optimizer, plain.train.lr, plain.model.encoder.hidden_dim, plain.data.scheme) == (
+        "adagrad",
+        0.1,
+        50,
+        "bio",
+    )
+    adam = validated("ner", "task", 'model.pretrained="v.txt"', 'train.optimizer="adam"')
+    assert (adam.train.optimizer, adam.train.momentum, adam.train.lr_decay) == ("adam", 0.0, 0.0)
+    assert adam.train.lr == plain.train.lr and adam.train.batch_size == 10  # the rest of the recipe holds
+    faster = validated("ner", "task", 'model.pretrained="v.txt"', "train.lr=0.03", 'train.optimizer="sgd"')
+    assert (faster.train.lr, faster.train.momentum, faster.train.lr_decay) == (0.03, 0.9, 0.05)
+
+
 def test_configs_ner_toml_holds_the_ner_task_defaults_and_the_english_vectors():
     config = Config.load(ROOT / "configs" / "ner.toml")
     assert config.model.embedder.pretrained == "glove-6b-50d"  # the English recipe (issue #36)
@@ -106,13 +142,13 @@ def test_configs_ner_toml_holds_the_ner_task_defaults_and_the_english_vectors():
     recipe = recipe.resolved("test")
     assert config.to_dict() == recipe.to_dict()
     m = config.model
-    assert (m.model, m.decoder.sketch_steps, m.decoder.attention, m.dropout, m.output.crf) == (
+    assert (m.model, m.decoder.sketch_steps, m.decoder.attention, m.output.crf) == (
         "nef-f",
         5,
         "csoftmax",
-        0.3,
         True,
     )  # §5.2
+    assert (m.dropout, config.train.optimizer, config.data.scheme) == (0.5, "sgd", "bioes")  # Ma & Hovy
     assert m.embedder.case_dim > 0 and m.embedder.lowercase and m.embedder.word_dropout > 0
 
 
