@@ -74,6 +74,7 @@ def score(tagger, task, sentences, batch_size: int) -> dict:
     and sparsity, and the gold labels the model never saw (``unknown_gold_tags``)."""
     import torch
 
+    from easyfirst.data.schemes import convert, learned_scheme
     from easyfirst.metrics import distribution_report
     from easyfirst.tagging.tagged import heads_by_name
 
@@ -90,9 +91,12 @@ def score(tagger, task, sentences, batch_size: int) -> dict:
     report = task.scoring.score([s.tags for s in sentences], predicted)
     if heads:  # the extra outputs (easyfirst.data.outputs; QE: gap and source tags)
         report |= task.score_outputs(sentences, predicted, heads)
-    ids = tagger.vocabs.tags.stoi
+    ids, scheme = tagger.vocabs.tags.stoi, learned_scheme(tagger.tags)
 
     def as_ids(tags: list[str]) -> torch.Tensor:
+        """BIO tags (predicted and gold, as scored) as ids of the model's own tags: a BIOES model's
+        distributions are over BIOES, so B-PER read out of S-PER is S-PER's probability."""
+        tags = tags if scheme == "bio" else convert(tags, "bio", scheme)
         return torch.tensor([ids.get(t, -1) for t in tags], dtype=torch.long)
 
     report |= distribution_report(

@@ -14,9 +14,9 @@ import typer
 from easyfirst.cli.app import app
 from easyfirst.cli.common import check_device, err, given_path
 from easyfirst.cli.options import (
-    WITH_VECTORS,
     LAZY_CHOICES,
     SECTION_PANELS,
+    WITH_VECTORS,
     config_parameters,
     config_values,
     given_flags,

@@ -88,3 +88,36 @@ def test_the_qe_table_has_a_row_for_each_part_the_report_has():
     assert ["MT", "words", "25.00", "50.00", "50.00", "10.00", "40"] in rows
     assert ["gaps", "4.00", "20.00", "20.00", "-30.00", "44"] in rows
     assert not any(row[:1] == ["source"] for row in rows)
+
+
+def test_a_bioes_models_calibration_reads_the_probability_of_the_tag_it_gave(tmp_path):
+    """en-ner learned BIOES and is scored in BIO: the confidence of a predicted B-LOC read out of S-LOC
+    is the model's probability of S-LOC (issue #44: it was B-LOC's, and ECE 11.8% instead of 1.6% on
+    CoNLL-2003 test). Recomputed here from Tagger.tag's distributions, BIOES spelled out by hand."""
+    sentences = [
+        "Germany beat France in Paris on Sunday .".split(),
+        "John Smith of the European Union met Peter in Berlin .".split(),
+        "Reuters reported that Microsoft bought a company in Seattle .".split(),
+    ]
+    path = tmp_path / "small.conll"
+    tagger = Tagger.load("en-ner")
+    tagged = tagger.tag(sentences, records=True, probabilities=True)
+    lines = []
+    for words, t in zip(sentences, tagged, strict=True):
+        lines += [f"{w} {tag}" for w, tag in zip(words, t.tags, strict=True)] + [""]  # gold = predicted
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, stdout, stderr = easyfirst("evaluate", path, "-m", "en-ner", "--json")
+    assert code == 0, stderr
+    confidences = []
+    for t in tagged:
+        for i, tag in enumerate(t.tags):
+            ends = i + 1 == len(t.tags) or t.tags[i + 1] != "I-" + tag[2:]
+            own = tag if tag == "O" else ("S-" if tag[0] == "B" else "E-") + tag[2:] if ends else tag
+            confidences.append(float(t.probabilities[i][tagger.tags.index(own)]))
+    assert any(tag.startswith("B-") for t in tagged for tag in t.tags)
+    # every word is right (gold = predicted): ECE over 10 equal-width bins is 1 - mean confidence
+    bins: dict[int, list[float]] = {}
+    for c in confidences:
+        bins.setdefault(min(int(c * 10), 9), []).append(c)
+    ece = sum(len(b) * abs(1 - sum(b) / len(b)) for b in bins.values()) / len(confidences)
+    assert json.loads(stdout)["ece"] == pytest.approx(ece, abs=1e-6)
