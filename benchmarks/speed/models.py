@@ -1,0 +1,101 @@
+"""Tagging speed of several models on one file, as ratios to the first measured in the same run (issue
+#44's "en-ner within 20% of the speed before": a model retrained with another recipe against the one it
+replaces).
+
+Each round tags the whole file with every model in turn (in this process, one torch thread, no pool,
+records without probabilities, as `easyfirst tag` writes a file), after a warm-up of 50 sentences per
+model; the rounds alternate the order, so that a neighbour's load falls on all of them alike. Reported:
+words per CPU second of the call (time.thread_time: other work on a shared machine inflates it less than
+the wall clock), each model's median over the rounds, and its ratio to the first model's median.
+
+    python benchmarks/speed/models.py en-ner runs/ner-old --file $EASYFIRST_DATA/ner/conll2003/eng.testb
+    python benchmarks/speed/models.py en-upos runs/pos --rounds 7 --json benchmarks/results/models-NAME.json
+
+A model is a bundled name (en-upos, en-ner) or a run or exported folder. The file is read by the first
+model's task (CoNLL-U for POS, CoNLL columns for NER); by default EWT test or CoNLL-2003 eng.testb through
+``$EASYFIRST_DATA``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+DEFAULT_FILES = {"pos": "ud/UD_English-EWT/en_ewt-ud-test.conllu", "ner": "ner/conll2003/eng.testb"}
+
+
+def read_words(config, path: Path) -> list[list[str]]:
+    from easyfirst.tasks import get_task
+
+    return [s.words for s in get_task(config.data.task).read(path, config.data)]
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").is_file() else []:
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "?"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("models", nargs="+", help="bundled names or model folders; ratios are to the first")
+    parser.add_argument(
+        "--file", type=Path, help="the file to tag (default: the first model's task's test set)"
+    )
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", type=Path, help="write the measurements here")
+    args = parser.parse_args()
+
+    import torch
+
+    from easyfirst import Tagger
+
+    torch.set_num_threads(1)
+    taggers = {name: Tagger.load(name) for name in args.models}
+    config = next(iter(taggers.values())).config
+    path = args.file or Path(os.environ["EASYFIRST_DATA"]) / DEFAULT_FILES[config.data.task]
+    sentences = read_words(config, path)
+    words = sum(map(len, sentences))
+    for tagger in taggers.values():
+        tagger.tag(sentences[:50], records=True)
+    rates: dict[str, list[float]] = {name: [] for name in taggers}
+    for r in range(args.rounds):
+        order = list(taggers) if r % 2 == 0 else list(reversed(taggers))
+        for name in order:
+            began = time.thread_time()
+            taggers[name].tag(sentences, records=True)
+            rates[name].append(words / (time.thread_time() - began))
+            print(f"round {r + 1}: {name}: {rates[name][-1]:,.0f} words per CPU second", flush=True)
+    first = statistics.median(rates[args.models[0]])
+    print(f"\n{path.name}: {len(sentences):,} sentences, {words:,} words; one torch thread")
+    print(f"{'model':<40} {'median words/CPU s':>20} {'× first':>8}")
+    for name, values in rates.items():
+        print(f"{name:<40} {statistics.median(values):>20,.0f} {statistics.median(values) / first:>8.2f}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(
+            json.dumps(
+                {
+                    "file": str(path),
+                    "words": words,
+                    "machine": f"{cpu_model()}, {os.cpu_count()} cores",
+                    "torch": torch.__version__,
+                    "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    "words_per_cpu_second": rates,
+                    "ratio_to_first": {n: statistics.median(v) / first for n, v in rates.items()},
+                },
+                indent=1,
+            )
+            + "\n"
+        )
+
+
+if __name__ == "__main__":
+    main()
