@@ -89,7 +89,7 @@ def test_train_help_shows_each_tasks_default(commands):
     assert helps["--model"].endswith("[default: nef-f]")  # every task's, with vectors or not
     # pos trains in the paper's regime at lr 0.05 (issue #15's study), ner and qe at 16 sentences per update;
     # a task's defaults with vectors where they differ from its own (ner: Ma & Hovy's settings, issue #44)
-    assert helps["--epochs"].endswith("[default: 20; ner with --pretrained 30]")
+    assert helps["--epochs"].endswith("[default: 20; ner with --pretrained 50]")
     assert helps["--lr"].endswith("[default: 0.05; ner 0.1, ner with --pretrained 0.015, qe 0.1]")
     assert helps["--batch-size"].endswith("[default: 1; ner 16, ner with --pretrained 10, qe 16]")
     assert helps["--reduction"].endswith("[default: sum; ner mean, ner with --pretrained sum, qe mean]")

@@ -112,7 +112,7 @@ def test_ner_with_vectors_trains_ma_and_hovys_settings_and_another_optimizer_kee
         10,
         5.0,
     )
-    assert (t.reduction, t.epochs, english.data.scheme) == ("sum", 30, "bioes")
+    assert (t.reduction, t.epochs, english.data.scheme) == ("sum", 50, "bioes")
     assert (m.encoder.hidden_dim, m.embedder.char_dim, m.embedder.char_filters, m.dropout) == (
         200,
         30,
