@@ -48,7 +48,7 @@ def _show(flag: Flag, value: Any) -> str:
 LAZY_CHOICES: dict[str, Callable[[], list[str]]] = {}
 
 
-# how --help names a task's defaults with vectors ("[default: 20; ner with --pretrained 30]")
+# how --help names a task's defaults with vectors ("[default: 20; ner with --pretrained 50]")
 WITH_VECTORS = "with --pretrained"
 
 # the --help panel of each config section's flags; a section not named here gets its own name
