@@ -104,6 +104,11 @@ def _choose(encoder: tuple, decoder: tuple | None, force: str) -> Plan:
     return Plan(chosen["encoder"], chosen["decoder"], tuple(passed))
 
 
+def forget_choices() -> None:
+    """Choose afresh from now on: a backend's loops were loaded (easyfirst.backends.single.load_tagging_loops)."""
+    _choose.cache_clear()
+
+
 def plan_for(model, mask, training: bool) -> Plan:
     """The :class:`Plan` for ``model`` (easyfirst.model.tagger.EasyFirstTagger: its ``settings`` and
     forced ``backend``) on a batch with ``mask`` ``(B, L)``."""
