@@ -115,7 +115,7 @@ class Tagger:
         the fastest that supports each batch; a name (``"numpy"``, ``"fused"``, ``"reference"``, ...)
         takes that one where it supports the batch and the reference elsewhere. The tags are the same.
         ``"numba"`` loads its compiled tagging loops (Numba compiles them once after an install, 30–45 s),
-        which ``"auto"`` then takes too (easyfirst.backends.single.load_tagging_loops)."""
+        which ``"auto"`` then takes too (easyfirst.backends.chooser.load_tagging_loops)."""
         return self.model.backend
 
     @backend.setter
@@ -123,7 +123,7 @@ class Tagger:
         check_backend(name)
         self.close()  # processes forked before tag with the backend they were forked with
         if name == "numba" and self.device.type == "cpu":  # its tagging loops, compiled once per install
-            from easyfirst.backends.single import load_tagging_loops
+            from easyfirst.backends.chooser import load_tagging_loops
 
             load_tagging_loops()
         self.model.backend = name

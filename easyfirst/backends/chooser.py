@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from easyfirst.backends import NAMES, check_backend
+from easyfirst.backends import NAMES, check_backend, sentencewise
 from easyfirst.backends.declaration import DECODER_SETTINGS, ENCODER_SETTINGS, MANY, ONE, REVISIONS, Backend
 from easyfirst.backends.fused import FUSED
 from easyfirst.backends.lean import kernels
@@ -105,8 +105,18 @@ def _choose(encoder: tuple, decoder: tuple | None, force: str) -> Plan:
 
 
 def forget_choices() -> None:
-    """Choose afresh from now on: a backend's loops were loaded (easyfirst.backends.single.load_tagging_loops)."""
+    """Choose afresh from now on (what a backend can run in this process changed)."""
     _choose.cache_clear()
+
+
+def load_tagging_loops() -> bool:
+    """Load (after an install: compile, 30–45 s, once) backend numba's compiled tagging loops
+    (easyfirst.backends.sentencewise), so that from now on the chooser takes ``numba`` for tagging on the
+    CPU; False where Numba is not installed."""
+    if not sentencewise.load():
+        return False
+    forget_choices()
+    return True
 
 
 def plan_for(model, mask, training: bool) -> Plan:

@@ -16,7 +16,6 @@ import torch
 from torch.nn import functional as F
 
 from easyfirst.backends import lean
-from easyfirst.model.sketch import sentence_steps
 from easyfirst.ops.constrained import _EXP_RANGE
 from easyfirst.ops.kinds import KINDS
 from easyfirst.ops.window import flat_weight
@@ -74,7 +73,7 @@ def tag_kernels():
     """The compiled tagging loops, once :func:`load` has loaded them."""
     if not _module:
         raise RuntimeError(
-            "the compiled tagging loops are not loaded (easyfirst.backends.single.load_tagging_loops)"
+            "the compiled tagging loops are not loaded (easyfirst.backends.chooser.load_tagging_loops)"
         )
     return _module
 
@@ -114,7 +113,9 @@ def decode(decoder, states, mask, steps, score_words, beyond_length):
     history ``(B, N_max, L)``, each sentence running its own N_b steps over its own words."""
     size, length = mask.shape
     lengths = mask.sum(1)
-    n_steps = sentence_steps(lengths, steps, beyond_length)
+    n_steps = lengths  # N_b as easyfirst.model.sketch.sentence_steps: L_b, N, or min(N, L_b)
+    if steps is not None:
+        n_steps = torch.full_like(lengths, steps) if beyond_length else lengths.clamp_max(steps)
     total = int(n_steps.max()) if size else 0
     fixed = _numpy(decoder.input_half(states.transpose(1, 2)).transpose(1, 2))  # (B, L, O), Eq. 1's H half
     weight_t = _numpy(flat_weight(decoder.sketch_half.weight).T)  # (K·D_s, O)

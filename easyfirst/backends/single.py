@@ -5,10 +5,11 @@ the extra ``fast``) in training.
 
 In tagging (no gradients) ``numba`` takes any batch on the CPU, each sentence on its own rows in the
 compiled loops of easyfirst.backends.sentencewise, once they are loaded in the process
-(:func:`load_tagging_loops`: ``easyfirst serve`` loads them at its start, and so does forcing the backend
-with ``--backend numba``). Until then the chooser passes it over, without importing Numba: Numba compiles
-the loops on their first use after an install (30–45 s on the 2-core machine of docs/serve.md), which a
-first ``easyfirst tag --text`` should not wait for, and importing it costs about 0.4 s.
+(easyfirst.backends.chooser.load_tagging_loops: ``easyfirst serve`` loads them at its start, and so
+does forcing the backend with ``--backend numba``). Until then the chooser passes it over, without
+importing Numba: Numba compiles the loops on their first use after an install (30–45 s on the 2-core
+machine of docs/serve.md), which a first ``easyfirst tag --text`` should not wait for, and importing it
+costs about 0.4 s.
 """
 
 from __future__ import annotations
@@ -93,17 +94,6 @@ def _numba_missing(workload) -> str | None:
     if workload.get("training") is False and not sentencewise.loaded():
         return "its tagging loops are not loaded (easyfirst serve and --backend numba load them)"
     return None if lean.kernels() else "Numba is not installed (pip install 'easyfirst[fast]')"
-
-
-def load_tagging_loops() -> bool:
-    """Load (after an install: compile, 30–45 s, once) the compiled tagging loops, so that the chooser
-    takes ``numba`` for tagging on the CPU from now on; False where Numba is not installed."""
-    from easyfirst.backends import chooser
-
-    if not sentencewise.load():
-        return False
-    chooser.forget_choices()
-    return True
 
 
 def _limit_blas(level: int):

@@ -182,14 +182,8 @@ def decoder_tag(
     width = weight_t.shape[0] // sketch_dim
     dtype = fixed.dtype
     two = dtype.type(2.0)
-    order = np.argsort(-steps, kind="mergesort")
-    starts = np.zeros(size + 1, np.int64)
-    for k in range(size):
-        starts[k + 1] = starts[k] + lengths[order[k]]
+    order, starts, packed = _pack(fixed, lengths, steps)
     rows = starts[size]
-    packed = np.empty((rows, out), dtype)
-    for k in range(size):
-        packed[starts[k] : starts[k + 1]] = fixed[order[k], : lengths[order[k]]]
     state, cols = np.zeros((rows, sketch_dim), dtype), np.empty((rows, width * sketch_dim), dtype)
     affine, tanhs = np.empty((rows, out), dtype), np.empty((rows, score_dim), dtype)
     z, budget, alpha, beta = (
@@ -241,6 +235,21 @@ def decoder_tag(
             beta[lo:hi] += alpha[lo:hi]
     for k in range(size):
         sketch[order[k], : lengths[order[k]]] = state[starts[k] : starts[k + 1]]
+
+
+@_jit
+def _pack(fixed, lengths, steps):
+    """The sentences' order (most steps first), where each one's rows start in the packing (and the
+    end), and the rows of ``fixed`` ``(B, L, O)`` packed so, without padding."""
+    size = lengths.shape[0]
+    order = np.argsort(-steps, kind="mergesort")
+    starts = np.zeros(size + 1, np.int64)
+    for k in range(size):
+        starts[k + 1] = starts[k] + lengths[order[k]]
+    packed = np.empty((starts[size], fixed.shape[2]), fixed.dtype)
+    for k in range(size):
+        packed[starts[k] : starts[k + 1]] = fixed[order[k], : lengths[order[k]]]
+    return order, starts, packed
 
 
 @_jit

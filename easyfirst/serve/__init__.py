@@ -51,7 +51,7 @@ def create_app(
         raise InputError(NOT_FOUND, model)
     tagger = Tagger.load(model, device)
     if tagger.device.type == "cpu":  # each group's sentences one by one in compiled loops, where Numba is
-        from easyfirst.backends.single import load_tagging_loops
+        from easyfirst.backends.chooser import load_tagging_loops
 
         load_tagging_loops()
     return build_app(tagger, model_name(model), limits, batch_window_ms / 1000)

@@ -17,9 +17,9 @@ from test_lean import need_numba
 
 from conftest import SAMPLE
 from easyfirst.backends import chooser, sentencewise
-from easyfirst.backends.chooser import REFERENCE, choose_backend
+from easyfirst.backends.chooser import REFERENCE, choose_backend, load_tagging_loops
 from easyfirst.backends.rows import ROW_ATTENTIONS
-from easyfirst.backends.single import NUMBA, load_tagging_loops
+from easyfirst.backends.single import NUMBA
 from easyfirst.data.conllu import read_conllu
 from easyfirst.model.encoder import BiLSTMEncoder
 from easyfirst.model.settings import ModelConfig
@@ -178,7 +178,7 @@ def test_without_numba_loading_the_loops_says_so_and_tagging_runs_as_before():
 import sys
 sys.modules["numba"] = None  # as if it were not installed
 from easyfirst import Tagger
-from easyfirst.backends.single import load_tagging_loops
+from easyfirst.backends.chooser import load_tagging_loops
 from easyfirst.backends.chooser import choose_backend
 from easyfirst.data.conllu import read_conllu
 assert load_tagging_loops() is False
@@ -195,5 +195,8 @@ print(plan.decoder.name)
 
 
 def test_load_runs_each_loop_once_so_that_no_request_waits_for_the_compiler(loops):
+    from easyfirst.backends import tag_kernels
+
     module = sentencewise.tag_kernels()
+    assert module is tag_kernels
     assert all(kernel.signatures for kernel in module.KERNELS)  # compiled, or read from Numba's cache
