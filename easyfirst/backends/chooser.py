@@ -115,6 +115,9 @@ def load_tagging_loops() -> bool:
     CPU; False where Numba is not installed."""
     if not sentencewise.load():
         return False
+    if NUMBA.name not in _prepared:  # here, so that the processes a server forks inherit one BLAS thread
+        NUMBA.prepare()
+        _prepared.add(NUMBA.name)
     forget_choices()
     return True
 
