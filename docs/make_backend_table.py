@@ -42,7 +42,14 @@ def _cell(backend, part: str, setting: str) -> str:
     if backend is REFERENCE:
         return "any"
     supports = backend.encoder_supports if part == "encoder" else backend.decoder_supports
-    return _values(supports[setting]) if setting in supports else "declines"
+    if setting not in supports:
+        return "declines"
+    cell = _values(supports[setting])
+    for key, value, other, allowed in backend.together:  # a value supported with some of another's only
+        if key == setting:
+            shown = f"`{str(value).lower()}`"
+            cell = cell.replace(shown, f"{shown} (with `{other}` {_values(allowed)} only)")
+    return cell
 
 
 def render() -> str:
@@ -63,7 +70,8 @@ def render() -> str:
         "",
         "— : the backend does not compute that part; *declines*: it was not written for that setting, so\n"
         "the chooser passes it over. A backend also needs what it imports: `numba` runs only where Numba\n"
-        "is installed (the extra `fast`).",
+        "is installed (the extra `fast`), and in tagging (`training` `false`) once its compiled loops are\n"
+        "loaded in the process (`easyfirst serve` and `--backend numba` load them).",
         "",
         END,
     ]

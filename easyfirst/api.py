@@ -113,13 +113,19 @@ class Tagger:
     def backend(self) -> str:
         """The backend forced for tagging: ``"auto"`` (the default) lets easyfirst.backends.chooser take
         the fastest that supports each batch; a name (``"numpy"``, ``"fused"``, ``"reference"``, ...)
-        takes that one where it supports the batch and the reference elsewhere. The tags are the same."""
+        takes that one where it supports the batch and the reference elsewhere. The tags are the same.
+        ``"numba"`` loads its compiled tagging loops (Numba compiles them once after an install, 30–45 s),
+        which ``"auto"`` then takes too (easyfirst.backends.chooser.load_tagging_loops)."""
         return self.model.backend
 
     @backend.setter
     def backend(self, name: str) -> None:
         check_backend(name)
         self.close()  # processes forked before tag with the backend they were forked with
+        if name == "numba" and self.device.type == "cpu":  # its tagging loops, compiled once per install
+            from easyfirst.backends.chooser import load_tagging_loops
+
+            load_tagging_loops()
         self.model.backend = name
 
     @property

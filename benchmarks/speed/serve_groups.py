@@ -1,5 +1,7 @@
 """How `easyfirst serve` should tag a gathered group of one-sentence requests: one batch, length-sorted
-sub-batches of at most T padded words, or one sentence at a time (the NumPy fast path).
+sub-batches of at most T padded words, or one sentence at a time; where Numba is installed, with the
+compiled tagging loops of backend numba loaded as the server loads them, and one batch through backend
+fused (the server's path before them) beside.
 
 The sentences (UD English EWT dev through ``$EASYFIRST_DATA``, else the bundled sample) are cut into
 groups of G in file order, as the clients of benchmarks/speed/serve_load.py send them, and every group is
@@ -30,8 +32,10 @@ from pathlib import Path
 from serve_load import sentences_to_tag
 
 
-def policies(tagger, caps: list[int]) -> dict:
+def policies(tagger, caps: list[int], fused: bool) -> dict:
     found = {"one batch (1,024)": lambda group: tagger.tag(group, batch_size=len(group), records=True)}
+    if fused:  # the server's path before issue #46's compiled loops: one batch through backend fused
+        found["one batch, fused"] = lambda group: forced(tagger, "fused", group)
     found["one sentence at a time"] = lambda group: tagger.tag(group, batch_size=1, records=True)
     for cap in caps:
         found[f"sub-batches ≤ {cap}"] = lambda group, cap=cap: tagger.tag(
@@ -40,11 +44,21 @@ def policies(tagger, caps: list[int]) -> dict:
     return found
 
 
+def forced(tagger, backend: str, group):
+    tagger.backend = backend
+    try:
+        return tagger.tag(group, batch_size=len(group), records=True)
+    finally:
+        tagger.backend = "auto"
+
+
 CLOCK = time.perf_counter  # --cpu: time.thread_time
 
 
-def measure(tagger, sentences: list[list[str]], size: int, caps: list[int], repeats: int) -> dict:
-    tried = policies(tagger, caps)
+def measure(
+    tagger, sentences: list[list[str]], size: int, caps: list[int], repeats: int, fused: bool
+) -> dict:
+    tried = policies(tagger, caps, fused)
     seconds = dict.fromkeys(tried, 0.0)
     for _ in range(repeats):
         for number, first in enumerate(range(0, len(sentences), size)):
@@ -76,6 +90,7 @@ def main() -> None:
     import torch
 
     from easyfirst import Tagger
+    from easyfirst.backends.chooser import load_tagging_loops
 
     torch.set_num_threads(1)
     sentences, source = sentences_to_tag(args.sentences)
@@ -97,9 +112,20 @@ def main() -> None:
         whole = args.repeats * sum(map(len, sentences)) / (CLOCK() - start)
         result |= {"clock": "thread CPU time", "whole_file_tokens_per_s": round(whole, 1)}
         print(f"whole file, batches of 256: {whole:,.0f} tokens per CPU second")
+    # the server's path: each group's sentences one by one in numba's compiled loops, where Numba is
+    # installed (easyfirst serve loads them; `easyfirst tag`, measured above, does not)
+    fused = loops = load_tagging_loops()
+    result["numba_tagging_loops"] = loops
+    if loops and args.cpu:
+        start = CLOCK()
+        for _ in range(args.repeats):
+            tagger.tag(sentences, batch_size=256, records=True)
+        rate = args.repeats * sum(map(len, sentences)) / (CLOCK() - start)
+        result["whole_file_numba_tokens_per_s"] = round(rate, 1)
+        print(f"whole file, batches of 256, numba's loops: {rate:,.0f} tokens per CPU second")
     print("| group | policy | tokens/s | × one batch | × whole file |\n|---:|---|---:|---:|---:|")
     for size in args.groups:
-        rows = measure(tagger, sentences, size, args.caps, args.repeats)
+        rows = measure(tagger, sentences, size, args.caps, args.repeats, fused)
         result["groups"][str(size)] = rows
         for name, row in rows.items():
             if whole:

@@ -251,7 +251,13 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(timeout=60)
-    batch = batch_throughput(sentences)
+    batch = batch_throughput(sentences)  # `easyfirst tag`'s path, which does not load numba's loops
+    try:  # the server's: each group in numba's compiled loops, where Numba is (issue #46)
+        from easyfirst.backends.chooser import load_tagging_loops
+
+        load_tagging_loops()
+    except ImportError:  # a checkout before them
+        pass
     for level in levels:
         level["ratio_to_batch"] = round(level["tokens_per_s"] / batch, 3)
         # the model alone at this level's batch size: what the forward passes cost without HTTP

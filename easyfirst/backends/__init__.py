@@ -6,7 +6,9 @@ setting. A backend computes the same function as a part of it, for the settings 
 (:mod:`~easyfirst.backends.declaration`):
 
 - ``numba``: one unpadded sentence on the CPU in training, the BiLSTM and the sketch loop with their time
-  loops compiled by Numba (:mod:`~easyfirst.backends.kernels`, the extra ``fast``);
+  loops compiled by Numba (:mod:`~easyfirst.backends.kernels`, the extra ``fast``); in tagging, once its
+  loops are loaded, any batch on the CPU, each sentence on its own rows
+  (:mod:`~easyfirst.backends.sentencewise`, :mod:`~easyfirst.backends.tag_kernels`);
 - ``numpy``: the same in NumPy (:mod:`~easyfirst.backends.lean`, :mod:`~easyfirst.backends.lstm`,
   :mod:`~easyfirst.backends.rows`), training without Numba and tagging one sentence;
 - ``fused``: the decoder for csoftmax attention, any batch, as one autograd Function with Prop. 1's

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from easyfirst.backends import NAMES, check_backend
+from easyfirst.backends import NAMES, check_backend, sentencewise
 from easyfirst.backends.declaration import DECODER_SETTINGS, ENCODER_SETTINGS, MANY, ONE, REVISIONS, Backend
 from easyfirst.backends.fused import FUSED
 from easyfirst.backends.lean import kernels
@@ -102,6 +102,24 @@ def _choose(encoder: tuple, decoder: tuple | None, force: str) -> Plan:
             backend.prepare()
             _prepared.add(backend.name)
     return Plan(chosen["encoder"], chosen["decoder"], tuple(passed))
+
+
+def forget_choices() -> None:
+    """Choose afresh from now on (what a backend can run in this process changed)."""
+    _choose.cache_clear()
+
+
+def load_tagging_loops() -> bool:
+    """Load (after an install: compile, 30–45 s, once) backend numba's compiled tagging loops
+    (easyfirst.backends.sentencewise), so that from now on the chooser takes ``numba`` for tagging on the
+    CPU; False where Numba is not installed."""
+    if not sentencewise.load():
+        return False
+    if NUMBA.name not in _prepared:  # here, so that the processes a server forks inherit one BLAS thread
+        NUMBA.prepare()
+        _prepared.add(NUMBA.name)
+    forget_choices()
+    return True
 
 
 def plan_for(model, mask, training: bool) -> Plan:

@@ -60,8 +60,10 @@ class Backend:
     beyond_length)`` → (sketch, attention) take the model's own modules (easyfirst.model.encoder,
     easyfirst.model.sketch) and compute what their ``forward`` computes; None: this backend does not
     compute that part. ``encoder_supports`` and ``decoder_supports`` map each setting it was written for
-    to the values it supports (a set, or :data:`ANY`). ``missing()`` says why it cannot run in this
-    install (None when it can); ``prepare()`` runs once per process before its first use (thread
+    to the values it supports (a set, or :data:`ANY`); ``together`` narrows them jointly: each
+    ``(setting, value, other, values)`` says that with ``setting`` = ``value`` it supports ``other`` in
+    ``values`` only. ``missing(workload)`` says why it cannot run this workload in this install or
+    process (None when it can); ``prepare()`` runs once per process before its first use (thread
     limits)."""
 
     name: str
@@ -69,7 +71,8 @@ class Backend:
     decoder: Callable | None = None
     encoder_supports: Mapping[str, Any] = field(default_factory=dict)
     decoder_supports: Mapping[str, Any] = field(default_factory=dict)
-    missing: Callable[[], str | None] = lambda: None
+    together: tuple[tuple[str, Any, str, Any], ...] = ()
+    missing: Callable[[Mapping[str, Any]], str | None] = lambda workload: None
     prepare: Callable[[], None] = lambda: None
 
     def refuses(self, part: str, workload: Mapping[str, Any]) -> str | None:
@@ -91,7 +94,11 @@ class Backend:
                     " or ".join(sorted(map(str, allowed))) + " only" if len(allowed) <= 3 else "not supported"
                 )
                 return f"{key} = {value} ({listed})"
-        return self.missing()  # last: finding out may import the backend (Numba: 0.4 s)
+        for key, value, other, allowed in self.together:
+            if workload.get(key) == value and workload.get(other) not in allowed:
+                only = " or ".join(str(v).lower() for v in sorted(allowed, key=str))
+                return f"{key} = {value} only with {other} = {only}"
+        return self.missing(workload)  # last: finding out may import the backend (Numba: 0.4 s)
 
 
 def _listed(values) -> str:

@@ -3,8 +3,13 @@ per update, and tagging a single sentence), the BiLSTM layer by layer and the sk
 (easyfirst.backends.lean), with ``numba`` passing the compiled time loops (easyfirst.backends.kernels,
 the extra ``fast``) in training.
 
-Tagging never takes ``numba``: Numba compiles the kernels on their first use after an install (about
-30 s), which a first ``easyfirst tag --text`` should not wait for; the NumPy loops tag as fast.
+In tagging (no gradients) ``numba`` takes any batch on the CPU, each sentence on its own rows in the
+compiled loops of easyfirst.backends.sentencewise, once they are loaded in the process
+(easyfirst.backends.chooser.load_tagging_loops: ``easyfirst serve`` loads them at its start, and so
+does forcing the backend with ``--backend numba``). Until then the chooser passes it over, without
+importing Numba: Numba compiles the loops on their first use after an install (30–45 s on the 2-core
+machine of docs/serve.md), which a first ``easyfirst tag --text`` should not wait for, and importing it
+costs about 0.4 s.
 """
 
 from __future__ import annotations
@@ -12,8 +17,8 @@ from __future__ import annotations
 import torch
 from threadpoolctl import threadpool_limits
 
-from easyfirst.backends import lean
-from easyfirst.backends.declaration import ANY, ONE, Backend
+from easyfirst.backends import lean, sentencewise
+from easyfirst.backends.declaration import ANY, MANY, ONE, Backend
 from easyfirst.backends.rows import ROW_ATTENTIONS
 from easyfirst.ops.kinds import KINDS
 
@@ -61,6 +66,36 @@ def _decoder(loops):
     return decode
 
 
+def _wants_gradients(module, x: torch.Tensor) -> bool:
+    return torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in module.parameters()))
+
+
+def _numba_encoder(encoder, x, mask):
+    """Backend ``numba``'s encoder: one sentence with gradients through the training kernels, else any
+    batch through the tagging loops (easyfirst.backends.sentencewise)."""
+    if not _wants_gradients(encoder, x):
+        return sentencewise.encode(encoder, x, mask)
+    if mask.shape[0] > 1:  # gradients through a batch (not a workload it is chosen for): the reference
+        return encoder(x, mask)
+    return _TRAINING_ENCODER(encoder, x, mask)
+
+
+def _numba_decoder(decoder, states, *arguments):
+    """Backend ``numba``'s decoder, as :func:`_numba_encoder`."""
+    if not _wants_gradients(decoder, states):
+        return sentencewise.decode(decoder, states, *arguments)
+    if states.shape[0] > 1:
+        return decoder(states, *arguments)
+    return _TRAINING_DECODER(decoder, states, *arguments)
+
+
+def _numba_missing(workload) -> str | None:
+    """Why ``numba`` cannot run: Numba is not installed, or (tagging) its loops are not loaded yet."""
+    if workload.get("training") is False and not sentencewise.loaded():
+        return "its tagging loops are not loaded (easyfirst serve and --backend numba load them)"
+    return None if lean.kernels() else "Numba is not installed (pip install 'easyfirst[fast]')"
+
+
 def _limit_blas(level: int):
     """NumPy's BLAS (and, for the kernels, SciPy's) limited to one thread for the rest of the process:
     the products here are tiny, and a multi-threaded OpenBLAS that finds the other cores busy waits for
@@ -103,12 +138,15 @@ NUMPY = Backend(  # one sentence on the CPU in NumPy
     decoder_supports=_DECODER | _FLOATS | {"training": ANY},
     prepare=_limit_blas(1),
 )
-NUMBA = Backend(  # one sentence on the CPU, the time loops compiled by Numba (in training)
+_TRAINING_ENCODER, _TRAINING_DECODER = _encoder(lean.kernels), _decoder(lean.kernels)
+_ANY_BATCH = {"sentences": {ONE, MANY}, "training": ANY}
+NUMBA = Backend(  # one sentence in training, any batch in tagging, on the CPU: loops compiled by Numba
     "numba",
-    encoder=_encoder(lean.kernels),
-    decoder=_decoder(lean.kernels),
-    encoder_supports=_ENCODER | _FLOATS | {"training": {True}},
-    decoder_supports=_DECODER | _FLOATS | {"training": {True}},
-    missing=lambda: None if lean.kernels() else "Numba is not installed (pip install 'easyfirst[fast]')",
+    encoder=_numba_encoder,
+    decoder=_numba_decoder,
+    encoder_supports=_ENCODER | _FLOATS | _ANY_BATCH,
+    decoder_supports=_DECODER | _FLOATS | _ANY_BATCH,
+    together=(("sentences", MANY, "training", {False}),),
+    missing=_numba_missing,
     prepare=_limit_blas(2),
 )

@@ -50,6 +50,10 @@ def create_app(
     if model is not None and not Path(model).exists():
         raise InputError(NOT_FOUND, model)
     tagger = Tagger.load(model, device)
+    if tagger.device.type == "cpu":  # each group's sentences one by one in compiled loops, where Numba is
+        from easyfirst.backends.chooser import load_tagging_loops
+
+        load_tagging_loops()
     return build_app(tagger, model_name(model), limits, batch_window_ms / 1000)
 
 

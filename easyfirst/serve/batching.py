@@ -6,11 +6,12 @@ sentences in one call of :meth:`easyfirst.api.Tagger.tag` and hands each request
 back. A model server does the same: one sentence per request would otherwise pay a whole forward pass
 each.
 
-A gathered group mixes lengths, and a forward pass runs as many sketch steps as its longest sentence
-(N = L); each step runs over the sentences that still run (easyfirst.backends.fused), so a short
-sentence costs its own steps only, and the group is tagged as ``easyfirst tag`` tags a file: sorted by
-length, in batches of at most :data:`GROUP_TOKENS` padded words (its cap, 1,024), one batch for the
-groups that a server of one-sentence requests gathers.
+A gathered group is tagged as ``easyfirst tag`` tags a file: sorted by length, in batches of at most
+:data:`GROUP_TOKENS` padded words (its cap, 1,024), one batch for the groups that a server of
+one-sentence requests gathers. Where Numba is installed the app loads backend numba's compiled tagging
+loops at its start (easyfirst.serve.create_app), and the batch runs there: each sentence its own sketch
+steps over its own words, the sentences still running packed into one product a step, no torch
+operation per step. Elsewhere the fused path runs each step over the sentences still running.
 
 The worker is a thread, so its calls fork no tagging pool (easyfirst.tagging.pool forks from the main
 thread only, and only when asked): a server's cores are its processes (``--workers``,
@@ -31,10 +32,10 @@ from easyfirst.serve.requests import Job
 from easyfirst.serve.timings import QUEUE, TAG, TIMINGS, cpu_ns, wall_ns
 from easyfirst.tagging.tagged import Tagged
 
-# Padded words per batch of a gathered group, easyfirst tag's cap: since each sketch step runs over the
-# sentences still running only, benchmarks/speed/serve_groups.py --cpu (docs/serve.md) measured one
-# batch 1.19x and 1.13x sub-batches of <= 256 (the cap before) for groups of 13 and 32 (one torch
-# thread, a worker's); one sentence at a time (the NumPy path) 0.42-0.51x one batch.
+# Padded words per batch of a gathered group, easyfirst tag's cap. benchmarks/speed/serve_groups.py --cpu
+# (docs/serve.md, issue #46) with numba's loops: one batch 18,508 tokens per CPU second for groups of 13
+# (2.26x one batch through fused, 2.9x one sentence at a time, 1.13x sub-batches of <= 256 padded
+# words); through fused alone, one batch was also the fastest (1.19x sub-batches of <= 256).
 GROUP_TOKENS = INFERENCE_MAX_TOKENS
 
 

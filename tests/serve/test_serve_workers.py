@@ -93,7 +93,9 @@ def test_sigterm_or_ctrl_c_answers_the_requests_in_flight_then_exits(workers, st
 
 def test_a_killed_parent_leaves_no_worker_behind():
     with Server("--workers", "2") as served:
-        workers = served.children()
+        deadline = time.monotonic() + 30  # the first worker may answer before the second is forked
+        while len(workers := served.children()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert len(workers) == 2
         served.process.kill()  # the parent alone
         served.process.communicate(timeout=30)
