@@ -133,7 +133,7 @@ NER = Task(
     # with word vectors (--pretrained), the English recipe of issue #44 (docs/ner.md, "The English
     # recipe"): Ma & Hovy (2016)'s BLSTM-CNN-CRF settings with the loss summed over the update's sentences
     # and their 50 epochs (test F1 on CoNLL-2003 with GloVe 6B 50-d, NEF-CRF-F: 87.17 ± 0.50 before;
-    # 89.85 ± 0.01 at 30 epochs, seeds 1-3; 90.17 at 50, seed 1; rows ner-glove-noaffix, ner-mh-sum,
+    # 89.85 ± 0.01 at 30 epochs, seeds 1-4; 90.17 at 50, seed 1; rows ner-glove-noaffix, ner-mh-sum,
     # ner-recipe), and no affix n-grams (with the vectors they cost 1.5 test F1, the recall of entities
     # unseen in training most: rows ner-glove, ner-glove-noaffix)
     with_vectors={
