@@ -63,13 +63,21 @@ def train_args(train, output, *extra):
     )
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("every", [("--checkpoint-every", "10"), ("--checkpoint-minutes", "0.002")])
-def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_result(bigger_sample, tmp_path, every):
-    straight = tmp_path / "straight"
+@pytest.fixture(scope="module")
+def straight_run(bigger_sample, tmp_path_factory) -> Path:
+    """The uninterrupted run that both ways of checkpointing are compared with (one training for both)."""
+    straight = tmp_path_factory.mktemp("straight") / "run"
     done = run_cli(*train_args(bigger_sample, straight), timeout=600)
     assert done.returncode == 0, done.stderr.decode()
+    return straight
 
+
+@pytest.mark.slow
+@pytest.mark.parametrize("every", [("--checkpoint-every", "10"), ("--checkpoint-minutes", "0.002")])
+def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_result(
+    bigger_sample, straight_run, tmp_path, every
+):
+    straight = straight_run
     interrupted = tmp_path / "interrupted"
     with started(
         command(*train_args(bigger_sample, interrupted, *every)),
@@ -210,9 +218,9 @@ def interrupt(args: list[str], ready, timeout: float = 120) -> subprocess.Comple
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
-def test_ctrl_c_while_training_says_how_to_resume(bigger_sample, tmp_path):
+def test_ctrl_c_while_training_says_how_to_resume(tmp_path):
     run = tmp_path / "run"
-    args = list(train_args(bigger_sample, run))
+    args = list(train_args(SAMPLE, run))  # 200 epochs of the sample: interrupted after its second
     args[args.index("--epochs") + 1] = "200"
     log = run / "train.log"
     done = interrupt(args, lambda: log.is_file() and "epoch   2" in log.read_text())
