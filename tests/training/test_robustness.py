@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from verbs import easyfirst
 
 from conftest import SAMPLE, run_cli, started, train_on_sample
 
@@ -121,12 +122,12 @@ def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_result(
 
 
 def test_resume_refuses_other_options_and_missing_checkpoints(tmp_path):
-    result = run_cli("train", "--resume", str(tmp_path), "--lr", "0.5")
-    assert result.returncode == 2 and b"--lr cannot be given" in result.stderr
+    code, _, stderr = easyfirst("train", "--resume", str(tmp_path), "--lr", "0.5")  # in this process
+    assert code == 2 and "--lr cannot be given" in stderr
     (tmp_path / "config.json").write_text(json.dumps({"train": {"epochs": 2}}))
     (tmp_path / "vocab.json").write_text("{}")
-    result = run_cli("train", "--resume", str(tmp_path))
-    assert result.returncode == 2 and b"no checkpoint to resume from" in result.stderr
+    code, _, stderr = easyfirst("train", "--resume", str(tmp_path))
+    assert code == 2 and "no checkpoint to resume from" in stderr
 
 
 def test_a_diverging_run_stops_with_epoch_and_step_and_keeps_its_checkpoint(tmp_path):
