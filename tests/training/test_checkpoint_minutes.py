@@ -9,6 +9,7 @@ import json
 import pytest
 import torch
 from rich.console import Console
+from verbs import easyfirst
 
 from conftest import SAMPLE, run_cli, sample_training, train_on_sample
 from easyfirst.config import Config
@@ -85,9 +86,9 @@ def test_a_run_with_a_checkpoint_and_no_metrics_is_not_restarted_without_overwri
     done = train_on_sample(run, epochs=1)
     assert done.returncode == 0, done.stderr.decode()
     (run / "metrics.json").unlink()
-    refused = train_on_sample(run, epochs=1)
-    assert refused.returncode == 2
-    assert refused.stderr.decode().strip() == (
+    code, _, stderr = easyfirst(*sample_training(run, epochs=1))  # a refusal: in this process
+    assert code == 2
+    assert stderr.strip() == (
         f"{run}: holds an unfinished run: continue it with `easyfirst train --resume {run}`, or pass "
         "--overwrite to start it again"
     )
@@ -110,9 +111,8 @@ def test_checkpoint_minutes_can_change_on_resume(tmp_path):
     assert json.loads((run / "config.json").read_text())["train"]["checkpoint_minutes"] == 0
     longer = run_cli("train", "--resume", run, "--epochs", "2", "--checkpoint-minutes", "1")
     assert longer.returncode == 0, longer.stderr.decode()
-    refused = run_cli("train", "--resume", run, "--lr", "0.5")
-    assert (
-        refused.stderr.decode()
-        .strip()
-        .endswith("(only --epochs, --threads, --workers, --checkpoint-minutes and --device can)")
+    code, _, stderr = easyfirst("train", "--resume", run, "--lr", "0.5")  # a refusal: in this process
+    assert code == 2
+    assert stderr.strip().endswith(
+        "(only --epochs, --threads, --workers, --checkpoint-minutes and --device can)"
     )

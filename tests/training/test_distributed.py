@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from conftest import run_cli, sample_training
@@ -47,10 +48,19 @@ def writes_by_rank(stdout: str) -> dict[int, list[str]]:
     return found
 
 
-def test_two_processes_train_and_only_rank_0_writes(tmp_path):
-    output = tmp_path / "run"
+@pytest.fixture(scope="module")
+def two_process_run(tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess]:
+    """Four epochs under torchrun on the sample: (the test's folder, the run folder, the launcher's
+    result), for the tests of what it writes and of resuming to the same result."""
+    folder = tmp_path_factory.mktemp("torchrun")
+    output = folder / "whole"
     result = torchrun(output, epochs=4)
     assert result.returncode == 0, result.stderr[-3000:]
+    return folder, output, result
+
+
+def test_two_processes_train_and_only_rank_0_writes(two_process_run):
+    tmp_path, output, result = two_process_run
     written = writes_by_rank(result.stdout)
     assert set(written) == {0, 1}, result.stdout[-2000:]
     # rank 1 wrote nothing of the run (it may create the folder, as the CLI checks that it can; torch's
@@ -95,9 +105,9 @@ def test_processes_other_than_0_draw_their_own_dropout_masks():
     assert torch.equal(masks(distributed.Group(1, 2)), first)  # reproducible from the seed
 
 
-def test_a_resumed_two_process_run_continues_exactly(tmp_path):
-    whole, halves = tmp_path / "whole", tmp_path / "halves"
-    assert torchrun(whole, epochs=4).returncode == 0
+def test_a_resumed_two_process_run_continues_exactly(two_process_run, tmp_path):
+    _, whole, _ = two_process_run
+    halves = tmp_path / "halves"
     assert torchrun(halves, epochs=2).returncode == 0
     result = torchrun(halves, epochs=4, resume=True)
     assert result.returncode == 0, result.stderr[-3000:]

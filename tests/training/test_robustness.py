@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from verbs import easyfirst
 
 from conftest import SAMPLE, run_cli, started, train_on_sample
 
@@ -63,13 +64,21 @@ def train_args(train, output, *extra):
     )
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("every", [("--checkpoint-every", "10"), ("--checkpoint-minutes", "0.002")])
-def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_result(bigger_sample, tmp_path, every):
-    straight = tmp_path / "straight"
+@pytest.fixture(scope="module")
+def straight_run(bigger_sample, tmp_path_factory) -> Path:
+    """The uninterrupted run that both ways of checkpointing are compared with (one training for both)."""
+    straight = tmp_path_factory.mktemp("straight") / "run"
     done = run_cli(*train_args(bigger_sample, straight), timeout=600)
     assert done.returncode == 0, done.stderr.decode()
+    return straight
 
+
+@pytest.mark.slow
+@pytest.mark.parametrize("every", [("--checkpoint-every", "10"), ("--checkpoint-minutes", "0.002")])
+def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_result(
+    bigger_sample, straight_run, tmp_path, every
+):
+    straight = straight_run
     interrupted = tmp_path / "interrupted"
     with started(
         command(*train_args(bigger_sample, interrupted, *every)),
@@ -130,12 +139,12 @@ def test_a_finished_run_trained_on_with_more_epochs_is_a_run_of_that_many(tmp_pa
 
 
 def test_resume_refuses_other_options_and_missing_checkpoints(tmp_path):
-    result = run_cli("train", "--resume", str(tmp_path), "--lr", "0.5")
-    assert result.returncode == 2 and b"--lr cannot be given" in result.stderr
+    code, _, stderr = easyfirst("train", "--resume", str(tmp_path), "--lr", "0.5")  # in this process
+    assert code == 2 and "--lr cannot be given" in stderr
     (tmp_path / "config.json").write_text(json.dumps({"train": {"epochs": 2}}))
     (tmp_path / "vocab.json").write_text("{}")
-    result = run_cli("train", "--resume", str(tmp_path))
-    assert result.returncode == 2 and b"no checkpoint to resume from" in result.stderr
+    code, _, stderr = easyfirst("train", "--resume", str(tmp_path))
+    assert code == 2 and "no checkpoint to resume from" in stderr
 
 
 def test_a_diverging_run_stops_with_epoch_and_step_and_keeps_its_checkpoint(tmp_path):
@@ -227,9 +236,9 @@ def interrupt(args: list[str], ready, timeout: float = 120) -> subprocess.Comple
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
-def test_ctrl_c_while_training_says_how_to_resume(bigger_sample, tmp_path):
+def test_ctrl_c_while_training_says_how_to_resume(tmp_path):
     run = tmp_path / "run"
-    args = list(train_args(bigger_sample, run))
+    args = list(train_args(SAMPLE, run))  # 200 epochs of the sample: interrupted after its second
     args[args.index("--epochs") + 1] = "200"
     log = run / "train.log"
     done = interrupt(args, lambda: log.is_file() and "epoch   2" in log.read_text())

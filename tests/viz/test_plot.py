@@ -11,6 +11,7 @@ import re
 import pytest
 import torch
 from rich.console import Console
+from verbs import easyfirst
 
 from conftest import SAMPLE, run_cli, train_on_sample
 from easyfirst import Tagger
@@ -108,7 +109,15 @@ def test_plot_and_analyze_refuse_a_model_without_sketch_steps(tmp_path):
     assert result.returncode == 2 and b"no sketch steps" in result.stderr
 
 
-def test_analyze_matches_a_direct_count(run_dir):
+@pytest.fixture(scope="module")
+def analyzed(run_dir) -> dict:
+    """`easyfirst analyze SAMPLE --json` of the run: what the direct count and the Markdown are held to."""
+    result = run_cli("analyze", SAMPLE, "-m", run_dir, "--json")
+    assert result.returncode == 0, result.stderr.decode()
+    return json.loads(result.stdout)
+
+
+def test_analyze_matches_a_direct_count(run_dir, analyzed):
     tagger = Tagger.load(run_dir)
     sentences = read_conllu(SAMPLE)
     stats = analyze(tagger, [s.words for s in sentences], [s.tags for s in sentences])
@@ -121,21 +130,19 @@ def test_analyze_matches_a_direct_count(run_dir):
     assert stats["evenness"]["share_beta_one"] == 1.0  # csoftmax with N = L
     assert abs(stats["evenness"]["beta_max"] - 1) < 1e-4
     assert sum(row["count"] for row in stats["per_step"]) == sum(len(s.words) for s in sentences)
-    result = run_cli("analyze", SAMPLE, "-m", run_dir, "--json")
-    assert result.returncode == 0 and json.loads(result.stdout)["first_focus"] == stats["first_focus"]
+    assert analyzed["first_focus"] == stats["first_focus"]
 
 
-def test_analyze_markdown_holds_the_same_numbers(run_dir):
-    result = run_cli("analyze", SAMPLE, "-m", run_dir, "--json")
-    stats = json.loads(result.stdout)
+def test_analyze_markdown_holds_the_same_numbers(run_dir, analyzed):
+    stats = analyzed
     markdown = run_cli("analyze", SAMPLE, "-m", run_dir, "--markdown")
     assert markdown.returncode == 0, markdown.stderr.decode()
     text = markdown.stdout.decode()
     top, share = next(iter(stats["first_focus"].items()))
     assert f"| {top} | {100 * share:.1f}% |" in text
     assert text.count("\n| ") >= len(stats["first_focus"]) + len(stats["per_step"])
-    both = run_cli("analyze", SAMPLE, "-m", run_dir, "--json", "--markdown")
-    assert both.returncode == 2 and b"not both" in both.stderr
+    code, _, stderr = easyfirst("analyze", SAMPLE, "-m", run_dir, "--json", "--markdown")  # a refusal
+    assert code == 2 and "not both" in stderr
 
 
 def test_terminal_matrix_reads_without_colours():
