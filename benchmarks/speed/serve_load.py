@@ -227,7 +227,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--workers", type=int, nargs="+", default=[1], help="server processes, one run each")
-    parser.add_argument("--sentences", type=int, default=1000, help="at most this many sentences per level (the file repeated past its end)")
+    parser.add_argument(
+        "--sentences",
+        type=int,
+        default=1000,
+        help="at most this many sentences per level (the file repeated past its end)",
+    )
     parser.add_argument("--seconds", type=float, default=60, help="at most this long per level")
     parser.add_argument("--batch-window", type=float, default=2.0, help="the server's gather window (ms)")
     parser.add_argument(
