@@ -10,6 +10,7 @@ import typer
 from easyfirst.cli.app import app
 from easyfirst.cli.common import DeviceOption, ModelOption, check_device, err
 from easyfirst.errors import InputError
+from easyfirst.serve.requests import BATCH_WINDOW_MS
 
 GracefulOption = Annotated[
     float,
@@ -41,7 +42,7 @@ def serve(
     batch_window: Annotated[
         float,
         typer.Option(metavar="MS", help="Milliseconds the tagger waits for more requests to tag together."),
-    ] = 2.0,
+    ] = BATCH_WINDOW_MS,
     graceful_timeout: GracefulOption = 20.0,
     access_log: Annotated[bool, typer.Option(help="Log each request (uvicorn's access log).")] = True,
     workers: Annotated[

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from easyfirst.errors import InputError
 from easyfirst.resources import NOT_FOUND
-from easyfirst.serve.requests import Limits
+from easyfirst.serve.requests import BATCH_WINDOW_MS, Limits
 
 EXTRA = 'pip install "easyfirst[serve]"'
 PACKAGES = ("starlette", "uvicorn")
@@ -37,7 +37,7 @@ def create_app(
     *,
     device: str = "cpu",
     limits: Limits = Limits(),
-    batch_window_ms: float = 2.0,
+    batch_window_ms: float = BATCH_WINDOW_MS,
 ):
     """The ASGI app serving the model folder ``model`` (None: the bundled English UPOS model).
 

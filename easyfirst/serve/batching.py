@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 
 from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
-from easyfirst.serve.requests import Job
+from easyfirst.serve.requests import BATCH_WINDOW_MS, Job
 from easyfirst.serve.timings import QUEUE, TAG, TIMINGS, cpu_ns, wall_ns
 from easyfirst.tagging.tagged import Tagged
 
@@ -50,7 +50,7 @@ class Waiting:
 class Batcher:
     """``await batcher.tag(job)`` → one :class:`Tagged` per sentence of the job."""
 
-    def __init__(self, tagger, *, window: float = 0.002, max_sentences: int = 256):
+    def __init__(self, tagger, *, window: float = BATCH_WINDOW_MS / 1000, max_sentences: int = 256):
         self.tagger, self.window, self.max_sentences = tagger, window, max_sentences
         self.queue: queue.Queue[Waiting | None] = queue.Queue()
         self.thread = threading.Thread(target=self._run, name="easyfirst-tagger", daemon=True)

@@ -38,23 +38,22 @@ MAX_HEAD = 16 * 1024  # h11's limit on a request head (its 431), unless uvicorn 
 
 
 class ClosingApp:
-    """The ASGI ``app``, with ``Connection: close`` on every answer begun once ``server`` (a
-    uvicorn.Server, set before it runs) is stopping: the client learns not to send on that connection."""
+    """The ASGI ``app``, with ``Connection: close`` on the answer to every request begun once ``server``
+    (a uvicorn.Server, set before it runs) is stopping: the client learns not to send on that
+    connection."""
 
     def __init__(self, app):
         self.app = app
         self.server = None
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
+        # a request begun before the stop needs no wrapping: uvicorn's stop closes its connection after
+        # the answer (_Draining.shutdown), and says so; a wrapped send costs every request ~µs
+        if scope["type"] != "http" or self.server is None or not self.server.should_exit:
             return await self.app(scope, receive, send)
 
         async def sending(message) -> None:
-            if (
-                message["type"] == "http.response.start"
-                and self.server is not None
-                and self.server.should_exit
-            ):
+            if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 message = {**message, "headers": [*headers, CLOSE] if CLOSE not in headers else headers}
             await send(message)
