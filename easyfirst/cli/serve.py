@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import importlib.util
 from typing import Annotated
 
 import typer
@@ -94,6 +95,14 @@ def serve(
 
     if workers > 1:  # no thread pool in the process that forks: each worker starts its own
         torch.set_num_threads(1)
+    compiles = cpu and importlib.util.find_spec("numba") is not None  # create_app loads numba's loops
+    err.print(
+        f"loading {model or 'the bundled model'}"
+        + (
+            " (the first start after an install also compiles the tagging loops: 30-45 s)" if compiles else ""
+        ),
+        markup=False,
+    )
     served = create_app(model, device=device, limits=limits, batch_window_ms=batch_window)
     from easyfirst.serve.connections import stack
     from easyfirst.serve.processes import run
