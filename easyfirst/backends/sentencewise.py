@@ -17,7 +17,7 @@ import torch
 from easyfirst.backends import lean
 from easyfirst.ops.constrained import _EXP_RANGE
 from easyfirst.ops.kinds import KINDS
-from easyfirst.ops.window import _windows, flat_weight
+from easyfirst.ops.window import flat_weight, window_columns
 
 _module = None  # easyfirst.backends.tag_kernels once imported; False where it cannot be
 
@@ -134,7 +134,7 @@ def decode(decoder, states, mask, steps, score_words, beyond_length):
         n_steps = torch.full_like(lengths, steps) if beyond_length else lengths.clamp_max(steps)
     total = int(n_steps.max()) if size else 0
     half = decoder.input_half  # Eq. 1's H half, (B, L, O), over the windows of the words only
-    cols = _windows(states.transpose(1, 2), half.weight.shape[-1])
+    cols = window_columns(states.transpose(1, 2), half.weight.shape[-1])
     fixed = _numpy(_on_words(_words(mask), cols, flat_weight(half.weight), half.bias).view(size, length, -1))
     weight_t = _numpy(flat_weight(decoder.sketch_half.weight).T)  # (K·D_s, O)
     v = _numpy(decoder.v.weight[0])

@@ -29,7 +29,7 @@ def window_view(padded: torch.Tensor, width: int) -> torch.Tensor:
     return padded.unfold(-2, width, 1).transpose(-1, -2)
 
 
-def _windows(x: torch.Tensor, width: int) -> torch.Tensor:
+def window_columns(x: torch.Tensor, width: int) -> torch.Tensor:
     """``x`` ``(B, C, L)`` → the windows ``(B·L, K·C)``: row (b, i) is concat(x_{i−w..i+w}), zero-padded."""
     size, channels, length = x.shape
     pad = width // 2
@@ -38,7 +38,7 @@ def _windows(x: torch.Tensor, width: int) -> torch.Tensor:
 
 
 def flat_weight(weight: torch.Tensor) -> torch.Tensor:
-    """``(O, C, K)`` → ``(O, K·C)`` in the column order of :func:`_windows`."""
+    """``(O, C, K)`` → ``(O, K·C)`` in the column order of :func:`window_columns`."""
     return weight.transpose(1, 2).reshape(weight.shape[0], -1)
 
 
@@ -47,7 +47,7 @@ class WindowAffineFunction(torch.autograd.Function):
     def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
         size, _, length = x.shape
         out_channels, channels, width = weight.shape
-        cols = _windows(x, width)
+        cols = window_columns(x, width)
         flat = flat_weight(weight)
         out = cols @ flat.t() if bias is None else torch.addmm(bias, cols, flat.t())
         ctx.save_for_backward(cols, flat)
