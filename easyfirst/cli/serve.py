@@ -66,21 +66,17 @@ def serve(
     from easyfirst.serve import Limits, create_app, require
 
     require()
-    for flag, value in (
-        ("--max-body", max_body),
-        ("--max-sentences", max_sentences),
-        ("--max-words", max_words),
-        ("--max-attention", max_attention),
-        ("--workers", 1 if workers is None else workers),
-    ):
-        if value < 1:
-            raise InputError(f"{flag} must be >= 1")
-    if not 0 <= port <= 65535:
-        raise InputError(f"--port must be 0 to 65535, not {port}")
-    if batch_window < 0:
-        raise InputError("--batch-window must be >= 0")
-    if graceful_timeout < 0:
-        raise InputError("--graceful-timeout must be >= 0")
+    check_numbers(
+        {
+            "--max-body": max_body,
+            "--max-sentences": max_sentences,
+            "--max-words": max_words,
+            "--max-attention": max_attention,
+            "--workers": 1 if workers is None else workers,
+        },
+        port,
+        {"--batch-window": batch_window, "--graceful-timeout": graceful_timeout},
+    )
     cpu = device == "cpu"
     if workers is None:
         workers = available_cores() if cpu else 1
@@ -96,13 +92,8 @@ def serve(
     if workers > 1:  # no thread pool in the process that forks: each worker starts its own
         torch.set_num_threads(1)
     compiles = cpu and importlib.util.find_spec("numba") is not None  # create_app loads numba's loops
-    err.print(
-        f"loading {model or 'the bundled model'}"
-        + (
-            " (the first start after an install also compiles the tagging loops: 30-45 s)" if compiles else ""
-        ),
-        markup=False,
-    )
+    said = " (the first start after an install also compiles the tagging loops: 30-45 s)" if compiles else ""
+    err.print(f"loading {model or 'the bundled model'}{said}", markup=False)
     served = create_app(model, device=device, limits=limits, batch_window_ms=batch_window)
     from easyfirst.serve.connections import stack
     from easyfirst.serve.processes import run
@@ -118,6 +109,18 @@ def serve(
     )
     err.print("stopped" if code == 0 else "stopped: a worker failed")
     raise typer.Exit(code)
+
+
+def check_numbers(counts: dict[str, int], port: int, durations: dict[str, float]) -> None:
+    """Refuse a count below 1, a port outside 0-65535 or a negative duration, naming the flag."""
+    for flag, value in counts.items():
+        if value < 1:
+            raise InputError(f"{flag} must be >= 1")
+    if not 0 <= port <= 65535:
+        raise InputError(f"--port must be 0 to 65535, not {port}")
+    for flag, value in durations.items():
+        if value < 0:
+            raise InputError(f"{flag} must be >= 0")
 
 
 def bind(host: str, port: int, workers: int):
