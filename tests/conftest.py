@@ -109,17 +109,26 @@ def run_cli(
     cwd: Path | None = None,
     timeout: float = 600,
     env: dict | None = None,
+    process: bool = False,
 ):
-    """Run ``python -m easyfirst ARGS`` as a user would (``env``: extra variables); returns the
-    CompletedProcess (bytes)."""
-    return subprocess.run(
-        [sys.executable, "-m", "easyfirst", *map(str, args)],
-        input=input,
-        capture_output=True,
-        cwd=cwd,
-        timeout=timeout,
-        env={**os.environ, "COLUMNS": "120", **(env or {})},
-    )
+    """``easyfirst ARGS`` as a user would run it (``env``: extra variables); returns a CompletedProcess
+    (bytes). In the test's process (tests/verbs.py), unless ``process``: then ``python -m easyfirst
+    ARGS`` in a process of its own (``timeout`` applies to it alone), for what only a process shows
+    (its signals, its exit, what its workers leave behind, torchrun, a server, variables read at its
+    start such as PYTHONPATH) and for a command that forks (a tagging pool, Hogwild's workers, the
+    reader of a CoNLL-U file), which fails in the test's process."""
+    if process:
+        return subprocess.run(
+            [sys.executable, "-m", "easyfirst", *map(str, args)],
+            input=input,
+            capture_output=True,
+            cwd=cwd,
+            timeout=timeout,
+            env={**os.environ, "COLUMNS": "120", **(env or {})},
+        )
+    from verbs import completed
+
+    return completed(args, input=input, cwd=cwd, env={"COLUMNS": "120", **(env or {})})
 
 
 def dies_with_the_test(then=None):

@@ -50,7 +50,7 @@ def test_training_twice_with_one_seed_gives_identical_metrics(run_dir, tmp_path)
 
 def test_tag_changes_only_the_upos_column(run_dir, tmp_path):
     out = tmp_path / "tagged.conllu"
-    result = run("tag", str(SAMPLE), "-m", str(run_dir), "-o", str(out))
+    result = run("tag", str(SAMPLE), "-m", str(run_dir), "-o", str(out), process=True)
     assert result.returncode == 0, result.stderr.decode()
     assert result.stderr.decode() == f"wrote {out}\n"  # what it wrote, as plot and export say theirs
     before = SAMPLE.read_bytes().split(b"\n")
@@ -69,7 +69,7 @@ def test_tag_changes_only_the_upos_column(run_dir, tmp_path):
 
 
 def test_tag_reads_stdin_and_writes_stdout(run_dir):
-    result = run("tag", "-", "-m", str(run_dir), input=SAMPLE.read_bytes())
+    result = run("tag", "-", "-m", str(run_dir), input=SAMPLE.read_bytes(), process=True)
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout.count(b"\n") == SAMPLE.read_bytes().count(b"\n")
 
@@ -152,7 +152,7 @@ def test_malformed_input_names_file_and_line_and_writes_nothing(run_dir, tmp_pat
     bad = tmp_path / "bad.conllu"
     bad.write_text("# text = a b\n1\ta\ta\tX\t_\t_\t0\troot\t_\t_\n2\tb\tb\tX\t_\n\n", encoding="utf-8")
     out = tmp_path / "out.conllu"
-    result = run("tag", str(bad), "-m", str(run_dir), "-o", str(out))
+    result = run("tag", str(bad), "-m", str(run_dir), "-o", str(out), process=True)
     assert result.returncode == 2
     assert f"{bad}:3:" in result.stderr.decode()
     assert not out.exists() and list(tmp_path.iterdir()) == [bad]
@@ -169,7 +169,7 @@ def test_train_refuses_to_overwrite_a_model(run_dir):
 def test_bundled_model_round_trips_a_real_treebank_file(ewt, tmp_path):
     """EWT test, full of multiword tokens: every byte but the UPOS of words survives tagging."""
     out = tmp_path / "tagged.conllu"
-    result = run("tag", str(ewt["test"]), "-o", str(out))
+    result = run("tag", str(ewt["test"]), "-o", str(out), process=True)
     assert result.returncode == 0, result.stderr.decode()
     before, after = ewt["test"].read_bytes().split(b"\n"), out.read_bytes().split(b"\n")
     assert len(before) == len(after)
@@ -188,7 +188,7 @@ def test_bundled_model_round_trips_a_real_treebank_file(ewt, tmp_path):
 
 @pytest.mark.realdata
 def test_bundled_model_accuracy_on_ewt_test(ewt):
-    result = run("evaluate", str(ewt["test"]), "--json")
+    result = run("evaluate", str(ewt["test"]), "--json", process=True)
     assert result.returncode == 0, result.stderr.decode()
     report = json.loads(result.stdout)
     assert report["tokens"] == 25094
@@ -322,17 +322,17 @@ def three_inputs(tmp_path) -> list[Path]:
 
 def test_many_inputs_are_written_as_each_alone_and_a_rerun_redoes_none(three_inputs, tmp_path):
     out = tmp_path / "out"
-    result = run("tag", *three_inputs, "-o", out)
+    result = run("tag", *three_inputs, "-o", out, process=True)
     assert result.returncode == 0, result.stderr.decode()
     assert result.stderr.decode() == f"tagged 3 inputs into {out}\n"  # what it wrote; no bar off a terminal
     for path in three_inputs:
-        alone = run("tag", path)
+        alone = run("tag", path, process=True)
         assert alone.returncode == 0, alone.stderr.decode()
         assert (out / path.name).read_bytes() == alone.stdout, path.name
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in three_inputs)  # no temporary files
 
     written = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
-    again = run("tag", *three_inputs, "-o", out)
+    again = run("tag", *three_inputs, "-o", out, process=True)
     assert again.returncode == 0, again.stderr.decode()
     assert again.stderr.decode() == f"skipped 3 of 3 inputs: their output is in {out} already\n"
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == written
@@ -342,7 +342,9 @@ def test_a_bad_input_among_many_is_named_and_the_others_are_written(three_inputs
     bad = tmp_path / "bad.conllu"
     bad.write_text("# text = a b\n1\ta\ta\tX\t_\t_\t0\troot\t_\t_\n2\tb\tb\tX\t_\n\n", encoding="utf-8")
     out = tmp_path / "out"
-    result = run("tag", three_inputs[0], bad, tmp_path / "missing.conllu", three_inputs[2], "-o", out)
+    result = run(
+        "tag", three_inputs[0], bad, tmp_path / "missing.conllu", three_inputs[2], "-o", out, process=True
+    )
     assert result.returncode == 2
     assert result.stderr.decode().splitlines() == [
         f"{bad}:3: expected 10 tab-separated columns, found 5",
@@ -352,7 +354,7 @@ def test_a_bad_input_among_many_is_named_and_the_others_are_written(three_inputs
     assert sorted(p.name for p in out.iterdir()) == ["a.conllu", "c.txt"]
     # the rerun tags the one that was mended, and only it
     bad.write_bytes(SAMPLE.read_bytes())
-    again = run("tag", three_inputs[0], bad, three_inputs[2], "-o", out)
+    again = run("tag", three_inputs[0], bad, three_inputs[2], "-o", out, process=True)
     assert again.returncode == 0, again.stderr.decode()
     assert again.stderr.decode() == (
         f"skipped 2 of 3 inputs: their output is in {out} already\ntagged 1 input into {out}\n"
@@ -363,7 +365,7 @@ def test_a_bad_input_among_many_is_named_and_the_others_are_written(three_inputs
 def test_a_folder_is_its_files_and_a_name_clash_is_refused_before_tagging(three_inputs, tmp_path):
     out = tmp_path / "out"
     (three_inputs[0].parent / ".hidden").write_text("not an input")
-    result = run("tag", three_inputs[0].parent, three_inputs[1], "-o", out)
+    result = run("tag", three_inputs[0].parent, three_inputs[1], "-o", out, process=True)
     assert result.returncode == 0, result.stderr.decode()
     assert sorted(p.name for p in out.iterdir()) == ["a.conllu", "b.conllu"]
 

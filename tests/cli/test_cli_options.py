@@ -191,7 +191,7 @@ def test_output_off_a_terminal_is_not_wrapped(tmp_path):
 
 @pytest.mark.parametrize("flag", ["--no-gaps", "--gaps"])
 def test_a_qe_tag_option_given_to_a_pos_model_is_refused_either_way(flag):
-    result = run_cli("tag", SAMPLE, flag)  # the bundled model is a POS model
+    result = run_cli("tag", SAMPLE, flag, process=True)  # the bundled model is a POS model
     assert result.returncode == 2 and "only for QE" in result.stderr.decode(), result.stderr.decode()
 
 

@@ -134,7 +134,7 @@ def test_crf_model_tags_with_viterbi_and_reports_marginals(tmp_path):
     assert probs.returncode == 0, probs.stderr.decode()
     _, rows = distributions(probs.stdout.decode())
     assert all(sum(values) == pytest.approx(1.0, abs=1e-4) for _, _, values in rows)
-    tagged = run_cli("tag", SAMPLE, "-m", out)
+    tagged = run_cli("tag", SAMPLE, "-m", out, process=True)
     words = [line.split(b"\t") for line in tagged.stdout.splitlines() if line[:1].isdigit()]
     assert [w[3].decode() for w in words if b"-" not in w[0] and b"." not in w[0]] == [t for _, t, _ in rows]
 

@@ -181,7 +181,7 @@ def test_tag_a_plain_text_file_detected_from_its_content(tmp_path):
     assert "# text = He doesn't." in lines
     stdin = run_cli("tag", "-", input=notes.read_bytes())
     assert stdin.stdout == result.stdout
-    forced = run_cli("tag", notes, "--format", "model")  # read as CoNLL-U: the cause is named
+    forced = run_cli("tag", notes, "--format", "model", process=True)  # read as CoNLL-U: the cause is named
     assert forced.returncode == 2
     assert "this looks like plain text; this is a pos model, which reads CoNLL-U" in forced.stderr.decode()
 
@@ -189,7 +189,8 @@ def test_tag_a_plain_text_file_detected_from_its_content(tmp_path):
 def test_format_text_reads_any_file_as_text_and_conllu_is_not_mistaken_for_text(tmp_path):
     from conftest import SAMPLE, run_cli
 
-    tagged = run_cli("tag", SAMPLE)  # auto: CoNLL-U stays CoNLL-U, byte for byte apart from the tags
+    # auto: CoNLL-U stays CoNLL-U, byte for byte apart from the tags
+    tagged = run_cli("tag", SAMPLE, process=True)
     assert tagged.returncode == 0 and tagged.stdout.count(b"\n") == SAMPLE.read_bytes().count(b"\n")
     columns = tmp_path / "tokens.conll"
     columns.write_text("The DT\ndog NN\n", encoding="utf-8")

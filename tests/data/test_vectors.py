@@ -161,7 +161,7 @@ def test_train_with_a_named_set_not_installed_fails_in_one_line(tmp_path):
     blocker = hide_glove(tmp_path)
     run = run_cli(
         "train", "--task", "ner", "--train", NER_SAMPLE, "--dev", NER_SAMPLE, "--pretrained", "glove-6b-50d",
-        "--output", tmp_path / "run", env={"PYTHONPATH": str(blocker)},
+        "--output", tmp_path / "run", env={"PYTHONPATH": str(blocker)}, process=True,
     )  # fmt: skip
     lines = run.stderr.decode().strip().splitlines()
     assert run.returncode == 2 and len(lines) == 1, run.stderr.decode()
@@ -176,7 +176,7 @@ def test_data_lists_the_named_sets(tmp_path):
     assert "glove-6b-50d" in out and "uncased" in out
     assert ("yes" in out) == bool(HAS_GLOVE)
     blocker = hide_glove(tmp_path)
-    out = run_cli("data", "--vectors", env={"PYTHONPATH": str(blocker)}).stdout.decode()
+    out = run_cli("data", "--vectors", env={"PYTHONPATH": str(blocker)}, process=True).stdout.decode()
     assert (
         " no " in out and "glove-6b-50d is not installed: pip install 'easyfirst[vectors]' installs it" in out
     )

@@ -67,14 +67,14 @@ def counted(client):
 
 def test_a_sharded_file_is_easyfirst_tags_output_byte_for_byte(counted, tmp_path):
     expected = tmp_path / "tag.conllu"
-    assert run_cli("tag", SAMPLE, "-o", expected).returncode == 0
+    assert run_cli("tag", SAMPLE, "-o", expected, process=True).returncode == 0
     for shard in (1, 3, None):  # a task per sentence, a few, about four per worker
         out = tmp_path / f"dask-{shard}.conllu"
         tag_file(counted, SAMPLE, out, shard=shard)
         assert out.read_bytes() == expected.read_bytes()
     half = tmp_path / "half.conllu"  # a second file: the sample's first half of sentences
     half.write_text("\n\n".join(SAMPLE.read_text(encoding="utf-8").split("\n\n")[:10]) + "\n\n")
-    assert run_cli("tag", half, "-o", tmp_path / "half-tag.conllu").returncode == 0
+    assert run_cli("tag", half, "-o", tmp_path / "half-tag.conllu", process=True).returncode == 0
     pairs = [(SAMPLE, tmp_path / "files-sample.conllu"), (half, tmp_path / "files-half.conllu")]
     tag_files(counted, pairs)  # each file on a worker, read and written there
     assert pairs[0][1].read_bytes() == expected.read_bytes()

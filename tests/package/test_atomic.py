@@ -42,7 +42,7 @@ def test_a_failed_write_leaves_nothing(tmp_path):
 def test_a_tagged_file_is_readable_by_others_under_umask_022(tmp_path, umask):
     umask(0o022)
     out = tmp_path / "tagged.conllu"
-    result = run_cli("tag", SAMPLE, "-o", out)
+    result = run_cli("tag", SAMPLE, "-o", out, process=True)
     assert result.returncode == 0, result.stderr.decode()
     assert stat.S_IMODE(out.stat().st_mode) == 0o644
 
@@ -125,7 +125,7 @@ def test_a_rerun_of_tag_over_many_files_removes_what_a_killed_one_left(tmp_path)
     for path in inputs:
         path.write_bytes(SAMPLE.read_bytes())
     left, other = stale(out, "a.conllu"), stale(out, "notes.txt")
-    result = run_cli("tag", *inputs, "-o", out)
+    result = run_cli("tag", *inputs, "-o", out, process=True)
     assert result.returncode == 0, result.stderr.decode()
     assert not left.exists() and other.exists()
     assert sorted(p.name for p in out.iterdir()) == [".notes.txt.k3x_9q0a.tmp", "a.conllu", "b.conllu"]

@@ -184,7 +184,8 @@ def test_it_listens_on_the_loopback_only_by_default(server):
 
 
 def test_an_address_not_of_this_machine_exits_2_naming_the_flag():
-    result = run_cli("serve", "--host", "192.0.2.1", "--port", 8000)  # TEST-NET-1: nobody's address
+    # TEST-NET-1: nobody's address
+    result = run_cli("serve", "--host", "192.0.2.1", "--port", 8000, process=True)
     assert result.returncode == 2
     assert (
         result.stderr.decode() == "--host: cannot listen on 192.0.2.1:8000: Cannot assign requested address\n"
@@ -305,7 +306,7 @@ def test_a_busy_port_exits_2_naming_the_flag():
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = run_cli("serve", "--port", port)
+        result = run_cli("serve", "--port", port, process=True)
     assert result.returncode == 2
     assert result.stderr.decode() == f"--port: cannot listen on 127.0.0.1:{port}: Address already in use\n"
 

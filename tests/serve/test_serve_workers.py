@@ -103,12 +103,12 @@ def test_a_killed_parent_leaves_no_worker_behind():
 
 
 def test_workers_on_a_gpu_and_zero_workers_are_refused_in_one_line():
-    result = run_cli("serve", "--workers", 2, "--device", "cuda")
+    result = run_cli("serve", "--workers", 2, "--device", "cuda", process=True)
     assert result.returncode == 2
     assert result.stderr.decode() == (
         "--workers 2: more than one worker needs --device cpu (CUDA does not survive a fork)\n"
     )
-    result = run_cli("serve", "--workers", 0)
+    result = run_cli("serve", "--workers", 0, process=True)
     assert (result.returncode, result.stderr.decode()) == (2, "--workers must be >= 1\n")
 
 

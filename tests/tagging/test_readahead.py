@@ -130,8 +130,8 @@ def test_easyfirst_tag_forks_its_reader_before_importing_torch(tmp_path):
 
 @two_cores
 def test_stdin_read_ahead_gives_the_bytes_of_the_file_read_ahead():
-    from_file = run_cli("tag", SAMPLE)
-    from_stdin = run_cli("tag", "-", input=SAMPLE.read_bytes())
+    from_file = run_cli("tag", SAMPLE, process=True)
+    from_stdin = run_cli("tag", "-", input=SAMPLE.read_bytes(), process=True)
     assert from_file.returncode == from_stdin.returncode == 0, from_stdin.stderr
     assert from_stdin.stdout == from_file.stdout
     assert from_file.stdout.count(b"\n") == SAMPLE.read_bytes().count(b"\n")
@@ -144,7 +144,7 @@ def test_a_malformed_line_read_ahead_is_reported_with_its_place_and_nothing_is_w
     lines[number - 1] = lines[number - 1].replace("\t", " ", 1)
     bad = tmp_path / "bad.conllu"
     bad.write_text("".join(lines), encoding="utf-8")
-    done = run_cli("tag", bad, "-o", tmp_path / "out.conllu")
+    done = run_cli("tag", bad, "-o", tmp_path / "out.conllu", process=True)
     assert done.returncode == 2
     assert done.stderr.decode().strip() == f"{bad}:{number}: expected 10 tab-separated columns, found 9"
     assert not (tmp_path / "out.conllu").exists()
@@ -180,8 +180,9 @@ def test_a_file_read_ahead_for_another_column_is_read_again_by_the_writer():
 def test_a_pipe_given_as_a_path_is_tagged_like_the_file():
     """``easyfirst tag <(command)`` names a pipe: looking at its head must not take those bytes from
     the reader (the file kind is sniffed from the buffered bytes, as for stdin)."""
-    from_file = run_cli("tag", SAMPLE)
-    from_pipe = run_cli("tag", "/dev/stdin", input=SAMPLE.read_bytes())  # a pipe here, as <(...) is
+    from_file = run_cli("tag", SAMPLE, process=True)
+    # a pipe here, as <(...) is; /dev/stdin in the test's process would be pytest's
+    from_pipe = run_cli("tag", "/dev/stdin", input=SAMPLE.read_bytes(), process=True)
     assert from_pipe.returncode == 0, from_pipe.stderr
     assert from_pipe.stdout == from_file.stdout
 

@@ -138,7 +138,7 @@ def test_easyfirst_tag_on_every_core_writes_the_bytes_of_one_process(tmp_path):
     big = tmp_path / "big.conllu"
     words = sum(len(s.words) for s in read_conllu(SAMPLE))
     big.write_bytes(SAMPLE.read_bytes() * (cores.MIN_WORDS // words + 1))
-    done = run_cli("tag", big, "-o", tmp_path / "out.conllu")
+    done = run_cli("tag", big, "-o", tmp_path / "out.conllu", process=True)
     assert done.returncode == 0 and done.stderr.decode() == f"wrote {tmp_path / 'out.conllu'}\n", (
         done.stderr.decode()
     )
@@ -244,7 +244,7 @@ def test_easyfirst_tag_on_a_file_of_several_windows_writes_the_bytes_of_one_proc
         lines.append("")
     big = tmp_path / "big.conllu"
     big.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    done = run_cli("tag", big, "-o", tmp_path / "out.conllu")
+    done = run_cli("tag", big, "-o", tmp_path / "out.conllu", process=True)
     assert done.returncode == 0 and done.stderr.decode() == f"wrote {tmp_path / 'out.conllu'}\n", (
         done.stderr.decode()
     )

@@ -110,7 +110,7 @@ def test_user_errors_on_column_files(ner_run, tmp_path):
     assert result.returncode == 2 and b"Traceback" not in result.stderr
     assert result.stderr.decode().strip() == f"{bad}:2: expected 2 columns (as on line 1), found 3"
     assert not out.exists()
-    result = run_cli("tag", SAMPLE, "--replace")  # the bundled model is a POS model
+    result = run_cli("tag", SAMPLE, "--replace", process=True)  # the bundled model is a POS model
     assert result.returncode == 2 and b"--replace: only for column files" in result.stderr
 
 

@@ -135,7 +135,7 @@ def test_qe_option_mistakes(qe_run, args, message):
 
 
 def test_gaps_is_a_qe_option():
-    result = run_cli("tag", SAMPLE, "--gaps")
+    result = run_cli("tag", SAMPLE, "--gaps", process=True)
     assert result.returncode == 2 and "--gaps: only for QE file prefixes" in result.stderr.decode()
     assert "--tags" not in run_cli("tag", "--help", env={"COLUMNS": "200"}).stdout.decode()
 

@@ -122,7 +122,7 @@ def test_under_torchrun_the_run_folder_is_required_and_errors_are_said_once(tmp_
     args = sample_training(tmp_path / "unused")[:-2]  # without --output
     said = {}
     for rank in ("0", "1"):
-        result = run_cli(*args, cwd=tmp_path, env={"WORLD_SIZE": "2", "RANK": rank})
+        result = run_cli(*args, cwd=tmp_path, env={"WORLD_SIZE": "2", "RANK": rank}, process=True)
         assert result.returncode == 2
         said[rank] = result.stderr.decode()
     assert "give the run folder with --output" in said["0"] and "Traceback" not in said["0"]

@@ -116,7 +116,7 @@ def test_two_workers_share_an_epoch_and_its_updates(tmp_path):
 
 def test_two_workers_train_and_resume_from_the_command_line(tmp_path):
     output = tmp_path / "run"
-    first = run_cli(*sample_training(output, "--workers", "2", epochs=2), timeout=600)
+    first = run_cli(*sample_training(output, "--workers", "2", epochs=2), timeout=600, process=True)
     assert first.returncode == 0, first.stderr.decode()
     log = (output / "train.log").read_text()
     assert "hogwild 2 processes update the shared parameters" in log
@@ -135,7 +135,9 @@ def test_two_workers_train_and_resume_from_the_command_line(tmp_path):
         .strip()
         .endswith("the run stopped within an epoch of 2 Hogwild worker(s); resume it with --workers 2")
     )
-    resumed = run_cli("train", "--resume", output, "--workers", "2", "--epochs", "3", timeout=600)
+    resumed = run_cli(
+        "train", "--resume", output, "--workers", "2", "--epochs", "3", timeout=600, process=True
+    )
     assert resumed.returncode == 0, resumed.stderr.decode()
     assert "resuming from" in (output / "train.log").read_text()
     assert len(json.loads((output / "metrics.json").read_text())["epochs"]) == 3

@@ -68,7 +68,7 @@ def train_args(train, output, *extra):
 def straight_run(bigger_sample, tmp_path_factory) -> Path:
     """The uninterrupted run that both ways of checkpointing are compared with (one training for both)."""
     straight = tmp_path_factory.mktemp("straight") / "run"
-    done = run_cli(*train_args(bigger_sample, straight), timeout=600)
+    done = run_cli(*train_args(bigger_sample, straight), timeout=600, process=True)
     assert done.returncode == 0, done.stderr.decode()
     return straight
 
@@ -104,7 +104,7 @@ def test_sigkill_mid_epoch_then_resume_gives_the_uninterrupted_result(
     assert state["step"] > 0, "the interruption must fall inside an epoch"
     assert not (interrupted / "metrics.json").exists()
 
-    resumed = run_cli("train", "--resume", str(interrupted), timeout=600)
+    resumed = run_cli("train", "--resume", str(interrupted), timeout=600, process=True)
     assert resumed.returncode == 0, resumed.stderr.decode()
     assert "resuming from" in (interrupted / "train.log").read_text()
     a = json.loads((straight / "metrics.json").read_text())
@@ -183,7 +183,7 @@ def test_one_word_and_thousand_word_sentences_tag(tiny_run, tmp_path):
     lines += [f"{i}\t{w}\t_\t_\t_\t_\t_\t_\t_\t_" for i, w in enumerate(words, 1)] + [""]
     path = tmp_path / "odd.conllu"
     path.write_text("\n".join(lines) + "\n")
-    result = run_cli("tag", str(path), "-m", str(tiny_run))
+    result = run_cli("tag", str(path), "-m", str(tiny_run), process=True)
     assert result.returncode == 0, result.stderr.decode()
     out = result.stdout.decode().split("\n")
     assert len(out) == len(lines) + 1 and all(line.split("\t")[3] != "_" for line in out if "\t" in line)
@@ -201,7 +201,7 @@ def test_empty_input_gives_empty_output(tiny_run, tmp_path):
     empty = tmp_path / "empty.conllu"
     empty.write_bytes(b"")
     out = tmp_path / "out.conllu"
-    result = run_cli("tag", str(empty), "-m", str(tiny_run), "-o", str(out))
+    result = run_cli("tag", str(empty), "-m", str(tiny_run), "-o", str(out), process=True)
     assert result.returncode == 0 and out.read_bytes() == b""
 
 
@@ -211,7 +211,7 @@ def test_same_seed_gives_identical_tags(tmp_path):
         run = tmp_path / name
         result = train_on_sample(run, epochs=2, seed=5)
         assert result.returncode == 0, result.stderr.decode()
-        outputs.append(run_cli("tag", str(SAMPLE), "-m", str(run)).stdout)
+        outputs.append(run_cli("tag", str(SAMPLE), "-m", str(run), process=True).stdout)
     assert outputs[0] == outputs[1] and outputs[0]
 
 
