@@ -156,6 +156,8 @@ class Config(Freezable):
         from easyfirst.tasks import TASKS
 
         m, task = self.model, self.data.task  # either may be a name validate refuses
+        if task in TASKS:
+            self.leave_other_optimizers(TASKS[task].defaults)
         if m.embedder.pretrained and task in TASKS:
             self.update(TASKS[task].with_vectors, f"task {task} with vectors", keep_given=True)
         scores = getattr(KINDS.get(m.decoder.attention), "scores", None)
@@ -192,6 +194,19 @@ class Config(Freezable):
                 if other_optimizer and section == "train" and key in OPTIMIZER_SETTINGS:
                     continue
                 self.assign(section, key, value, (f"{source} [{section}]", None))
+
+    def leave_other_optimizers(self, tables: dict[str, dict[str, Any]]) -> None:
+        """An optimizer given that is not the one ``tables`` (a task's defaults) name takes none of that
+        optimizer's settings: NER's SGD momentum and decay do not go to an Adam chosen with --optimizer;
+        what was not given of ``OPTIMIZER_SETTINGS`` is the field's default."""
+        recipe = tables.get("train", {})
+        if "optimizer" not in recipe or not self.given("train.optimizer"):
+            return
+        if self.train.optimizer != recipe["optimizer"]:
+            plain = TrainConfig()
+            for key in OPTIMIZER_SETTINGS:
+                if key in recipe and not self.given(f"train.{key}"):
+                    setattr(self.train, key, getattr(plain, key))
 
     @classmethod
     def from_dict(

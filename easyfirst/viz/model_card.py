@@ -205,13 +205,15 @@ def training_command(config: Config, flags: Mapping[str, Any] | None = None) -> 
     its flag, whose ``typed(value)`` is the flag as typed (easyfirst.cli.flags.FLAG_OF)."""
     flags, e = flags or {}, config.model.embedder
     task_defaults = Config.for_task(config.data.task)
-    if e.pretrained:  # what training takes with vectors (POS: temperature 0.25; NER: SGD) goes unsaid
-        vectors = get_task(config.data.task).with_vectors
-        recipe = vectors.get("train", {}).get("optimizer", task_defaults.train.optimizer)
-        # as training reads it: a run's other optimizer took none of the recipe's optimizer settings
-        task_defaults.assign("train", "optimizer", config.train.optimizer, ("the run", None))
-        task_defaults.update(vectors, "task with vectors", keep_given=True)
-        task_defaults.train.optimizer = recipe  # and is said
+    task = get_task(config.data.task)
+    vectors = task.with_vectors if e.pretrained else {}
+    # what training takes with vectors (POS: temperature 0.25; NER: no affixes, 50 epochs) goes unsaid
+    recipe = vectors.get("train", {}).get("optimizer", task_defaults.train.optimizer)
+    # as training reads it: a run's other optimizer took none of the task's optimizer settings (NER: SGD's)
+    task_defaults.assign("train", "optimizer", config.train.optimizer, ("the run", None))
+    task_defaults.leave_other_optimizers(task.defaults)
+    task_defaults.update(vectors, "task with vectors", keep_given=True)
+    task_defaults.train.optimizer = recipe  # and is said
     saved, defaults = config.to_dict(), task_defaults.to_dict()
     args = ["easyfirst", "train", "--task", config.data.task]
     for split, flag in SPLIT_FLAGS.items():

@@ -113,16 +113,16 @@ def test_an_uncased_set_turns_lower_cased_lookups_on(tmp_path):
     config = Config.for_task("pos")
     (note,) = config.follow_vectors(open_vectors(path))
     assert config.model.embedder.lowercase and note.endswith("(their prefixes and suffixes keep the case)")
-    config = Config.for_task("ner")  # lower-cased already, and a case feature
+    config = Config.for_task("ner")  # lower-cased already, characters and a case feature
     (note,) = config.follow_vectors(open_vectors(path))
-    assert note.endswith("(their prefixes, suffixes and case feature keep the case)")
-    # the note names only what the model has: no affixes, characters instead
+    assert note.endswith("(their prefixes, suffixes, characters and case feature keep the case)")
+    # the note names only what the model has: no affixes, no characters
     config = Config.for_task("ner")
     config.set_dotted("model.affix_dim=0")
-    assert config.follow_vectors(open_vectors(path))[0].endswith("(their case feature keeps the case)")
-    config.set_dotted("model.char_dim=20")
     (note,) = config.follow_vectors(open_vectors(path))
     assert note.endswith("(their characters and case feature keep the case)")
+    config.set_dotted("model.char_dim=0")
+    assert config.follow_vectors(open_vectors(path))[0].endswith("(their case feature keeps the case)")
     config = Config.for_task("pos")
     config.set_dotted("model.affix_dim=0")
     assert config.follow_vectors(open_vectors(path))[0].endswith("(no other part of the word keeps the case)")

@@ -14,11 +14,12 @@ from easyfirst.data import schemes
 
 @pytest.fixture(scope="module")
 def ner_run(tmp_path_factory) -> Path:
-    """NEF-F (N = 5) with the NER features, 3 epochs on the sample (train = dev = test): seconds."""
+    """NEF-F (N = 5) with the NER features and the task's SGD, 8 epochs on the sample (train = dev =
+    test): seconds."""
     out = tmp_path_factory.mktemp("ner") / "run"
     result = run_cli(
         "train", "--task", "ner", "--train", NER_SAMPLE, "--dev", NER_SAMPLE, "--test", NER_SAMPLE,
-        "--epochs", 3, "--seed", 1, "--threads", 1, "--output", out,
+        "--epochs", 8, "--seed", 1, "--threads", 1, "--output", out,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr.decode()
     return out

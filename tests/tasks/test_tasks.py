@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from conftest import ROOT
-from easyfirst.config import Config
+from easyfirst.config import Config, TrainConfig
 from easyfirst.data.batching import collate, encode
 from easyfirst.data.features import (
     build_feature_vocabs,
@@ -98,40 +98,29 @@ def test_ner_with_word_vectors_leaves_the_affixes_out_and_a_value_given_holds(so
         assert ner().model.embedder.affix_dim == 50  # no vectors: the paper's affixes
 
 
-def test_ner_with_vectors_trains_ma_and_hovys_settings_and_another_optimizer_keeps_its_own_rate():
-    """With --pretrained NER trains the English recipe of issue #44 (Ma & Hovy 2016's settings, the loss
-    summed); without vectors the paper's §5.2 values stay; a value given holds, and an optimizer given
-    does not inherit SGD's momentum, rate and decay (momentum with Adam is refused)."""
-    english = validated("ner", "task", 'model.pretrained="glove-6b-50d"')
-    t, m = english.train, english.model
-    assert (t.optimizer, t.lr, t.momentum, t.lr_decay, t.batch_size, t.clip) == (
-        "sgd",
-        0.015,
-        0.9,
-        0.05,
-        10,
-        5.0,
-    )
-    assert (t.reduction, t.epochs, english.data.scheme) == ("sum", 50, "bioes")
-    assert (m.encoder.hidden_dim, m.embedder.char_dim, m.embedder.char_filters, m.dropout) == (
-        200,
-        30,
-        30,
-        0.5,
-    )
-    assert english.given("train.optimizer") is None  # still defaults: a card does not list them as choices
-    plain = validated("ner", "task")
-    assert (plain.train.optimizer, plain.train.lr, plain.model.encoder.hidden_dim, plain.data.scheme) == (
-        "adagrad",
-        0.1,
-        50,
-        "bio",
-    )
-    adam = validated("ner", "task", 'model.pretrained="v.txt"', 'train.optimizer="adam"')
+@pytest.mark.parametrize("vectors", [[], ['model.pretrained="glove-6b-50d"']])
+def test_ner_trains_ma_and_hovys_settings_and_another_optimizer_keeps_its_own_rate(vectors):
+    """NER trains Ma & Hovy 2016's settings with the loss summed (issue #44), with vectors or without
+    (then 30 epochs and the affixes; with vectors 50 and none); a value given holds, and an optimizer
+    given does not inherit SGD's momentum, rate and decay (momentum with Adam is refused)."""
+    ner = validated("ner", "task", *vectors)
+    t, m = ner.train, ner.model
+    ma_and_hovy = ("sgd", 0.015, 0.9, 0.05, 10, 5.0)
+    assert (t.optimizer, t.lr, t.momentum, t.lr_decay, t.batch_size, t.clip) == ma_and_hovy
+    assert (t.reduction, ner.data.scheme, m.encoder.hidden_dim, m.dropout) == ("sum", "bioes", 200, 0.5)
+    assert (m.embedder.char_dim, m.embedder.char_filters) == (30, 30)
+    assert (t.epochs, m.embedder.affix_dim) == ((50, 0) if vectors else (30, 50))
+    assert ner.given("train.optimizer") is None  # still defaults: a card does not list them as choices
+    plain = TrainConfig()
+    adam = validated("ner", "task", *vectors, 'train.optimizer="adam"')
     assert (adam.train.optimizer, adam.train.momentum, adam.train.lr_decay) == ("adam", 0.0, 0.0)
-    assert adam.train.lr == plain.train.lr and adam.train.batch_size == 10  # the rest of the recipe holds
-    faster = validated("ner", "task", 'model.pretrained="v.txt"', "train.lr=0.03", 'train.optimizer="sgd"')
+    assert adam.train.lr == plain.lr != t.lr and adam.train.batch_size == 10  # the rest of the recipe holds
+    given = validated("ner", "task", *vectors, 'train.optimizer="adagrad"', "train.lr_decay=0.1")
+    assert (given.train.lr, given.train.momentum, given.train.lr_decay) == (plain.lr, 0.0, 0.1)
+    faster = validated("ner", "task", *vectors, "train.lr=0.03", 'train.optimizer="sgd"')
     assert (faster.train.lr, faster.train.momentum, faster.train.lr_decay) == (0.03, 0.9, 0.05)
+    with pytest.raises(InputError, match="train.momentum is SGD's"):
+        validated("ner", "task", *vectors, 'train.optimizer="adam"', "train.momentum=0.5")
 
 
 def test_configs_ner_toml_holds_the_ner_task_defaults_and_the_english_vectors():
@@ -156,7 +145,7 @@ def test_a_config_without_a_task_takes_the_given_task_defaults(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text("[train]\nepochs = 2\n")
     config = Config.load(path, "ner")
-    assert config.data.task == "ner" and config.model.dropout == 0.3 and config.train.epochs == 2
+    assert config.data.task == "ner" and config.model.dropout == 0.5 and config.train.epochs == 2
     path.write_text('[data]\ntask = "pos"\n')
     with pytest.raises(InputError, match="for task 'pos', not 'ner'"):
         Config.load(path, "ner")
@@ -225,6 +214,7 @@ def test_capitalization_patterns(word, pattern):
 
 def test_lowercased_lookup_and_the_case_feature_reach_the_model():
     config = Config.for_task("ner")
+    config.model.embedder.char_dim = 0  # the words, their affixes and the case feature
     sentences = [(["Paris", "is", "in", "France"], ["B-LOC", "O", "O", "B-LOC"])]
     vocabs = Vocabularies.build(sentences, word_min_freq=1, lowercase=True)
     assert "paris" in vocabs.words and "Paris" not in vocabs.words

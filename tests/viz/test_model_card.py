@@ -69,7 +69,7 @@ def test_the_cards_command_trains_the_same_configuration(monkeypatch, tmp_path):
     config.model.decoder.sketch_steps = None  # N = L, the flag's "L"
     config.model.output.crf = False  # a --no- flag
     config.loss.class_weights = {"B-PER": 2.0}
-    config.train.reduction, config.train.seed, config.train.epochs = "sum", 7, 3
+    config.train.reduction, config.train.seed, config.train.epochs = "mean", 7, 3
     command = training_command(config, FLAG_OF)
     rebuilt = _config_of(command, monkeypatch, tmp_path)
     assert rebuilt.to_dict() == config.to_dict()
@@ -207,15 +207,15 @@ def test_the_card_says_who_trained_the_model_and_both_times_per_epoch(counts, wh
 def test_the_card_names_the_encoder_and_the_learned_scheme():
     config = Config.for_task("ner")
     config.model.encoder.encoder_layers, config.model.encoder.hidden_dim = 2, 100
-    config.model.dropout_kind = "locked"
-    config.model.embedder.embedding_dropout, config.data.scheme = 0.5, "bioes"
+    config.model.dropout_kind, config.model.dropout = "locked", 0.3
+    config.model.embedder.embedding_dropout = 0.5
     card = model_card(config, None, {"words": 10, "tags": 3}, 100, "runs/x", False, flags=FLAG_OF)
     assert (
         "| encoder | 2 stacked BiLSTM layers of 100 units per direction; locked dropout 0.5 on the "
         "embeddings, 0.3 between layers, 0.3 on the outputs |" in card
     )
-    assert "| output layer | CRF, BIOES tags (read out as BIO) |" in card
-    assert "--encoder-layers 2" in card and "--scheme bioes" in card  # the command to train it again
+    assert "| output layer | CRF, BIOES tags (read out as BIO) |" in card  # NER's default scheme
+    assert "--encoder-layers 2" in card and "--scheme" not in card  # the command to train it again
     plain = model_card(
         Config.for_task("pos"), None, {"words": 10, "tags": 3}, 100, "runs/x", False, flags=FLAG_OF
     )
