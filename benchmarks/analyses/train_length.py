@@ -10,7 +10,8 @@ cap (NER's default; QE's too until these runs showed it scored lower), and keep 
     python benchmarks/analyses/train_length.py --sets conll03 --from benchmarks/results/train-length{,-seed2}  # mean ± sd
     python benchmarks/analyses/train_length.py --count  # what a 50-word cap drops from each training set (no training)
 
-Each run is `easyfirst train --task TASK` with the task's defaults, one seed, 20 epochs, one torch
+Each run is `easyfirst train --task TASK` with the task's defaults (NER: those of then, the §5.2
+values, NER_SECTION_5_2), one seed, 20 epochs, one torch
 thread; the runs go one at a time. A run whose folder has a metrics.json is done; one with a checkpoint
 but no metrics.json (interrupted) is continued with ``--resume``, so the command can be run again until
 every run is done. Each finished run's metrics.json is copied to ``--save`` DIR/SET-CAP.json.
@@ -30,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper"))  # pos_table.py
 
-from pos_table import cell  # noqa: E402
+from pos_table import NER_SECTION_5_2, cell  # noqa: E402
 
 # set → (task, files under $EASYFIRST_DATA)
 SETS = {
@@ -84,6 +85,7 @@ def command(name: str, cap: str, folder: Path, epochs: int, seed: int) -> list[s
         return [sys.executable, "-m", "easyfirst", "train", "--resume", str(folder), "--threads", "1"]
     task, files = SETS[name]
     flags = [item for split, path in files.items() for item in (f"--{split}", str(data_path(path)))]
+    flags += NER_SECTION_5_2 if task == "ner" else []  # the NER defaults when these runs were made
     return [
         sys.executable, "-m", "easyfirst", "train", "--task", task, *flags, *CAPS[cap],
         "--epochs", str(epochs), "--seed", str(seed), "--threads", "1", "--overwrite", "--output", str(folder),
