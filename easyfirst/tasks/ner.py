@@ -118,8 +118,8 @@ NER = Task(
     # dropout 0.5, SGD with momentum 0.9 at 0.015 decayed by 1 / (1 + 0.05 t), 10 sentences per update
     # with the loss summed, clipping at 5, BIOES) in the paper's NEF-CRF-F (N = 5, a CRF output layer,
     # §5.2), with the NER word features (affix n-grams, a case feature, lower-cased lookup, word dropout).
-    # CoNLL-2002 Dutch, no vectors, 30 epochs, test F1: 79.93 +- 0.35 against the §5.2 values' 75.76
-    # +- 0.09 (rows nl-mh-sum, nl-nef-crf; docs/ner.md)
+    # CoNLL-2002 Dutch, no vectors, 30 epochs, test F1: 79.92 +- 0.30 (seeds 1-5) against the §5.2
+    # values' 75.76 +- 0.09, the defaults before (rows nl-mh-sum, nl-nef-crf; docs/ner.md)
     defaults={
         # N = 5 costs O(5L) per sentence (not POS's O(L²)): train on every sentence (docs/configuration.md)
         "data": {"max_train_length": 0, "scheme": "bioes"},
