@@ -176,6 +176,7 @@ def train(**given) -> None:
     cfg = configured(given).resolved("command line")
     check_paths(cfg)
     note_summed_batches(cfg, given_flags(given))
+    note_other_optimizer(cfg)
     check_device(given["device"])
     output = run_folder(given["output"], cfg, given["overwrite"])
     created = not output.exists()
@@ -249,6 +250,19 @@ def note_summed_batches(cfg: Config, flags: list[str]) -> None:
                 "the training file in order (the defaults of the paper's regime); add --reduction mean "
                 "--shuffle --lr 0.1 for the batched regime of the paper's §5.1"
             )
+
+
+def note_other_optimizer(cfg: Config) -> None:
+    """An optimizer given that is not the task's takes none of its settings (Config.leave_other_optimizers):
+    where no rate was given either, say which it trains at, since NER's is SGD's 0.015."""
+    task_train = TASKS[cfg.data.task].defaults.get("train", {})
+    t = cfg.train
+    if task_train.get("optimizer", t.optimizer) != t.optimizer and not cfg.given("train.lr"):
+        err.print(
+            f"[yellow]note:[/] --optimizer {t.optimizer} takes none of the {cfg.data.task} task's "
+            f"{task_train['optimizer']} settings: it trains at lr {t.lr:g} (the default of any other "
+            f"optimizer), without momentum or decay; give --lr for {t.optimizer}"
+        )
 
 
 def run_folder(output: Path | None, cfg: Config, overwrite: bool) -> Path:

@@ -174,3 +174,34 @@ def test_an_ner_model_tags_plain_text_into_conllu_misc(ner_run, tmp_path):
     assert [r[1] for r in rows] == ["Peter", "Blackburn", "visited", "Brussels", ".", "It", "rained", "."]
     assert all(r[3] == "_" and r[9].split("|")[0].startswith("NER=") for r in rows)
     assert rows[3][9].endswith("|SpaceAfter=No")  # "Brussels" before "."
+
+
+def test_another_optimizer_than_the_tasks_sgd_says_the_rate_it_trains_at(tmp_path):
+    """--optimizer adam without --lr trains at the generic rate, not SGD's 0.015: the log says so; with a
+    rate given it says nothing."""
+    common = [
+        "train",
+        "--task",
+        "ner",
+        "--train",
+        NER_SAMPLE,
+        "--dev",
+        NER_SAMPLE,
+        "--epochs",
+        1,
+        "--threads",
+        1,
+    ]
+    bare = run_cli(*common, "--optimizer", "adam", "--output", tmp_path / "a")
+    assert bare.returncode == 0, bare.stderr.decode()
+    said = " ".join(bare.stderr.decode().split())
+    assert "--optimizer adam takes none of the ner task's sgd settings: it trains at lr 0.1" in said
+    given = run_cli(*common, "--optimizer", "adam", "--lr", "0.002", "--output", tmp_path / "b")
+    assert given.returncode == 0 and "takes none of" not in given.stderr.decode()
+    config = json.loads((tmp_path / "b" / "config.json").read_text())["train"]
+    assert (config["optimizer"], config["lr"], config["momentum"], config["lr_decay"]) == (
+        "adam",
+        0.002,
+        0.0,
+        0.0,
+    )
