@@ -158,8 +158,8 @@ class Config(Freezable):
         m, task = self.model, self.data.task  # either may be a name validate refuses
         if task in TASKS:
             self.leave_other_optimizers(TASKS[task].defaults)
-        if m.embedder.pretrained and task in TASKS:
-            self.update(TASKS[task].with_vectors, f"task {task} with vectors", keep_given=True)
+            if m.embedder.pretrained:
+                self.update(TASKS[task].with_vectors, f"task {task} with vectors", keep_given=True)
         scores = getattr(KINDS.get(m.decoder.attention), "scores", None)
         if not self.given("model.attention_temperature") and scores != "attention":
             m.decoder.attention_temperature = 1.0
@@ -181,31 +181,32 @@ class Config(Freezable):
         ``keep_given``, only the keys that hold a default (a ``source`` "task …" keeps them defaults),
         and an optimizer's own settings only with it: a table naming SGD does not give its momentum
         and rate to the Adam a user chose."""
-        other_optimizer = (
-            keep_given
-            and "optimizer" in tables.get("train", {})
-            and self.given("train.optimizer")
-            and self.train.optimizer != tables["train"]["optimizer"]
-        )
+        theirs_only = keep_given and self.other_optimizer(tables)  # the table's optimizer settings stay out
         for section, values in tables.items():
             for key, value in values.items():
                 if keep_given and self.given(f"{section}.{key}"):
                     continue
-                if other_optimizer and section == "train" and key in OPTIMIZER_SETTINGS:
+                if theirs_only and section == "train" and key in OPTIMIZER_SETTINGS:
                     continue
                 self.assign(section, key, value, (f"{source} [{section}]", None))
+
+    def other_optimizer(self, tables: dict[str, dict[str, Any]]) -> bool:
+        """Whether an optimizer was given that is not the one ``tables`` (a task's) name."""
+        recipe = tables.get("train", {})
+        return (
+            "optimizer" in recipe
+            and bool(self.given("train.optimizer"))
+            and self.train.optimizer != recipe["optimizer"]
+        )
 
     def leave_other_optimizers(self, tables: dict[str, dict[str, Any]]) -> None:
         """An optimizer given that is not the one ``tables`` (a task's defaults) name takes none of that
         optimizer's settings: NER's SGD momentum and decay do not go to an Adam chosen with --optimizer;
         what was not given of ``OPTIMIZER_SETTINGS`` is the field's default."""
-        recipe = tables.get("train", {})
-        if "optimizer" not in recipe or not self.given("train.optimizer"):
-            return
-        if self.train.optimizer != recipe["optimizer"]:
+        if self.other_optimizer(tables):
             plain = TrainConfig()
             for key in OPTIMIZER_SETTINGS:
-                if key in recipe and not self.given(f"train.{key}"):
+                if key in tables["train"] and not self.given(f"train.{key}"):
                     setattr(self.train, key, getattr(plain, key))
 
     @classmethod

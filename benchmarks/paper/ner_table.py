@@ -10,10 +10,11 @@ the README's results table (Markdown) from their metrics.json files.
     python benchmarks/paper/ner_table.py --rows nef-crf-f-5,bilstm-crf --epochs 20 --seeds 1,2,3 \
         --out 'runs/ner20-s{seed}'               # several seeds: a table per seed, then mean ± sd
 
-Each row is one `easyfirst train --task ner` run with the paper's §5.2 values (NER_SECTION_5_2: the task's
-defaults before issue #44; dropout 0.3), the NER word features and no pretrained vectors, selected on eng.testa (dev F1), reported on eng.testb. At most
-``--jobs`` runs go side by side, one torch thread each, so seconds per epoch are comparable only
-within a table. Rows not run (yet) are printed as such.
+Each row is one `easyfirst train --task ner` run with the paper's §5.2 values (NER_SECTION_5_2: the
+task's defaults before issue #44; dropout 0.3), the NER word features and no pretrained vectors,
+selected on eng.testa (dev F1), reported on eng.testb. At most ``--jobs`` runs go side by side, one
+torch thread each, so seconds per epoch are comparable only within a table. Rows not run (yet) are
+printed as such.
 """
 
 from __future__ import annotations

@@ -255,12 +255,11 @@ def note_summed_batches(cfg: Config, flags: list[str]) -> None:
 def note_other_optimizer(cfg: Config) -> None:
     """An optimizer given that is not the task's takes none of its settings (Config.leave_other_optimizers):
     where no rate was given either, say which it trains at, since NER's is SGD's 0.015."""
-    task_train = TASKS[cfg.data.task].defaults.get("train", {})
-    t = cfg.train
-    if task_train.get("optimizer", t.optimizer) != t.optimizer and not cfg.given("train.lr"):
+    defaults, t = TASKS[cfg.data.task].defaults, cfg.train
+    if cfg.other_optimizer(defaults) and not cfg.given("train.lr"):
         err.print(
             f"[yellow]note:[/] --optimizer {t.optimizer} takes none of the {cfg.data.task} task's "
-            f"{task_train['optimizer']} settings: it trains at lr {t.lr:g} (the default of any other "
+            f"{defaults['train']['optimizer']} settings: it trains at lr {t.lr:g} (the default of any other "
             f"optimizer), without momentum or decay; give --lr for {t.optimizer}"
         )
 
