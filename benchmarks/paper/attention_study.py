@@ -244,6 +244,23 @@ NER_ROWS |= {
     "ner-probe": ("NEF-CRF-F, N = 5, the issue's probe (GloVe)", RECIPE_PROBE, 20),
     "ner-probe-bilstm": ("BiLSTM-CRF, the issue's probe (GloVe)", [*RECIPE_PROBE, "--model", "bilstm"], 20),
 }
+# issue #44, item 5: what of the English NER recipe carries over to POS? The POS English recipe (NEF-F,
+# N = L, temperature 0.25 with GloVe; the paper's Adagrad, one sentence per update in file order) with Ma &
+# Hovy's settings as they trained POS (their lr 0.01; a character CNN of 30 filters, 200 units, dropout
+# 0.5, SGD with momentum 0.9 decayed by 1 / (1 + 0.05 t), 10 shuffled sentences per update, summed)
+POS_MH = [
+    *("--pretrained", "glove-6b-50d", "--char-dim", "30", "--char-filters", "30", "--hidden-dim", "200"),
+    *("--dropout", "0.5", "--optimizer", "sgd", "--momentum", "0.9", "--lr", "0.01", "--lr-decay", "0.05"),
+    *("--batch-size", "10", "--reduction", "sum", "--shuffle", "--clip", "5"),
+]
+ROWS |= {
+    "pos-glove-mh": ("NEF-F, N = L, the POS English recipe (GloVe) with Ma & Hovy's settings", POS_MH, 20),
+    "pos-bilstm-glove-mh": (
+        "BiLSTM (N = 0), the POS defaults with GloVe and Ma & Hovy's settings",
+        [*POS_MH, "--model", "bilstm"],
+        20,
+    ),
+}
 ROWS.update(NER_ROWS)
 RESULTS = ROOT / "benchmarks" / "results" / "attention-study"
 DEV_FILES = {
