@@ -51,13 +51,23 @@ def test_easy_first_trains_at_the_recipes_temperature_and_later_flags_override_i
     assert config["model"]["attention_temperature"] == 0.5 and config["train"]["lr"] == 0.2
 
 
-def test_easy_first_is_refused_where_no_recipe_was_measured_and_on_resume(tmp_path):
+def test_easy_first_on_ner_trains_the_sharp_sparse_attention(tmp_path):
+    # the NER recipe (docs/ner.md, row ner-mh-sum-csparsemax-t0.5): the constrained sparsemax at 0.5
     out = tmp_path / "ner"
     args = ("--train", NER_SAMPLE, "--dev", NER_SAMPLE, "--output", out, "--epochs", "1")
-    result = run_cli("train", "--task", "ner", *args, "--easy-first")
+    result = run_cli("train", "--task", "ner", *args, "--easy-first", "--hidden-dim", "8", "--char-dim", "0")
+    assert result.returncode == 0, result.stderr.decode()
+    model = saved_config(out)["model"]
+    assert (model["attention"], model["attention_temperature"]) == ("csparsemax", 0.5)
+    assert model["crf"] is True and model["sketch_steps"] == 5  # the task's other defaults stay
+
+
+def test_easy_first_is_refused_where_no_recipe_was_measured_and_on_resume(tmp_path):
+    out = tmp_path / "qe"
+    result = run_cli("train", "--task", "qe", "--output", out, "--epochs", "1", "--easy-first")
     assert result.returncode == 2
     assert (
-        result.stderr.decode().strip() == "--easy-first: no easy-first recipe has been measured for task ner"
+        result.stderr.decode().strip() == "--easy-first: no easy-first recipe has been measured for task qe"
     )
     assert not out.exists()
     result = run_cli("train", "--resume", tmp_path / "anything", "--easy-first")
@@ -68,6 +78,7 @@ def test_easy_first_help_states_the_recipe():
     result = run_cli("train", "--help")
     text = " ".join(result.stdout.decode().replace("│", " ").split())
     assert "--easy-first" in text and "--attention-temperature 0.25" in text
+    assert "ner: --attention csparsemax --attention-temperature 0.5" in text
 
 
 def first_half_largest_by_hand(tagger, sentences) -> float:
@@ -121,7 +132,9 @@ def test_plot_notes_diffuse_attention_on_its_sentence(diffuse_and_sharp, tmp_pat
         ("pos", {}, 0.5, False),  # the threshold itself is not diffuse
         ("pos", {"attention_temperature": 0.25}, 0.3, False),  # trained with the recipe: nothing to advise
         ("pos", {"attention": "left-to-right"}, 0.1, False),  # fixed attention, no scores to sharpen
-        ("ner", {}, 0.1, False),  # no recipe measured for NER
+        ("ner", {}, 0.3, True),  # the English recipe's csoftmax (largest α 0.32)
+        ("ner", {"attention": "csparsemax", "attention_temperature": 0.5}, 0.45, False),
+        ("qe", {}, 0.1, False),  # no recipe measured for QE
     ],
 )
 def test_when_the_note_is_given(monkeypatch, task, changes, largest, noted):
