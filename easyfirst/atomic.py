@@ -26,7 +26,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from easyfirst.errors import InputError
@@ -234,6 +234,29 @@ class Interrupts:
         """Raise KeyboardInterrupt if a signal was received."""
         if self.received is not None:
             raise KeyboardInterrupt
+
+    def held(self) -> AbstractContextManager[None]:
+        """Keep an interrupt received in the block (not raised there), raised when the block ends if
+        it was raising before: for code that a KeyboardInterrupt must not cut (torch's import, a write
+        to Optuna's storage, which one cut between taking a lock and its ``try`` left held)."""
+        return self._raising(False)
+
+    def raised(self) -> AbstractContextManager[None]:
+        """Raise an interrupt in the block (one received before it, at its start), inside a
+        :meth:`held` one: the training of a trial, within Optuna's bookkeeping."""
+        return self._raising(True)
+
+    @contextmanager
+    def _raising(self, raising: bool) -> Iterator[None]:
+        before, self.raising = self.raising, raising
+        try:
+            if raising:
+                self.check()
+            yield
+        finally:
+            self.raising = before
+        if before:  # the block ended without an exception
+            self.check()
 
     def _handle(self, number: int, frame) -> None:
         if self.received is None:

@@ -65,13 +65,8 @@ def import_torch():
     imports NumPy (`serve` then came up after a SIGTERM), or aborted the process from c10d's C++ init
     (exit status -6): both seen with SIGTERM sent 2.3 to 2.6 s into `serve --workers 2` on the loaded
     2-core machine (issue #47)."""
-    raising, INTERRUPTS.raising = INTERRUPTS.raising, False
-    try:
+    with INTERRUPTS.held():
         import torch
-    finally:
-        INTERRUPTS.raising = raising
-    if raising:
-        INTERRUPTS.check()
     return torch
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from easyfirst.atomic import INTERRUPTS
 from easyfirst.config import Config
 from easyfirst.errors import InputError
 from easyfirst.tuning.space import Space
@@ -177,9 +178,10 @@ class Search:
             if counted(study) >= trials:
                 study.stop()
 
-        self.study.optimize(
-            self.objective, timeout=timeout, callbacks=[stop], catch=(TrialRefused,), gc_after_trial=True
-        )
+        with INTERRUPTS.held():  # Optuna's bookkeeping is not cut: a trial's training is (objective)
+            self.study.optimize(
+                self.objective, timeout=timeout, callbacks=[stop], catch=(TrialRefused,), gc_after_trial=True
+            )
 
     def trial_config(self, trial) -> Config:
         """The base config with the trial's values, resolved (easyfirst.config.Config.resolved); the test
@@ -206,14 +208,18 @@ class Search:
         def on_epoch(epoch: int, score: float) -> bool:
             if len(self.objectives) > 1:  # Optuna prunes single-objective studies only
                 return False
-            trial.report(score, epoch)
-            if trial.should_prune():
-                pruned.append(epoch)
+            with INTERRUPTS.held():  # the storage's write whole, then the interrupt
+                trial.report(score, epoch)
+                if trial.should_prune():
+                    pruned.append(epoch)
             return bool(pruned)
 
         started = time.perf_counter()
         try:
-            metrics = train(cfg, output, device=self.device, console=Console(quiet=True), on_epoch=on_epoch)
+            with INTERRUPTS.raised():
+                metrics = train(
+                    cfg, output, device=self.device, console=Console(quiet=True), on_epoch=on_epoch
+                )
         except KeyboardInterrupt:
             self.console.print(
                 f"trial {trial.number} interrupted: the next easyfirst tune on the study runs it again"

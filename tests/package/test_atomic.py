@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import stat
 
 import pytest
@@ -48,8 +49,6 @@ def test_a_tagged_file_is_readable_by_others_under_umask_022(tmp_path, umask):
 
 
 def test_an_interrupt_during_a_deferred_write_comes_after_the_file_is_in_place(tmp_path):
-    import signal
-
     from easyfirst.atomic import signals_deferred
 
     target = tmp_path / "model.pt"
@@ -135,8 +134,6 @@ def test_an_interrupt_while_the_temporary_is_made_leaves_none(tmp_path, monkeypa
     """Ctrl-C arriving right after the temporary file exists, before atomic_write holds its name: the
     file is removed and the interrupt still raised (an interrupted `tag` left `.out.XXXXXXXX.tmp` behind
     when it came there)."""
-    import signal
-
     from easyfirst import atomic
 
     made = atomic._locked_temporary
@@ -154,3 +151,31 @@ def test_an_interrupt_while_the_temporary_is_made_leaves_none(tmp_path, monkeypa
     finally:
         signal.signal(signal.SIGINT, previous)
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_an_interrupt_inside_held_is_raised_when_the_block_ends_and_inside_raised_at_once():
+    from easyfirst.atomic import Interrupts
+
+    interrupts, reached = Interrupts(), []
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    interrupts.install()
+    try:
+        interrupts.raising = True  # as during a command
+        with pytest.raises(KeyboardInterrupt):
+            with interrupts.held():
+                signal.raise_signal(signal.SIGINT)
+                reached.append("the rest of the held block")
+        assert reached == ["the rest of the held block"]
+        interrupts.received = None
+        with pytest.raises(KeyboardInterrupt), interrupts.held():
+            with interrupts.raised():  # a trial's training, inside Optuna's bookkeeping
+                signal.raise_signal(signal.SIGINT)
+                reached.append("after the signal in raised")
+        assert reached == ["the rest of the held block"] and interrupts.raising is True
+        interrupts.raising = False  # as before a command: kept, raised by no block
+        with interrupts.held():
+            signal.raise_signal(signal.SIGINT)
+        assert interrupts.received == signal.SIGINT
+    finally:
+        interrupts.uninstall()
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)

@@ -258,6 +258,44 @@ def test_an_interrupted_study_goes_on_with_its_finished_trials(tmp_path):
     assert (folder / "trials" / "0000" / "metrics.json").read_bytes() == finished
 
 
+INTERRUPTED_WRITE = """
+import os, runpy, signal, sys, time
+from optuna.storages import RDBStorage
+
+write = RDBStorage.set_trial_intermediate_value
+
+def interrupted_write(self, trial_id, step, value):
+    if self.get_trial_number_from_id(trial_id) == 1:  # Ctrl-C as trial 1 reports its first epoch
+        signal.raise_signal(signal.SIGINT)
+        time.sleep(0.05)
+    write(self, trial_id, step, value)
+
+RDBStorage.set_trial_intermediate_value = interrupted_write
+sys.argv = ["easyfirst", *sys.argv[1:]]
+runpy.run_module("easyfirst", run_name="__main__")
+"""
+
+
+def test_an_interrupt_during_a_write_to_the_study_waits_for_the_write(tmp_path):
+    """Ctrl-C inside Optuna's storage code, which a KeyboardInterrupt there can leave holding a lock
+    (CI saw `tune` hang after "trial 1 interrupted"): the write ends, then the trial is interrupted."""
+    space, folder = tmp_path / "space.toml", tmp_path / "study"
+    space.write_text(SPACE)
+    args = tune_args(folder, space, "--epochs", 3, "--trials", 3, "--pruner", "none")
+    process = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED_WRITE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        stop(process)
+    assert process.returncode == 130, stderr.decode()
+    assert "trial 1 interrupted" in stderr.decode()
+    trials = study_trials(folder)
+    assert states(trials) == ["COMPLETE", "FAIL"]
+    assert list(trials[1].intermediate_values) == [1]  # the write was not cut
+
+
 def test_two_processes_share_one_study(tmp_path):
     space, folder = tmp_path / "space.toml", tmp_path / "study"
     space.write_text(SPACE)
