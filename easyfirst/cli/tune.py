@@ -266,6 +266,11 @@ def search_until(search, folder: Path, trials: int, timeout: float | None) -> No
         return
     err.print(f"study {folder}: {have} trials so far, running until {trials}", highlight=False)
     err.print(f"searching {'; '.join(p.describe() for p in search.space.parameters)}", highlight=False)
+    if search.space.unused:
+        err.print(
+            f"not searched (a BiLSTM has no sketch decoder): {', '.join(search.space.unused)}",
+            highlight=False,
+        )
     try:
         search.run(trials, timeout)
     except KeyboardInterrupt:  # Ctrl-C: say how to go on (a SystemExit, which Typer passes through)

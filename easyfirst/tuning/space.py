@@ -19,12 +19,13 @@ wrong``. Optuna is not imported here: a trial is anything with ``suggest_int``, 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from easyfirst.config import SECTIONS, Config
 from easyfirst.errors import InputError, suggest
 from easyfirst.fields import toml_lines
+from easyfirst.model.settings import DecoderSettings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -87,6 +88,7 @@ class Space:
     text: str
     parameters: list[Parameter] = field(default_factory=list)
     fixed: dict[str, tuple[Any, int | None]] = field(default_factory=dict)
+    unused: list[str] = field(default_factory=list)  # searched keys the study's model has no use for
 
     def suggest(self, trial) -> dict[str, Any]:
         """The trial's value of every searched key (``section.key`` → value)."""
@@ -127,7 +129,16 @@ def read_space(text: str, path: str, base: Config) -> Space:
         raise InputError(
             "the search space has no key to search (key = { low = …, high = … } or { choices = […] })", path
         )
-    check_space(space, base)
+    fixed = check_space(space, base)
+    if fixed.model.model == "bilstm":  # one space for both models: a BiLSTM has no sketch decoder
+        decoder = {f.name for f in fields(DecoderSettings)}
+        space.unused = [p.name for p in space.parameters if p.section == "model" and p.key in decoder]
+        space.parameters = [p for p in space.parameters if p.name not in space.unused]
+        if not space.parameters:
+            raise InputError(
+                'a BiLSTM (model.model = "bilstm") has none of the keys searched: they are the decoder\'s',
+                path,
+            )
     return space
 
 
@@ -169,9 +180,10 @@ def parameter(name: str, spec: dict[str, Any], path: str, line: int | None) -> P
     return Parameter(name, line, low, high, step, log)
 
 
-def check_space(space: Space, base: Config) -> None:
+def check_space(space: Space, base: Config) -> Config:
     """Set every bound and choice, one at a time, on a copy of ``base`` with the fixed keys, and check
-    it; a range of an integer key must have integer bounds (and step), and then searches integers."""
+    it; a range of an integer key must have integer bounds (and step), and then searches integers.
+    Returns ``base`` with the fixed keys, resolved."""
     fixed = base.thawed()
     space.apply(fixed, {}, space.path)
     fixed = fixed.resolved(space.path).thawed()
@@ -187,3 +199,4 @@ def check_space(space: Space, base: Config) -> None:
             raise InputError(
                 f"{p.name} is an integer: low, high and step must be integers", space.path, p.line
             )
+    return fixed

@@ -328,6 +328,30 @@ def test_every_task_can_be_tuned(tmp_path, task, data):
     assert result.stderr.decode().count(f"finished: {label}") == 2
 
 
+def test_a_bilstm_study_leaves_the_decoder_keys_of_its_space_out(tmp_path):
+    """One space for NEF and the BiLSTM baseline (issue #44's study): the sketch steps and the attention
+    are not searched for a BiLSTM, which has neither, and the log says so."""
+    space = tmp_path / "space.toml"
+    space.write_text(
+        "[model]\nhidden_dim = { choices = [8, 16] }\nsketch_steps = { low = 2, high = 8 }\n"
+        "attention_temperature = { low = 0.1, high = 1.0, log = true }\n[train]\nbatch_size = 8\n"
+    )
+    folder = tmp_path / "study"
+    result = run_cli(*tune_args(folder, space, "--epochs", 1, "--trials", 1, "--set", 'model.model="bilstm"'))
+    assert result.returncode == 0, result.stderr.decode()
+    said = " ".join(result.stderr.decode().split())
+    assert (
+        "not searched (a BiLSTM has no sketch decoder): model.sketch_steps, model.attention_temperature"
+        in said
+    )
+    (trial,) = study_trials(folder)
+    assert list(trial.params) == ["model.hidden_dim"]
+    only_decoder = tmp_path / "decoder.toml"
+    only_decoder.write_text("[model]\nsketch_steps = { low = 2, high = 8 }\n")
+    refused = run_cli(*tune_args(tmp_path / "other", only_decoder, "--set", 'model.model="bilstm"'))
+    assert refused.returncode == 2 and "has none of the keys searched" in refused.stderr.decode()
+
+
 def test_two_objectives_keep_the_pareto_front_of_score_and_sharpness(tmp_path):
     space = tmp_path / "space.toml"
     space.write_text(
