@@ -101,8 +101,10 @@ def pictures(study, folder: Path, label: str) -> tuple[list[Path], list[str]]:
         )
     written, skipped = [], []
     for file, draw in drawings.items():
-        if file == "importances.png" and len(complete) < 3:
-            skipped.append(f"{file} (after 3 complete trials; {len(complete)} so far)")
+        needed = {"importances.png": 3, "epochs.png": 0}.get(file, 1)  # epochs: a running trial's too
+        if len(complete) < needed:
+            trials = "trials" if needed > 1 else "trial"
+            skipped.append(f"{file} (after {needed} complete {trials}; {len(complete)} so far)")
             continue
         try:
             with warnings.catch_warnings():  # the target negated on purpose, for PedAnova (above)

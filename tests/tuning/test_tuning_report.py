@@ -68,6 +68,10 @@ def test_pictures_are_written_and_the_importances_wait_for_three_complete_trials
     assert written == [tmp_path / "history.png", tmp_path / "epochs.png"]
     assert all(path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for path in written)
     assert skipped == ["importances.png (after 3 complete trials; 2 so far)"]
+    empty = optuna.create_study(storage=optuna.storages.InMemoryStorage())
+    assert pictures(empty, tmp_path, "acc")[1][:1] == [
+        "history.png (after 1 complete trial; 0 so far)"
+    ]
 
 
 def test_seeds_are_ranges_or_lists():
