@@ -133,6 +133,17 @@ OWN = [
         False,
     ),
     option(
+        "trial",
+        Annotated[
+            int | None,
+            typer.Option(
+                metavar="N",
+                help="With --retrain-best: trial N's configuration instead of the best's (a complete "
+                "trial, e.g. a cheaper one within the seeds' spread of the best).",
+            ),
+        ],
+    ),
+    option(
         "seeds",
         Annotated[str, typer.Option(metavar="SEEDS", help="Seeds of --retrain-best: 1-5, 1,3,7.")],
         "1-5",
@@ -175,6 +186,8 @@ def tune(**given) -> None:
     folder: Path = given["study"]
     if given["report"] and given["retrain_best"]:
         raise InputError("--report and --retrain-best are two calls: give one of them")
+    if given["trial"] is not None and not given["retrain_best"]:
+        raise InputError("--trial chooses the trial that --retrain-best trains: give both")
     for name, flag in (("train__threads", "--threads"), ("trials", "--trials")):
         if given[name] is not None and given[name] < 1:
             raise InputError(f"{flag} must be at least 1, not {given[name]}")
@@ -235,7 +248,9 @@ def run_study(study, folder: Path, base, space, objectives: list[str], given: di
         results = given["results"] or folder / "best" / "results.json"
         seeds = retrain.parse_seeds(given["seeds"])
         paths = studies.split_paths(base)
-        retrain.retrain_best(study, base, space, paths, folder, seeds, results, given["device"], err)
+        retrain.retrain_best(
+            study, base, space, paths, folder, seeds, results, given["device"], err, given["trial"]
+        )
         return
     if not given["report"]:
         with studies.locked(folder):  # one process queues an interrupted trial again

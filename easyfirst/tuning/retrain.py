@@ -16,6 +16,7 @@ from easyfirst.config import Config
 from easyfirst.errors import InputError
 from easyfirst.tuning.space import Space
 
+STATES = {"PRUNED": "was pruned", "FAIL": "failed", "RUNNING": "is running", "WAITING": "is waiting"}
 RUN_FILE = "tune.json"  # in a seed's run folder: the trial, seed and epochs it trained (so it is kept)
 
 
@@ -34,10 +35,21 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def best_trial(study):
+def best_trial(study, number: int | None = None):
     """The complete trial with the best dev score (with two objectives: the best dev score of the
-    Pareto front)."""
-    complete = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
+    Pareto front), or trial ``number`` if given (it must be complete: only then did it train its
+    configuration to the end)."""
+    trials = study.get_trials(deepcopy=False)
+    complete = [t for t in trials if t.state.name == "COMPLETE"]
+    if number is not None:
+        chosen = next((t for t in trials if t.number == number), None)
+        if chosen is None:
+            raise InputError(f"--trial {number}: the study has no such trial (trials 0–{len(trials) - 1})")
+        if chosen.state.name != "COMPLETE":
+            numbers = ", ".join(str(t.number) for t in complete) or "none yet"
+            state = STATES.get(chosen.state.name, "is not complete")
+            raise InputError(f"--trial {number}: that trial {state} (complete trials: {numbers})")
+        return chosen
     if not complete:
         raise InputError("the study has no complete trial yet: run easyfirst tune on it first")
     front = study.best_trials if len(study.directions) > 1 else complete
@@ -62,12 +74,14 @@ def retrain_best(
     results: Path,
     device: str,
     console: Console,
+    number: int | None = None,
 ) -> dict:
-    """Train the best trial's configuration at each seed into ``folder/best/seed-K`` (a seed already
-    trained there for this trial is kept), score test once per seed, and write ``results``."""
+    """Train the best trial's configuration (or trial ``number``'s) at each seed into
+    ``folder/best/seed-K`` (a seed already trained there for this trial is kept), score test once per
+    seed, and write ``results``."""
     from easyfirst.training.loop import train
 
-    trial = best_trial(study)
+    trial = best_trial(study, number)
     rows = []
     for seed in seeds:
         cfg = base.thawed()

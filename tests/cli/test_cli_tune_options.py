@@ -17,6 +17,7 @@ extra("optuna", "tune")
     [
         (["--report", "--retrain-best"], "--report and --retrain-best are two calls: give one of them"),
         (["--trials", "0"], "--trials must be at least 1, not 0"),
+        (["--trial", "3"], "--trial chooses the trial that --retrain-best trains: give both"),
         (["--threads", "0"], "--threads must be at least 1, not 0"),
         (["--timeout", "0"], "--timeout must be a number of seconds above 0, not 0"),
         (["--report"], "{study}: no study here: start one with --space"),

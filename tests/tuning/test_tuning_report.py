@@ -51,6 +51,16 @@ def test_the_best_trials_go_by_dev_score_and_the_best_to_retrain_is_complete(stu
         best_trial(empty)
 
 
+def test_retrain_takes_a_trial_chosen_by_number_only_if_it_is_complete(study):
+    assert best_trial(study, 0).number == 0  # a complete trial below the best
+    with pytest.raises(InputError, match=r"--trial 2: that trial was pruned \(complete trials: 0, 1\)"):
+        best_trial(study, 2)
+    with pytest.raises(InputError, match="--trial 3: that trial failed"):
+        best_trial(study, 3)
+    with pytest.raises(InputError, match=r"--trial 7: the study has no such trial \(trials 0–3\)"):
+        best_trial(study, 7)
+
+
 def test_the_table_has_a_column_per_best_trial(study):
     console = Console(width=120, record=True)
     console.print(best_table(study, "acc", 120))
@@ -69,9 +79,7 @@ def test_pictures_are_written_and_the_importances_wait_for_three_complete_trials
     assert all(path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for path in written)
     assert skipped == ["importances.png (after 3 complete trials; 2 so far)"]
     empty = optuna.create_study(storage=optuna.storages.InMemoryStorage())
-    assert pictures(empty, tmp_path, "acc")[1][:1] == [
-        "history.png (after 1 complete trial; 0 so far)"
-    ]
+    assert pictures(empty, tmp_path, "acc")[1][:1] == ["history.png (after 1 complete trial; 0 so far)"]
 
 
 def test_seeds_are_ranges_or_lists():
