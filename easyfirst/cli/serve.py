@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from easyfirst.cli.app import app
-from easyfirst.cli.common import DeviceOption, ModelOption, check_device, err
+from easyfirst.cli.common import DeviceOption, ModelOption, check_device, check_option, err
 from easyfirst.errors import InputError
 from easyfirst.serve.requests import BATCH_WINDOW_MS
 
@@ -113,14 +113,13 @@ def serve(
 
 def check_numbers(counts: dict[str, int], port: int, durations: dict[str, float]) -> None:
     """Refuse a count below 1, a port outside 0-65535 or a negative duration, naming the flag."""
+    from easyfirst.fields import Rule, at_least, non_negative
+
     for flag, value in counts.items():
-        if value < 1:
-            raise InputError(f"{flag} must be >= 1")
-    if not 0 <= port <= 65535:
-        raise InputError(f"--port must be 0 to 65535, not {port}")
+        check_option(flag, value, at_least(1))
+    check_option("--port", port, Rule(lambda v: 0 <= v <= 65535, "0 to 65535"))
     for flag, value in durations.items():
-        if value < 0:
-            raise InputError(f"{flag} must be >= 0")
+        check_option(flag, value, non_negative())
 
 
 def bind(host: str, port: int, workers: int):

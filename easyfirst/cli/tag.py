@@ -21,12 +21,14 @@ from easyfirst.cli.common import (
     BatchOption,
     DeviceOption,
     ModelOption,
+    check_option,
     err,
     given_path,
     load_tagger,
 )
 from easyfirst.cli.options import LAZY_CHOICES, tag_option_parameters
 from easyfirst.errors import InputError
+from easyfirst.fields import at_least
 from easyfirst.tagging.corpus import Corpus, plan, several
 from easyfirst.tagging.pipeline import Source, check_output, write_output
 from easyfirst.tasks import TASKS
@@ -290,8 +292,7 @@ def check_arguments(input, text, format, pretokenized, batch_size, output) -> No
         raise InputError(f"--format must be {', '.join(FORMATS[:-1])} or {FORMATS[-1]}, not {format!r}")
     if pretokenized and text is None:
         raise InputError("--pretokenized goes with --text (a file of tokens is a CoNLL file: --format model)")
-    if batch_size < 1:
-        raise InputError("--batch-size must be >= 1")
+    check_option("--batch-size", batch_size, at_least(1))
     check_output(output)
 
 

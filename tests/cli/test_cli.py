@@ -282,7 +282,7 @@ NO_MODEL_NEEDED = [
     (["tag", "--text", "a b", "--format", "html"], 2, "--format must be"),
     (["tag", "--text", "a b", "-m", "no-such-run"], 2, "no-such-run: model folder not found"),
     (["tag", "a.conllu", "b.conllu"], 2, "several inputs are written into a folder: give -o DIR"),
-    (["tag", "--batch-size", "0", "--text", "a b"], 2, "--batch-size must be >= 1"),
+    (["tag", "--batch-size", "0", "--text", "a b"], 2, "--batch-size must be an integer >= 1, not 0"),
     (["evaluate", "missing.conllu"], 2, "missing.conllu: no such file"),
 ]
 

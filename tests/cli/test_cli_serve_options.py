@@ -16,14 +16,14 @@ from easyfirst.errors import InputError
 @pytest.mark.parametrize(
     "args, line",
     [
-        (["--max-words", "0"], "--max-words must be >= 1"),
-        (["--max-body", "-1"], "--max-body must be >= 1"),
-        (["--max-sentences", "0"], "--max-sentences must be >= 1"),
-        (["--max-attention", "0"], "--max-attention must be >= 1"),
-        (["--workers", "0"], "--workers must be >= 1"),
+        (["--max-words", "0"], "--max-words must be an integer >= 1, not 0"),
+        (["--max-body", "-1"], "--max-body must be an integer >= 1, not -1"),
+        (["--max-sentences", "0"], "--max-sentences must be an integer >= 1, not 0"),
+        (["--max-attention", "0"], "--max-attention must be an integer >= 1, not 0"),
+        (["--workers", "0"], "--workers must be an integer >= 1, not 0"),
         (["--port", "70000"], "--port must be 0 to 65535, not 70000"),
-        (["--batch-window", "-1"], "--batch-window must be >= 0"),
-        (["--graceful-timeout", "-0.5"], "--graceful-timeout must be >= 0"),
+        (["--batch-window", "-1"], "--batch-window must be a finite number >= 0, not -1.0"),
+        (["--graceful-timeout", "-0.5"], "--graceful-timeout must be a finite number >= 0, not -0.5"),
         (["--workers", "2", "--device", "cuda"], "--workers 2: more than one worker needs --device cpu"),
         (["--device", "banana"], "--device: not a device name: 'banana'"),
         (["--port", "many"], "--port: "),  # Click's words, which differ between versions

@@ -109,7 +109,7 @@ def test_workers_on_a_gpu_and_zero_workers_are_refused_in_one_line():
         "--workers 2: more than one worker needs --device cpu (CUDA does not survive a fork)\n"
     )
     result = run_cli("serve", "--workers", 0, process=True)
-    assert (result.returncode, result.stderr.decode()) == (2, "--workers must be >= 1\n")
+    assert (result.returncode, result.stderr.decode()) == (2, "--workers must be an integer >= 1, not 0\n")
 
 
 def processes_with(marker: str) -> list[int]:
