@@ -30,7 +30,7 @@ BEFORE = {
 NEW_VERBS = {
     "serve": "--model -m --host --port --device --max-body --max-sentences --max-words --batch-window "
     "--access-log --no-access-log",
-    "tune": "ARG:study --space --trials --timeout --pruner --objectives --storage --report --retrain-best "
+    "tune": "ARG:study --space --trials --timeout --pruner --objectives --storage --report --retrain-best --trial "
     "--seeds --results --threads --task --config --device --set --train --dev --test --pretrained --epochs "
     "--seed",
 }

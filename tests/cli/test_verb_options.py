@@ -15,7 +15,7 @@ MISSING_MODEL = (
 )
 
 REFUSED = [
-    (["tag", SAMPLE, "--batch-size", "0"], "--batch-size must be >= 1"),
+    (["tag", SAMPLE, "--batch-size", "0"], "--batch-size must be an integer >= 1, not 0"),
     (["tag", SAMPLE, "--device", "banana"], "--device: not a device name: 'banana'"),
     (["tag", SAMPLE, "--format", "xml"], "--format must be auto, text or model, not 'xml'"),
     (["evaluate", SAMPLE, "--batch-size", "0"], "--batch-size must be an integer >= 1, not 0"),
