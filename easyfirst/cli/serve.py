@@ -11,6 +11,7 @@ import typer
 from easyfirst.cli.app import app
 from easyfirst.cli.common import DeviceOption, ModelOption, check_device, check_option, err
 from easyfirst.errors import InputError
+from easyfirst.fields import Rule, at_least, non_negative
 from easyfirst.serve.requests import BATCH_WINDOW_MS
 
 GracefulOption = Annotated[
@@ -113,8 +114,6 @@ def serve(
 
 def check_numbers(counts: dict[str, int], port: int, durations: dict[str, float]) -> None:
     """Refuse a count below 1, a port outside 0-65535 or a negative duration, naming the flag."""
-    from easyfirst.fields import Rule, at_least, non_negative
-
     for flag, value in counts.items():
         check_option(flag, value, at_least(1))
     check_option("--port", port, Rule(lambda v: 0 <= v <= 65535, "0 to 65535"))
