@@ -89,6 +89,9 @@ class Vocabularies:
     max_affix: int
     features: dict[str, Vocab] = field(default_factory=dict)  # see easyfirst.data.features
     lowercase: bool = False  # words are looked up lower-cased (affixes keep their case)
+    # the first word id of the words that only pretrained vectors know (add_pretrained_words): training
+    # never sees them, so the model keeps their vectors as read, outside its trained table; None: none
+    vector_words_from: int | None = None
     # the ids of the words looked up so far (index), and the vocabularies they were looked up in
     _ids: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _memo_of: tuple | None = field(default=None, init=False, repr=False, compare=False)
@@ -175,9 +178,13 @@ class Vocabularies:
         """Add a set of vectors' first words (its most frequent ones: easyfirst.data.vectors) to the word
         vocabulary, lower-cased if lookups are, as Lample et al. (2016) and Flair do, so that words
         never seen in training but known to the vectors get their pretrained embedding instead of UNK.
-        Returns how many words were new. Call it before the model is built (the embedding table has one
-        row per word; the words are saved in vocab.json and their vectors in model.pt)."""
+        Returns how many words were new. Call it before the model is built: training never sees the words
+        added, so the model keeps their vectors as read, in a table of their own beside the trained one
+        (:attr:`vector_words_from`, easyfirst.model.embedder); the words are saved in vocab.json and their
+        vectors in model.pt."""
         before = len(self.words)
+        if self.vector_words_from is None:
+            self.vector_words_from = before
         self.words = (
             self.words.extended(w.lower() for w in words) if self.lowercase else self.words.extended(words)
         )
@@ -192,7 +199,7 @@ class Vocabularies:
             "max_affix": self.max_affix,
             "features": {name: vocab.to_json() for name, vocab in self.features.items()},
             "lowercase": self.lowercase,
-        }
+        } | ({"vector_words_from": self.vector_words_from} if self.vector_words_from is not None else {})
 
     @classmethod
     def from_json(cls, raw: dict) -> Vocabularies:
@@ -204,4 +211,5 @@ class Vocabularies:
             max_affix=raw["max_affix"],
             features={name: Vocab.from_json(v) for name, v in raw.get("features", {}).items()},
             lowercase=raw.get("lowercase", False),
+            vector_words_from=raw.get("vector_words_from"),
         )

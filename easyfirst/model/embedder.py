@@ -32,9 +32,17 @@ class Embedder(nn.Module):
         ``freeze_vectors`` the rows that :meth:`load_pretrained` fills take no updates: their gradient is
         zeroed (the mask, ``fixed_words``, is saved with the model, so that a resumed run keeps it)."""
         super().__init__()
-        self.words = nn.Embedding(len(vocabs.words), word_dim, padding_idx=0)
+        trained = min(vocabs.vector_words_from or len(vocabs.words), len(vocabs.words))
+        # drawn as one table of every word, so that the random draws after it are a one-table model's
+        drawn = nn.Embedding(len(vocabs.words), word_dim, padding_idx=0).weight.detach()
+        self.words = nn.Embedding(trained, word_dim, padding_idx=0, _weight=drawn[:trained].clone())
+        # the words only the vectors know (Vocabularies.add_pretrained_words): no training sentence has
+        # them, so they would take no gradient; kept as read outside the trained table, they cost an
+        # update nothing (a dense table of GloVe's 200,000 words took 26 ms an update with SGD's momentum)
+        extra = len(vocabs.words) - trained
+        self.register_buffer("vector_words", torch.zeros(extra, word_dim) if extra else None)
         if freeze_vectors:
-            self.register_buffer("fixed_words", torch.zeros(len(vocabs.words), dtype=torch.bool))
+            self.register_buffer("fixed_words", torch.zeros(trained, dtype=torch.bool))
             self.words.weight.register_hook(self._keep_fixed_words)
         self.affixes = affix_dim > 0
         if self.affixes:
@@ -66,7 +74,7 @@ class Embedder(nn.Module):
     ) -> torch.Tensor:
         """``words`` ``(B, L)``, ``prefixes``/``suffixes`` ``(B, L, n)``, ``features`` name → ``(B, L, k)``
         → ``(B, L, output_dim)``."""
-        parts = [self.words(words)]
+        parts = [self.word_vectors(words)]
         if self.affixes:  # each word's n-gram embeddings summed, one operation per table
             parts += [self._summed(self.prefixes, prefixes), self._summed(self.suffixes, suffixes)]
         for name, table in self.features.items():
@@ -79,6 +87,30 @@ class Embedder(nn.Module):
             count = (ids != 0).sum(2, keepdim=True).clamp(min=1)
             parts.append(table(ids).sum(2) / count)
         return torch.cat(parts, dim=-1)
+
+    def word_vectors(self, words: torch.Tensor) -> torch.Tensor:
+        """The embeddings of word ids ``words``: the trained table's rows, and the rows of
+        ``vector_words`` for the ids past it."""
+        if self.vector_words is None:
+            return self.words(words)
+        trained = self.words.num_embeddings
+        known = words < trained
+        rows = self.words(words.masked_fill(~known, 0))  # the padding row: no gradient
+        kept = nn.functional.embedding((words - trained).clamp(min=0), self.vector_words)
+        return torch.where(known.unsqueeze(-1), rows, kept)
+
+    @torch.no_grad()
+    def reset_words(self) -> None:
+        """Glorot-uniform word embeddings drawn as for one table of every word (the trained one and
+        ``vector_words`` together: the same draws, and the same bound, as a model whose vectors' words
+        are trained rows); ``load_pretrained`` then fills the rows that the vectors have."""
+        full = torch.empty(len(self.words.weight) + len(self._vector_rows()), self.words.embedding_dim)
+        nn.init.xavier_uniform_(full)
+        self.words.weight.copy_(full[: len(self.words.weight)])
+        self._vector_rows().copy_(full[len(self.words.weight) :])
+
+    def _vector_rows(self) -> torch.Tensor:
+        return self.vector_words if self.vector_words is not None else self.words.weight[:0]
 
     @staticmethod
     def _summed(table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:
@@ -124,9 +156,13 @@ class Embedder(nn.Module):
         else:
             ids, rows = vectors.lookup_folded(vocabs.features[feature].stoi)
         covered = torch.tensor(ids, dtype=torch.long)
-        table.weight[covered] = torch.from_numpy(rows).to(table.weight)
+        values = torch.from_numpy(rows).to(table.weight)
+        trained = covered < table.num_embeddings  # only the word table has vector_words past it
+        table.weight[covered[trained]] = values[trained]
+        if feature is None and self.vector_words is not None:
+            self.vector_words[covered[~trained] - table.num_embeddings] = values[~trained]
         if feature is None and hasattr(self, "fixed_words"):
-            self.fixed_words[covered] = True
+            self.fixed_words[covered[trained]] = True
         return len(ids)
 
 

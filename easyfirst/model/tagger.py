@@ -90,7 +90,9 @@ class EasyFirstTagger(nn.Module):
         baseline reached 93.2% dev UPOS on EWT after 6 epochs with them, 94.6% with Glorot.
         """
         for name, parameter in self.named_parameters():
-            if parameter.dim() >= 2:
+            if parameter is self.embedder.words.weight:
+                self.embedder.reset_words()
+            elif parameter.dim() >= 2:
                 nn.init.xavier_uniform_(parameter)
             elif "bias" in name:
                 nn.init.zeros_(parameter)

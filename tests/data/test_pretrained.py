@@ -70,8 +70,49 @@ def test_lowercased_lookups_take_the_first_spelling(tmp_path):
     assert vocabs.add_pretrained_words(open_vectors(path).first_words(10)) == 1 and "zebra" in vocabs.words
     embedder = Embedder(vocabs, word_dim=2, affix_dim=0)
     assert embedder.load_pretrained(open_vectors(path), vocabs) == 2
-    assert embedder.words.weight[vocabs.word_index("THE")].tolist() == [1.0, 1.0]
-    assert embedder.words.weight[vocabs.word_index("Zebra")].tolist() == [3.0, 3.0]
+    assert embedder.words.weight[vocabs.word_index("THE")].tolist() == [1.0, 1.0]  # a training word
+    zebra = torch.tensor(vocabs.word_index("Zebra"))  # past the trained table: only the vectors know it
+    assert zebra >= len(embedder.words.weight) and embedder.word_vectors(zebra).tolist() == [3.0, 3.0]
+
+
+def test_the_vectors_own_words_sit_beside_the_trained_table_and_change_nothing_else(vectors):
+    """The words only the vectors know are kept as read beside the trained table (their rows would take
+    no gradient: no training sentence has them). The model is drawn exactly as one whose table holds
+    every word (a model saved before the split loads so: one table), it embeds every id the same, and
+    updates with SGD's momentum never move those rows, which are no parameter at all."""
+    from dataclasses import replace
+
+    from easyfirst.config import Config
+    from easyfirst.model.tagger import EasyFirstTagger
+
+    vocabs = train_vocabs()
+    vocabs.add_pretrained_words(open_vectors(vectors).first_words(3))  # the, zebra, dog: zebra is new
+    assert vocabs.vector_words_from == 5 == vocabs.words.index("zebra")
+    assert Vocabularies.from_json(vocabs.to_json()).vector_words_from == 5
+    one_table = replace(vocabs, vector_words_from=None)
+    assert "vector_words_from" not in one_table.to_json()  # vocab.json as before the split
+    config = Config()
+    config.model.embedder.word_dim = 4  # the vectors'
+    models = {}
+    for name, v in (("split", vocabs), ("one table", one_table)):
+        torch.manual_seed(0)
+        models[name] = EasyFirstTagger(config.model, config.loss, v)
+        models[name].embedder.load_pretrained(open_vectors(vectors), v)
+    split, whole = models["split"].embedder, models["one table"].embedder
+    assert len(split.words.weight) == 5 and split.vector_words.shape == (1, whole.words.embedding_dim)
+    assert torch.equal(torch.cat([split.words.weight, split.vector_words]), whole.words.weight)
+    others = {k: p for k, p in models["split"].named_parameters() if k != "embedder.words.weight"}
+    assert all(torch.equal(p, models["one table"].get_parameter(k)) for k, p in others.items())
+    ids = torch.arange(len(vocabs.words))
+    assert torch.equal(split.word_vectors(ids), whole.words(ids))
+    assert all(p is not split.vector_words for p in models["split"].parameters())
+    optimizer = torch.optim.SGD(split.parameters(), lr=0.5, momentum=0.9)
+    for _ in range(2):
+        optimizer.zero_grad()
+        split.word_vectors(torch.tensor([[2, 5, 3]])).pow(2).sum().backward()
+        optimizer.step()
+    assert split.word_vectors(torch.tensor(5)).tolist() == pytest.approx(VECTORS["zebra"])
+    assert not torch.equal(split.words.weight[2], whole.words.weight[2])  # a training word moved
 
 
 def test_no_words_are_added_with_a_cap_of_zero(vectors):
@@ -115,8 +156,9 @@ def test_training_with_pretrained_vectors_keeps_them_in_the_model_folder(tmp_pat
     tagger = Tagger.load(tmp_path / "run")
     words = tagger.vocabs.words
     assert unseen in words and "aardvark" not in words  # capped at the first 2 words
-    weight = tagger.model.embedder.words.weight
-    assert weight[words.index(unseen)].tolist() == [0.5, -0.5, 0.25, 8.0]
+    embedder = tagger.model.embedder
+    assert embedder.word_vectors(torch.tensor(words.index(unseen))).tolist() == [0.5, -0.5, 0.25, 8.0]
+    assert len(embedder.words.weight) == words.index(unseen)  # kept as read, beside the trained table
     assert len(tagger.tag([[unseen, "."]], records=True)[0].tags) == 2
     e = tagger.config.model.embedder
     assert e.word_dim == 4 and e.pretrained_covered == 2  # the, zyzzyva
