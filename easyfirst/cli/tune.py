@@ -15,11 +15,11 @@ from typing import Annotated
 import typer
 
 from easyfirst.cli.app import app
-from easyfirst.cli.common import check_device, err, given_path
+from easyfirst.cli.common import check_device, check_option, err, given_path
 from easyfirst.cli.options import config_parameters
 from easyfirst.cli.train import COMMON, _task_defaults, check_paths, configured
 from easyfirst.errors import InputError
-from easyfirst.fields import read_toml
+from easyfirst.fields import at_least, positive, read_toml
 
 # the options that make the study's settings, besides the config flags below (saved in study.json)
 SETTINGS = ("task", "config", "assignments", "space", "pruner", "objectives", "storage")
@@ -189,10 +189,8 @@ def tune(**given) -> None:
     if given["trial"] is not None and not given["retrain_best"]:
         raise InputError("--trial chooses the trial that --retrain-best trains: give both")
     for name, flag in (("train__threads", "--threads"), ("trials", "--trials")):
-        if given[name] is not None and given[name] < 1:
-            raise InputError(f"{flag} must be at least 1, not {given[name]}")
-    if given["timeout"] is not None and not given["timeout"] > 0:
-        raise InputError(f"--timeout must be a number of seconds above 0, not {given['timeout']:g}")
+        check_option(flag, given[name], at_least(1))
+    check_option("--timeout", given["timeout"], positive())
     check_device(given["device"])
     before = kept.saved(folder)
     if before is None and (given["report"] or given["retrain_best"]):

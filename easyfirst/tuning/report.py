@@ -63,7 +63,7 @@ def best_table(study, label: str, width: int = 80) -> Table | None:
 TITLES = {
     "history.png": "Optimisation history: each trial's dev {label}, and the best so far",
     "epochs.png": "Dev {label} epoch by epoch (a pruned trial stops early)",
-    "importances.png": "How much each parameter moved the dev {label}",
+    "importances.png": "What moved the dev {label}, over {complete} complete trials",
     "pareto.png": "Dev {label} against sharpness: the Pareto front",
 }
 
@@ -74,6 +74,24 @@ LEGEND = {
     "Trial": "a trial",
     "Best Trial": "on the Pareto front",
 }
+
+
+def leave_out_far_trials(axes, scores: list[float]) -> int:
+    """A diverged trial (30% dev beside trials at 94%) squashes the others into one line: the y axis then
+    starts at the lower quartile of ``scores`` less 1.5 times its distance to the best (Tukey's fence),
+    and a note counts the trials below it. Returns how many were left out."""
+    ordered = sorted(scores)
+    if len(ordered) < 4 or ordered[-1] <= ordered[len(ordered) // 4]:
+        return 0
+    low, best = ordered[len(ordered) // 4], ordered[-1]
+    bottom = low - 1.5 * (best - low)
+    below = sum(score < bottom for score in scores)
+    if below:
+        axes.set_ylim(bottom, best + 0.1 * (best - bottom))
+        trials = "trial" if below == 1 else "trials"
+        note = f"{below} {trials} below {bottom:.1%}, not shown"
+        axes.annotate(note, xy=(0.01, 0.02), xycoords="axes fraction", fontsize=9)
+    return below
 
 
 def pictures(study, folder: Path, label: str) -> tuple[list[Path], list[str]]:
@@ -116,13 +134,15 @@ def pictures(study, folder: Path, label: str) -> tuple[list[Path], list[str]]:
         figure = axes.figure
         figure.set_size_inches(8, 5)
         axes.set_title("", loc="left")  # Optuna's own title, where it puts it
-        title = TITLES[file].format(label=label)
+        title = TITLES[file].format(label=label, complete=len(complete))
         axes.set_title(title.replace(", and the best so far", "") if two else title)
         if file in ("history.png", "epochs.png"):
             axes.set_ylabel(f"dev {label}")
             axes.yaxis.set_major_formatter(PercentFormatter(1.0))
             axes.xaxis.set_major_locator(MaxNLocator(integer=True))
             axes.set_xlabel("trial" if file == "history.png" else "epoch")
+        if file == "history.png":
+            leave_out_far_trials(axes, [t.values[0] for t in complete])
         if file == "pareto.png":
             axes.xaxis.set_major_formatter(PercentFormatter(1.0))
         if file == "importances.png":

@@ -35,7 +35,7 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def best_trial(study, number: int | None = None):
+def trial_to_retrain(study, number: int | None = None):
     """The complete trial with the best dev score (with two objectives: the best dev score of the
     Pareto front), or trial ``number`` if given (it must be complete: only then did it train its
     configuration to the end)."""
@@ -44,7 +44,8 @@ def best_trial(study, number: int | None = None):
     if number is not None:
         chosen = next((t for t in trials if t.number == number), None)
         if chosen is None:
-            raise InputError(f"--trial {number}: the study has no such trial (trials 0–{len(trials) - 1})")
+            which = f"trials 0–{len(trials) - 1}" if trials else "it has no trials yet"
+            raise InputError(f"--trial {number}: the study has no such trial ({which})")
         if chosen.state.name != "COMPLETE":
             numbers = ", ".join(str(t.number) for t in complete) or "none yet"
             state = STATES.get(chosen.state.name, "is not complete")
@@ -81,7 +82,7 @@ def retrain_best(
     seed, and write ``results``."""
     from easyfirst.training.loop import train
 
-    trial = best_trial(study, number)
+    trial = trial_to_retrain(study, number)
     rows = []
     for seed in seeds:
         cfg = base.thawed()

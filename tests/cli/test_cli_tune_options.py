@@ -16,10 +16,10 @@ extra("optuna", "tune")
     "args, line",
     [
         (["--report", "--retrain-best"], "--report and --retrain-best are two calls: give one of them"),
-        (["--trials", "0"], "--trials must be at least 1, not 0"),
+        (["--trials", "0"], "--trials must be an integer >= 1, not 0"),
         (["--trial", "3"], "--trial chooses the trial that --retrain-best trains: give both"),
-        (["--threads", "0"], "--threads must be at least 1, not 0"),
-        (["--timeout", "0"], "--timeout must be a number of seconds above 0, not 0"),
+        (["--threads", "0"], "--threads must be an integer >= 1, not 0"),
+        (["--timeout", "0"], "--timeout must be a finite number > 0, not 0.0"),
         (["--report"], "{study}: no study here: start one with --space"),
         (["--retrain-best"], "{study}: no study here: start one with --space"),
         ([], "a new study needs its search space: --space PATH"),

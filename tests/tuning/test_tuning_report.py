@@ -8,8 +8,8 @@ from rich.console import Console
 
 from conftest import extra
 from easyfirst.errors import InputError
-from easyfirst.tuning.report import best_table, best_trials, counts, pictures
-from easyfirst.tuning.retrain import best_trial, mean_sd, parse_seeds, pm
+from easyfirst.tuning.report import best_table, best_trials, counts, leave_out_far_trials, pictures
+from easyfirst.tuning.retrain import mean_sd, parse_seeds, pm, trial_to_retrain
 
 optuna = extra("optuna", "tune")
 State = optuna.trial.TrialState
@@ -45,23 +45,25 @@ def test_counts_say_how_many_trials_ended_each_way(study):
 
 def test_the_best_trials_go_by_dev_score_and_the_best_to_retrain_is_complete(study):
     assert [t.number for t in best_trials(study)] == [2, 1, 0]
-    assert best_trial(study).number == 1  # the pruned trial never finished its epochs
+    assert trial_to_retrain(study).number == 1  # the pruned trial never finished its epochs
     empty = optuna.create_study(storage=optuna.storages.InMemoryStorage())
     with pytest.raises(InputError, match="no complete trial yet"):
-        best_trial(empty)
+        trial_to_retrain(empty)
+    with pytest.raises(InputError, match=r"--trial 0: the study has no such trial \(it has no trials yet\)"):
+        trial_to_retrain(empty, 0)
 
 
 def test_retrain_takes_a_trial_chosen_by_number_only_if_it_is_complete(study):
-    assert best_trial(study, 0).number == 0  # a complete trial below the best
+    assert trial_to_retrain(study, 0).number == 0  # a complete trial below the best
     with pytest.raises(InputError, match=r"--trial 2: that trial was pruned \(complete trials: 0, 1\)"):
-        best_trial(study, 2)
+        trial_to_retrain(study, 2)
     with pytest.raises(InputError, match="--trial 3: that trial failed"):
-        best_trial(study, 3)
+        trial_to_retrain(study, 3)
     with pytest.raises(InputError, match=r"--trial 7: the study has no such trial \(trials 0–3\)"):
-        best_trial(study, 7)
+        trial_to_retrain(study, 7)
 
 
-def test_the_table_has_a_column_per_best_trial(study):
+def test_the_table_has_a_column_per_trial_to_retrain(study):
     console = Console(width=120, record=True)
     console.print(best_table(study, "acc", 120))
     text = console.export_text()
@@ -80,6 +82,25 @@ def test_pictures_are_written_and_the_importances_wait_for_three_complete_trials
     assert skipped == ["importances.png (after 3 complete trials; 2 so far)"]
     empty = optuna.create_study(storage=optuna.storages.InMemoryStorage())
     assert pictures(empty, tmp_path, "acc")[1][:1] == ["history.png (after 1 complete trial; 0 so far)"]
+
+
+def test_the_history_leaves_out_a_diverged_trial_and_says_so():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots()
+    scores = [0.923, 0.88, 0.941, 0.296, 0.413, 0.937, 0.939, 0.941, 0.94]  # the NER search's nine
+    axes.scatter(range(len(scores)), scores)
+    assert leave_out_far_trials(axes, scores) == 2  # the fence: 0.88 - 1.5 * (0.941 - 0.88)
+    bottom, top = axes.get_ylim()
+    assert bottom == pytest.approx(0.7885) and 0.413 < bottom < 0.88 and top > 0.941
+    assert [t.get_text() for t in axes.texts] == ["2 trials below 78.9%, not shown"]
+    figure, axes = plt.subplots()
+    assert leave_out_far_trials(axes, [0.90, 0.91, 0.92, 0.93]) == 0 and not axes.texts  # none far off
+    assert leave_out_far_trials(axes, [0.3, 0.9, 0.9]) == 0  # too few to tell what is far
+    plt.close("all")
 
 
 def test_seeds_are_ranges_or_lists():
