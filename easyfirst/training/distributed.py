@@ -97,7 +97,11 @@ def wrap(model: nn.Module, group: Group, device: torch.device) -> nn.Module:
     ids = [device.index] if device.type == "cuda" else None
     # static graph: the same parameters take part in every update, and some never do (e.g. the scores'
     # v for left-to-right attention), which DDP then skips instead of waiting for their gradients
-    return nn.parallel.DistributedDataParallel(model, device_ids=ids, static_graph=True)
+    # no buffer changes in training (constraint masks, class weights, the vectors' own words kept as
+    # read: easyfirst.model.embedder), so none is sent from the first process before every forward
+    return nn.parallel.DistributedDataParallel(
+        model, device_ids=ids, static_graph=True, broadcast_buffers=False
+    )
 
 
 def shard(batches: Sequence[T], group: Group) -> list[T]:
