@@ -66,6 +66,8 @@ def export(
     metrics_file = Path(run_dir) / "metrics.json"
     metrics = read_json(metrics_file) if metrics_file.is_file() else None
     sizes = {"words": len(vocabs.words), "tags": len(vocabs.tags)}
+    if model.embedder.vector_words is not None:
+        sizes["vector_words"] = len(model.embedder.vector_words)
     parameters = sum(p.numel() for p in model.parameters())
     early = note_stopped(Path(run_dir), config)
     card = model_card(config, metrics, sizes, parameters, str(run_dir), half, early, FLAG_OF)

@@ -74,10 +74,15 @@ def _summary(config: Config, sizes: dict[str, int], parameters: int, half: bool)
     if config.data.scheme != "bio":
         output += f", {config.data.scheme.upper()} tags (read out as BIO)"
     added = f", and the vectors' first {e.pretrained_words:,}" if e.pretrained and e.pretrained_words else ""
+    only = sizes.get("vector_words", 0)  # words no training sentence has: their vectors kept as read
+    kept = f"; {only:,} of them known only to the vectors, their rows kept as read" if only else ""
     rows += [
         ("output layer", output),
         ("tags", f"{sizes['tags']}" + (f" ({tag_set})" if tag_set else "")),
-        ("vocabulary", f"{sizes['words']:,} words (those seen at least {e.word_min_freq} times{added})"),
+        (
+            "vocabulary",
+            f"{sizes['words']:,} words (those seen at least {e.word_min_freq} times{added}){kept}",
+        ),
         ("pretrained vectors", _vectors(config, sizes)),
         ("affix n-grams", _affixes(config)),
         ("character features", _characters(config)),

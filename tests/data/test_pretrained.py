@@ -135,7 +135,7 @@ def test_training_with_pretrained_vectors_keeps_them_in_the_model_folder(tmp_pat
     """`train --pretrained`: a word in no training sentence is in vocab.json and model.pt has its
     vector (fine-tuning never touches it: it is never looked up in training), so tagging needs only the
     model folder."""
-    from conftest import SAMPLE
+    from conftest import SAMPLE, run_cli
     from easyfirst import Tagger
     from easyfirst.config import Config
     from easyfirst.data.conllu import read_conllu
@@ -162,6 +162,11 @@ def test_training_with_pretrained_vectors_keeps_them_in_the_model_folder(tmp_pat
     assert len(tagger.tag([[unseen, "."]], records=True)[0].tags) == 2
     e = tagger.config.model.embedder
     assert e.word_dim == 4 and e.pretrained_covered == 2  # the, zyzzyva
+    assert run_cli("export", tmp_path / "run", "-o", tmp_path / "out", "--no-half").returncode == 0
+    card = (tmp_path / "out" / "README.md").read_text(encoding="utf-8")
+    assert "and the vectors' first 2); 1 of them known only to the vectors, their rows kept as read |" in card
+    exported = Tagger.load(tmp_path / "out").model.embedder
+    assert exported.word_vectors(torch.tensor(words.index(unseen))).tolist() == [0.5, -0.5, 0.25, 8.0]
 
 
 def test_source_words_keep_their_case_and_take_the_vector_of_their_lower_cased_form(vectors):
