@@ -120,7 +120,8 @@ FLAGS = (
               "GloVe or fastText file (text or word2vec binary, gzipped or not). The word size is theirs."),
     Flag("--pretrained-words", "model.pretrained_words", metavar="K",
          help="With --pretrained: its first K words (the most frequent) join the vocabulary, so that words "
-              "unseen in training get their vector, not UNK's (0: training words only)."),
+              "unseen in training get their vector, not UNK's (0: training words only); no training "
+              "sentence has them, so their vectors are kept as read and cost no update time."),
     Flag("--freeze-vectors", "model.freeze_vectors",
          help="With --pretrained: the words that have a vector keep it as it is; only the others (UNK, "
               "training words the vectors lack) learn theirs. Default: every word's embedding is trained."),

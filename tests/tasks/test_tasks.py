@@ -86,16 +86,20 @@ def test_pos_with_word_vectors_defaults_to_temperature_0_25_and_a_value_given_ho
 @pytest.mark.parametrize("source", ["task", "configs/ner.toml"])
 def test_ner_with_word_vectors_leaves_the_affixes_out_and_a_value_given_holds(source):
     """With --pretrained the NER default is no affix n-grams (issue #36: 1.5 test F1 on CoNLL-2003 with
-    GloVe); without vectors they stay the paper's 50; an --affix-dim given holds."""
+    GloVe) and the vectors' first 200,000 words join the vocabulary (POS keeps 50,000); without vectors
+    the affixes stay the paper's 50; a value given holds."""
 
     def ner(*assignments: str) -> Config:
         return validated("ner", source, *assignments)
 
     english = ner('model.pretrained="glove-6b-50d"')
     assert english.model.embedder.affix_dim == 0 and english.given("model.affix_dim") is None
-    assert ner('model.pretrained="v.txt"', "model.affix_dim=50").model.embedder.affix_dim == 50
+    assert english.model.embedder.pretrained_words == 200_000  # rare names have their vectors
+    given = ner('model.pretrained="v.txt"', "model.affix_dim=50", "model.pretrained_words=7")
+    assert (given.model.embedder.affix_dim, given.model.embedder.pretrained_words) == (50, 7)
     if source == "task":
         assert ner().model.embedder.affix_dim == 50  # no vectors: the paper's affixes
+        assert validated("pos", "task", 'model.pretrained="v.txt"').model.embedder.pretrained_words == 50_000
 
 
 @pytest.mark.parametrize("vectors", [[], ['model.pretrained="glove-6b-50d"']])
