@@ -26,6 +26,7 @@ class Embedder(nn.Module):
         feature_dims: dict[str, int] | None = None,
         characters: tuple[str, int, int] = ("cnn", 30, 3),
         freeze_vectors: bool = False,
+        drawn: bool = True,
     ):
         """``feature_dims``: name → embedding size of each active feature; the ``chars`` feature's
         embeddings go through a :class:`CharacterEncoder` of ``characters`` (kind, size, window). With
@@ -34,8 +35,10 @@ class Embedder(nn.Module):
         super().__init__()
         trained = min(vocabs.vector_words_from or len(vocabs.words), len(vocabs.words))
         # drawn as one table of every word, so that the random draws after it are a one-table model's
-        drawn = nn.Embedding(len(vocabs.words), word_dim, padding_idx=0).weight.detach()
-        self.words = nn.Embedding(trained, word_dim, padding_idx=0, _weight=drawn[:trained].clone())
+        # (``drawn=False``: not drawn at all, for a saved state to fill)
+        table = nn.Embedding(len(vocabs.words), word_dim, padding_idx=0).weight.detach() if drawn else None
+        rows = table[:trained].clone() if drawn else torch.zeros(trained, word_dim)
+        self.words = nn.Embedding(trained, word_dim, padding_idx=0, _weight=rows)
         # the words only the vectors know (Vocabularies.add_pretrained_words): no training sentence has
         # them, so they would take no gradient; kept as read outside the trained table, they cost an
         # update nothing (a dense table of GloVe's 200,000 words took 26 ms an update with SGD's momentum)
@@ -60,10 +63,10 @@ class Embedder(nn.Module):
         self.output_dim = word_dim + 2 * affix_dim + averaged + (self.chars.size if self.chars else 0)
 
     @classmethod
-    def from_settings(cls, vocabs: Vocabularies, e: EmbedderSettings) -> Embedder:
+    def from_settings(cls, vocabs: Vocabularies, e: EmbedderSettings, drawn: bool = True) -> Embedder:
         """The embedder of the ``[model]`` settings ``e`` (its part ``embedder``) over ``vocabs``."""
         characters = (e.char_encoder, e.char_filters, e.char_window)
-        return cls(vocabs, e.word_dim, e.affix_dim, active_features(e), characters, e.freeze_vectors)
+        return cls(vocabs, e.word_dim, e.affix_dim, active_features(e), characters, e.freeze_vectors, drawn)
 
     def forward(
         self,

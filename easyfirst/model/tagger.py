@@ -31,10 +31,17 @@ class EasyFirstTagger(nn.Module):
     """The model of ``m`` (the ``[model]`` settings) with the output objective ``loss`` (``[loss]``),
     over the words, affixes, features and tags of ``vocabs``; ``outputs``: the extra outputs its task
     declares (easyfirst.data.outputs), of which it has those ``m.output`` switches on. Each part is built
-    from its own settings (``m.embedder``, ``m.encoder``, ``m.decoder``, ``m.output``)."""
+    from its own settings (``m.embedder``, ``m.encoder``, ``m.decoder``, ``m.output``). ``drawn=False``
+    leaves the largest tables undrawn (:meth:`reset_parameters` skipped), for a saved state that replaces
+    every weight (easyfirst.runs.load_model: GloVe's 200,000 words were half of en-ner's loading time)."""
 
     def __init__(
-        self, m: ModelConfig, loss: LossConfig, vocabs: Vocabularies, outputs: Sequence[OutputHead] = ()
+        self,
+        m: ModelConfig,
+        loss: LossConfig,
+        vocabs: Vocabularies,
+        outputs: Sequence[OutputHead] = (),
+        drawn: bool = True,
     ):
         super().__init__()
         self.settings = m  # what easyfirst.backends.chooser reads to choose how each batch is computed
@@ -44,7 +51,7 @@ class EasyFirstTagger(nn.Module):
         self.v_init = d.v_init
         self.steps_beyond_length = d.steps_beyond_length
         self.concat = out.concat
-        self.embedder = Embedder.from_settings(vocabs, m.embedder)
+        self.embedder = Embedder.from_settings(vocabs, m.embedder, drawn)
         # dropout on the embeddings, between BiLSTM layers and on the output layer's inputs
         # (easyfirst.model.dropout); modules without parameters, so a model's saved state is the same
         self.embedding_dropout = make_dropout(m.dropout_kind, m.dropout_at("embedding"))
@@ -80,7 +87,8 @@ class EasyFirstTagger(nn.Module):
         if self.outputs:
             self.heads = ExtraHeads(output_in, m.encoder.hidden_dim, self.outputs, tables, m.dropout)
             self.head_loss = HeadLoss(loss, self.outputs)
-        self.reset_parameters()
+        if drawn:
+            self.reset_parameters()
 
     def reset_parameters(self) -> None:
         """Glorot-uniform weight matrices and zero biases, as DyNet (the paper's toolkit) initialises;
