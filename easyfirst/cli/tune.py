@@ -229,7 +229,8 @@ def open_study(folder: Path, settings: dict, base, objectives: list[str], before
     with studies.locked(folder):
         pruner = studies.make_pruner(settings["pruner"] if len(objectives) == 1 else "none")
         study = studies.open_study(folder, settings["storage"], ["maximize"] * len(objectives), pruner)
-        kept.record(folder, settings, base, text, before)
+        for note in kept.record(folder, settings, base, text, before):
+            err.print(note, highlight=False, markup=False)
     return study
 
 

@@ -90,25 +90,27 @@ def comparable(cfg: Config) -> dict[str, Any]:
 
 def record(
     folder: Path, settings: dict[str, Any], base: Config, space_text: str, before: dict | None
-) -> None:
-    """Write ``study.json`` for a new study; for one under way, check that the settings still make the
-    same base config and the same space."""
+) -> list[str]:
+    """Write ``study.json`` for a new study; for one under way, check that the space is the same, and
+    give ``base`` back every value the study began with that its settings now make differently (a
+    default of easyfirst changed since, or a config file edited: a study's trials all train one base
+    config). Returns a note per value so kept."""
     if before is None:
         write_json(
             folder / STUDY_FILE, {"command": settings, "base": comparable(base), "space_text": space_text}
         )
-        return
+        return []
     if space_text != before["space_text"]:
         raise InputError(
             f"the search space {settings['space']} is not the one the study began with (kept in study.json)",
             folder,
         )
-    now = comparable(base)
+    now, notes = comparable(base), []
     for section, values in before["base"].items():
         for key, value in values.items():
-            if now.get(section, {}).get(key, value) != value:
-                raise InputError(
-                    f"the settings now make {section}.{key} = {now[section][key]!r}, where the study began with "
-                    f"{value!r} (a config file edited?): go on with the same, or start another study folder",
-                    folder,
+            if key in now.get(section, {}) and now[section][key] != value:
+                base.assign(section, key, value, (str(folder / STUDY_FILE), None))
+                notes.append(
+                    f"{section}.{key} = {value!r}, as the study began (its settings now make {now[section][key]!r})"
                 )
+    return notes

@@ -43,7 +43,7 @@ def test_objectives_are_score_first_and_known():
             objectives(bad)
 
 
-def test_a_study_under_way_keeps_its_settings(tmp_path):
+def test_a_study_under_way_keeps_its_settings_and_its_base_config(tmp_path):
     base = Config.for_task("pos")
     first = merged(COMMAND, None, tmp_path)
     record(tmp_path, first, base, "[model]\n", None)
@@ -55,13 +55,14 @@ def test_a_study_under_way_keeps_its_settings(tmp_path):
     assert str(error.value).startswith(f"{tmp_path}: the study was started with --pruner median, not halving")
     with pytest.raises(InputError, match="is not the one the study began with"):
         record(tmp_path, first, base, "[train]\n", before)
-    changed = Config.for_task("pos")
+    changed = Config.for_task("pos")  # a default changed since the study began (or a config file edited)
     changed.model.encoder.hidden_dim = 7
-    with pytest.raises(InputError, match=r"model\.hidden_dim = 7, where the study began with 50"):
-        record(tmp_path, first, changed, "[model]\n", before)
+    notes = record(tmp_path, first, changed, "[model]\n", before)
+    assert notes == ["model.hidden_dim = 50, as the study began (its settings now make 7)"]
+    assert changed.model.encoder.hidden_dim == 50  # its trials go on training what the first ones did
     changed = Config.for_task("pos")
     changed.train.threads = 2  # a process's own: not the study's
-    record(tmp_path, first, changed, "[model]\n", before)
+    assert record(tmp_path, first, changed, "[model]\n", before) == [] and changed.train.threads == 2
 
 
 def test_saved_is_none_where_no_study_began_and_refuses_other_files(tmp_path):
