@@ -38,17 +38,16 @@ FILES = {  # the shared data's dev and test files, by task, and the training fil
 
 
 def add_vector_words(tagger: Tagger, vectors, count: int) -> int:
-    """Append the first ``count`` words of ``vectors`` that ``tagger`` lacks, with their rows as read;
-    returns how many were new."""
+    """Append the first ``count`` words of ``vectors`` that ``tagger`` lacks, with their rows as read
+    (the trained rows untouched: only the new words are looked up); returns how many were new."""
     vocabs, embedder = tagger.vocabs, tagger.model.embedder
     before = len(vocabs.words)
     added = vocabs.add_pretrained_words(vectors.first_words(count))
-    new = {word: i for word, i in vocabs.words.stoi.items() if i >= before}
-    ids, rows = vectors.lookup(new, vocabs.lowercase)
     extra = torch.zeros(added, embedder.words.embedding_dim)
-    extra[torch.tensor(ids, dtype=torch.long) - before] = torch.from_numpy(rows).float()
     kept = embedder.vector_words if embedder.vector_words is not None else extra[:0]
     embedder.vector_words = torch.cat([kept, extra])
+    new = {word: i for word, i in vocabs.words.stoi.items() if i >= before}
+    embedder.load_pretrained(vectors, vocabs, found=vectors.lookup(new, vocabs.lowercase))
     return added
 
 
@@ -61,6 +60,15 @@ def scores(tagger: Tagger, data: Path) -> dict[str, float]:
         report = task.scoring.score([s.tags for s in sentences], [t.tags for t in tagged])
         out[split] = report[task.scoring.metric]
     return out
+
+
+def where(word: str, training: set[str], rank: int | None) -> str:
+    """Which of coverage's four groups ``word`` falls in (``rank``: its place in the vectors, if any)."""
+    if word in training:
+        return "training"
+    if rank is None:
+        return "neither"
+    return "first 50,000" if rank < 50_000 else "past 50,000"
 
 
 def coverage(tagger: Tagger, vectors, data: Path) -> dict:
@@ -81,18 +89,7 @@ def coverage(tagger: Tagger, vectors, data: Path) -> dict:
                 if task.name == "ner" and tag == "O":
                     continue
                 word = word.lower() if lower else word
-                seen = word in training
-                where = rank.get(word)
-                key = (
-                    "training"
-                    if seen
-                    else "neither"
-                    if where is None
-                    else "first 50,000"
-                    if where < 50_000
-                    else "past 50,000"
-                )
-                counts[key] += 1
+                counts[where(word, training, rank.get(word))] += 1
         total = sum(counts.values())
         out[split] = {key: count / total for key, count in counts.items()} | {"words": total}
     return out

@@ -36,8 +36,10 @@ class Embedder(nn.Module):
         trained = min(vocabs.vector_words_from or len(vocabs.words), len(vocabs.words))
         # drawn as one table of every word, so that the random draws after it are a one-table model's
         # (``drawn=False``: not drawn at all, for a saved state to fill)
-        table = nn.Embedding(len(vocabs.words), word_dim, padding_idx=0).weight.detach() if drawn else None
-        rows = table[:trained].clone() if drawn else torch.zeros(trained, word_dim)
+        if drawn:
+            rows = nn.Embedding(len(vocabs.words), word_dim, padding_idx=0).weight.detach()[:trained].clone()
+        else:
+            rows = torch.zeros(trained, word_dim)
         self.words = nn.Embedding(trained, word_dim, padding_idx=0, _weight=rows)
         # the words only the vectors know (Vocabularies.add_pretrained_words): no training sentence has
         # them, so they would take no gradient; kept as read outside the trained table, they cost an
@@ -107,13 +109,13 @@ class Embedder(nn.Module):
         """Glorot-uniform word embeddings drawn as for one table of every word (the trained one and
         ``vector_words`` together: the same draws, and the same bound, as a model whose vectors' words
         are trained rows); ``load_pretrained`` then fills the rows that the vectors have."""
-        full = torch.empty(len(self.words.weight) + len(self._vector_rows()), self.words.embedding_dim)
+        trained = self.words.num_embeddings
+        extra = len(self.vector_words) if self.vector_words is not None else 0
+        full = torch.empty(trained + extra, self.words.embedding_dim)
         nn.init.xavier_uniform_(full)
-        self.words.weight.copy_(full[: len(self.words.weight)])
-        self._vector_rows().copy_(full[len(self.words.weight) :])
-
-    def _vector_rows(self) -> torch.Tensor:
-        return self.vector_words if self.vector_words is not None else self.words.weight[:0]
+        self.words.weight.copy_(full[:trained])
+        if extra:
+            self.vector_words.copy_(full[trained:])
 
     @staticmethod
     def _summed(table: nn.Embedding, ids: torch.Tensor) -> torch.Tensor:

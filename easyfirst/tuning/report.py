@@ -81,9 +81,11 @@ def leave_out_far_trials(axes, scores: list[float]) -> int:
     starts at the lower quartile of ``scores`` less 1.5 times its distance to the best (Tukey's fence),
     and a note counts the trials below it. Returns how many were left out."""
     ordered = sorted(scores)
-    if len(ordered) < 4 or ordered[-1] <= ordered[len(ordered) // 4]:
+    if len(ordered) < 4:
         return 0
     low, best = ordered[len(ordered) // 4], ordered[-1]
+    if best <= low:
+        return 0
     bottom = low - 1.5 * (best - low)
     below = sum(score < bottom for score in scores)
     if below:
