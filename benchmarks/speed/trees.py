@@ -2,9 +2,10 @@
 
 Each round runs, for every tree in turn (its code through PYTHONPATH, one torch thread, a fresh process):
 
-- ``tag``: the bundled en-upos model (the tree's own copy; ``--model DIR``: that model folder for every
-  tree, so that only the code differs) tagging EWT test in this process (no pool), in words per CPU
-  second of the call (after a warm-up of 50 sentences);
+- ``tag``: the bundled en-upos model (the tree's own copy; ``--model DIR``: that model folder, or a
+  bundled name, for every tree, so that only the code differs) tagging EWT test (``--file``: another,
+  read by the model's task) in this process (no pool), in words per CPU second of the call (after a
+  warm-up of 50 sentences);
 - ``train1``: one epoch at one sentence per update (the paper's regime, `--workers 1`) on the first
   ``--sentences`` sentences of EWT train, dev on 100 of EWT dev, in training words per second of the
   epoch (metrics.json);
@@ -36,7 +37,12 @@ from easyfirst.api import Tagger
 from easyfirst.data.conllu import read_conllu
 tagger = Tagger.load(sys.argv[2] if len(sys.argv) > 2 else None)
 tagger.processes = 1
-sentences = [s.words for s in read_conllu(sys.argv[1])]
+try:  # the model's own task reads the file (CoNLL columns for NER); a tree before tasks read CoNLL-U
+    from easyfirst.tasks import get_task
+    read = get_task(tagger.config.data.task).read(sys.argv[1], tagger.config.data)
+except ImportError:
+    read = read_conllu(sys.argv[1])
+sentences = [s.words for s in read]
 tagger.tag(sentences[:50], records=True)
 start = time.process_time()
 tagger.tag(sentences, records=True)
@@ -93,13 +99,16 @@ def main() -> None:
         choices=["tag", "train1", "train16", "hogwild"],
         default=["tag", "train1", "train16"],
     )
-    parser.add_argument("--model", type=Path, help="tag: this model folder in every tree")
+    parser.add_argument("--model", type=Path, help="tag: this model folder (or bundled name) in every tree")
+    parser.add_argument(
+        "--file", type=Path, help="tag: this file (default: EWT test), read by the model's task"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         scratch = Path(folder)
         files = {
-            "test": ewt("test"),
+            "test": args.file or ewt("test"),
             "train": first_sentences(ewt("train"), args.sentences, scratch / "train.conllu"),
             "dev": first_sentences(ewt("dev"), 100, scratch / "dev.conllu"),
         }
@@ -120,6 +129,7 @@ def main() -> None:
         print(f"{tree:<30}" + "".join(f"{c:>22}" for c in cells))
     if args.json:
         record = {"rounds": args.rounds, "model": str(args.model) if args.model else None, "rates": found}
+        record |= {"file": str(args.file)} if args.file else {}
         args.json.write_text(json.dumps(record, indent=1) + "\n")
 
 

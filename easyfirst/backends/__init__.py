@@ -12,7 +12,8 @@ setting. A backend computes the same function as a part of it, for the settings 
 - ``numpy``: the same in NumPy (:mod:`~easyfirst.backends.lean`, :mod:`~easyfirst.backends.lstm`,
   :mod:`~easyfirst.backends.rows`), training without Numba and tagging one sentence;
 - ``fused``: the decoder for csoftmax attention, any batch, as one autograd Function with Prop. 1's
-  backward written out (:mod:`~easyfirst.backends.fused`);
+  backward written out, and in tagging on the CPU the BiLSTM over the padded batch
+  (:mod:`~easyfirst.backends.fused`);
 - ``reference``: the model's own modules.
 
 :func:`easyfirst.backends.chooser.choose_backend` picks, for each batch, the first of these (in that order)

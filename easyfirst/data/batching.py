@@ -120,6 +120,7 @@ def unpack(packed: Packed, order: list[int]) -> Batch:
         mask,
         None,
         order,
+        {name: tensor(ids, size, length, width) for name, (width, ids) in packed.features.items()},
     )
 
 

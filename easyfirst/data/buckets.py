@@ -13,8 +13,8 @@ This module must not import torch at its top: the reading process imports it bef
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 # Padded tokens (sentences × longest length) per batch when tagging or evaluating: with N = L a batch
 # costs ~B·L_max², and on one CPU thread EWT test tagged fastest with about this cap (benchmarks/speed/speed.py).
@@ -77,6 +77,8 @@ class Packed:
     words: array
     prefixes: array
     suffixes: array
+    # name → (width, ids ``size × length × width``) of each feature beside the words (easyfirst.data.features)
+    features: dict[str, tuple[int, array]] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -97,9 +99,14 @@ def pack_batches(
     return [pack([ids[i] for i in indices], vocabs.max_affix) for indices in batches]
 
 
-def pack(ids: Sequence[tuple[Sequence[int], Sequence[int], Sequence[int]]], affixes: int) -> Packed:
+def pack(
+    ids: Sequence[tuple[Sequence[int], Sequence[int], Sequence[int]]],
+    affixes: int,
+    features: Sequence[Mapping[str, Sequence[tuple[int, ...]]]] = (),
+) -> Packed:
     """The batch of sentences whose ids (``Vocabularies.index``: word ids, then ``affixes`` prefix and
-    suffix ids per word) are ``ids``, in that order."""
+    suffix ids per word) are ``ids``, in that order; ``features``: each sentence's feature ids, a tuple
+    per word (easyfirst.data.features.feature_rows), padded to the batch's longest tuple."""
     lengths = [len(words) for words, _, _ in ids]
     width, k = max(lengths), affixes
     words, prefixes, suffixes = (array("q", bytes(8 * len(ids) * width * n)) for n in (1, k, k))
@@ -108,4 +115,13 @@ def pack(ids: Sequence[tuple[Sequence[int], Sequence[int], Sequence[int]]], affi
         words[start : start + n] = array("q", word_ids)
         prefixes[start * k : (start + n) * k] = array("q", prefix_ids)
         suffixes[start * k : (start + n) * k] = array("q", suffix_ids)
-    return Packed(lengths, k, words, prefixes, suffixes)
+    packed = Packed(lengths, k, words, prefixes, suffixes)
+    for name in features[0] if features else ():
+        across = max((len(r) for sentence in features for r in sentence[name]), default=1) or 1
+        flat = array("q", bytes(8 * len(ids) * width * across))
+        for row, sentence in enumerate(features):
+            start = row * width * across
+            padded = [i for r in sentence[name] for i in r + (0,) * (across - len(r))]
+            flat[start : start + len(padded)] = array("q", padded)
+        packed.features[name] = (across, flat)
+    return packed

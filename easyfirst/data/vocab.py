@@ -27,6 +27,7 @@ class Vocab:
         self.stoi: dict[str, int] = {s: i for i, s in enumerate(self.itos)}
         if len(self.stoi) != len(self.itos):
             raise ValueError("duplicate symbols in vocabulary")
+        self.memo: dict = {}  # a word's ids of symbols derived from it (easyfirst.data.features.word_rows)
 
     @classmethod
     def build(cls, counts: Counter, min_freq: int = 1, specials: bool = True) -> Vocab:

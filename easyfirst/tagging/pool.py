@@ -33,6 +33,7 @@ import torch
 from easyfirst.backends.chooser import plan_for
 from easyfirst.data.batching import Batch, collate, encode, unpack
 from easyfirst.data.buckets import Packed, bucket_indices, pack
+from easyfirst.data.features import feature_rows, of_words_alone
 from easyfirst.model.heads import decode_heads
 from easyfirst.model.sketch import sentence_steps
 from easyfirst.parallel.cores import pooled
@@ -108,8 +109,10 @@ def tag_job(model, vocabs, job: Job, device: torch.device, asked: tuple[bool, bo
     """:func:`tag_batch` of one batch, encoded and collated here (so that a pool's processes share that
     work too) unless it was packed before."""
     indices, words, extras, packed = job
-    if packed is None and not vocabs.features and not any(extras):  # ids padded into one buffer each
-        packed = pack([vocabs.index(w) for w in words], vocabs.max_affix)
+    if packed is None and not model.outputs and not any(extras) and of_words_alone(vocabs.features):
+        # ids padded into one buffer each: the words', the affixes' and those of features of the word alone
+        features = [feature_rows(vocabs.features, w) for w in words] if vocabs.features else ()
+        packed = pack([vocabs.index(w) for w in words], vocabs.max_affix, features)
     if packed is not None:
         return tag_batch(model, unpack(packed, indices), device, asked)
     items = [encode(vocabs, w, extra=x, heads=model.outputs) for w, x in zip(words, extras, strict=True)]

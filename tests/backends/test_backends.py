@@ -56,9 +56,11 @@ def test_backend_names_are_one_list():
         ("nef-f", "csoftmax", "one", "cpu", "float32", False, ("numpy", "numpy")),  # tagging: no compiler
         ("nef-f", "entmax15", "one", "cpu", "float32", True, (SINGLE_TRAINING, "reference")),
         ("nef-f", "csoftmax", "many", "cpu", "float32", True, ("reference", "fused")),
-        ("nef-s", "csoftmax", "many", "cpu", "float64", False, ("reference", "fused")),
+        ("nef-s", "csoftmax", "many", "cpu", "float64", False, ("fused", "fused")),  # tagging: padded BiLSTM
         ("nef-f", "csoftmax", "one", "cuda", "float32", True, ("reference", "fused")),
-        ("nef-f", "csoftmax", "one", "cpu", "bfloat16", False, ("reference", "fused")),
+        ("nef-f", "csoftmax", "many", "cuda", "float32", False, ("reference", "fused")),  # cuDNN packs
+        ("nef-f", "csoftmax", "one", "cpu", "bfloat16", False, ("fused", "fused")),
+        ("bilstm", "csoftmax", "many", "cpu", "float32", False, ("fused", None)),
         ("nef-f", "sparsemax", "many", "cpu", "float32", True, ("reference", "reference")),
         ("nef-f", "csparsemax", "one", "cpu", "float32", True, (SINGLE_TRAINING, "reference")),
         ("bilstm", "csoftmax", "one", "cpu", "float32", False, ("numpy", None)),
@@ -78,7 +80,8 @@ def test_a_forced_backend_runs_where_it_supports_the_batch_and_the_reference_els
     config = ModelConfig(decoder=DecoderSettings(attention="sparsemax"))
     plan = choose_backend(config, "many", "cpu", "float32", True, force="fused")
     assert (plan.encoder.name, plan.decoder.name) == ("reference", "reference")
-    assert "passed over fused: attention = sparsemax (csoftmax only)" in plan.describe()
+    assert "fused: attention = sparsemax (csoftmax only)" in plan.describe()
+    assert "passed over fused: training = True (False only)" in plan.describe()  # its BiLSTM tags only
     plan = choose_backend(ModelConfig(), "one", "cpu", "float32", True, force="numpy")
     assert (plan.encoder.name, plan.decoder.name) == ("numpy", "numpy")  # numba never considered
     plan = choose_backend(ModelConfig(), "many", "cpu", "float32", True, force="reference")

@@ -11,7 +11,8 @@ import torch
 
 from conftest import NER_SAMPLE, SAMPLE, run_cli
 from easyfirst.backends import lean
-from easyfirst.backends.chooser import REFERENCE, plan_for
+from easyfirst.backends.chooser import plan_for
+from easyfirst.backends.fused import FUSED
 from easyfirst.backends.single import NUMPY
 from easyfirst.config import Config
 from easyfirst.data.batching import collate, encode
@@ -69,7 +70,8 @@ def test_a_model_with_characters_tags_the_same_batched_and_one_sentence_at_a_tim
     model_name, encoder, monkeypatch
 ):
     """One sentence on the CPU, tagged, takes backend ``numpy`` (easyfirst.backends.lean) after the
-    embedder; a batch takes the reference's nn.LSTM: the same scores in float64."""
+    embedder; a batch takes backend fused's padded BiLSTM: the same scores in float64, and those of the
+    reference's nn.LSTM over packed sequences."""
     model, vocabs, sentences = char_model(model_name, **encoder)
     items = [encode(vocabs, s.words) for s in sentences[:6]]
     taken = []
@@ -78,8 +80,9 @@ def test_a_model_with_characters_tags_the_same_batched_and_one_sentence_at_a_tim
     with torch.no_grad():
         batch = collate(items, list(range(len(items))))
         plan = plan_for(model, batch.mask, training=False)
-        assert plan.encoder is REFERENCE
+        assert plan.encoder is FUSED
         batched, _ = model(batch, plan=plan)
+        torch.testing.assert_close(batched, model(batch)[0], atol=1e-10, rtol=1e-9)  # the reference
         assert not taken
         for b, item in enumerate(items):
             batch = collate([item], [0])

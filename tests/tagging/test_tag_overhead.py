@@ -8,8 +8,11 @@ import torch
 
 from conftest import SAMPLE
 from easyfirst import Tagger
-from easyfirst.data.batching import collate, encode
+from easyfirst.data.batching import collate, encode, unpack
+from easyfirst.data.buckets import pack
 from easyfirst.data.conllu import read_conllu
+from easyfirst.data.features import build_feature_vocabs, feature_rows, of_words_alone
+from easyfirst.data.sentence import Sentence
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.tagging.pool import NOTHING_ASKED, make_jobs, tag_batch
 
@@ -82,3 +85,31 @@ def test_a_small_group_gets_the_tags_of_one_sentence_at_a_time_whatever_its_batc
         tagged = tagger.tag(sentences, batch_size=len(sentences), max_tokens=max_tokens, records=True)
         assert [t.tags for t in tagged] == alone
     assert len({len(words) for words in sentences}) > 5
+
+
+def test_features_of_the_word_alone_are_packed_as_collate_pads_them():
+    """A model with the case pattern and characters (NER's features) takes the packed path too: each
+    distinct word's feature ids are looked up once (remembered in the feature's vocabulary) and padded
+    into one buffer per feature; the batch is the one encode and collate make, field for field. A
+    feature that reads more than the word (quality estimation's aligned source) keeps the other path."""
+    vocabs = vocabularies()
+    sentences = [["The", "dog", "barks"], ["DOG", "x", "Dog2", "éé"], ["a"]]
+    vocabs.features = build_feature_vocabs(["case", "chars"], [Sentence(w, [], 1) for w in sentences[:1] * 2])
+    chars = vocabs.features["chars"].stoi
+    assert of_words_alone(vocabs.features) and not of_words_alone({"source": vocabs.words})
+    for _ in range(2):  # looked up, then remembered
+        rows = [feature_rows(vocabs.features, w) for w in sentences]
+        assert rows[0]["chars"][1] == (chars["d"], chars["o"], chars["g"])
+        assert rows[1]["chars"][3] == (1, 1)  # unknown characters
+        assert rows[1]["case"] == [
+            (vocabs.features["case"].stoi[c],) for c in ("upper", "lower", "title", "lower")
+        ]
+        packed = unpack(pack([vocabs.index(w) for w in sentences], vocabs.max_affix, rows), [0, 1, 2])
+        collated = collate([encode(vocabs, w) for w in sentences], [0, 1, 2])
+        for name in ("words", "prefixes", "suffixes", "mask"):
+            assert torch.equal(getattr(packed, name), getattr(collated, name)), name
+        assert packed.features.keys() == collated.features.keys() == {"case", "chars"}
+        for name, ids in collated.features.items():
+            assert ids.shape == (3, 4, 5 if name == "chars" else 1)  # "barks": five characters
+            assert torch.equal(packed.features[name], ids), name
+    assert "Dog2" in vocabs.features["chars"].memo
