@@ -43,15 +43,19 @@ try:  # the model's own task reads the file (CoNLL columns for NER); a tree befo
 except ImportError:
     read = read_conllu(sys.argv[1])
 sentences = [s.words for s in read]
-tagger.tag(sentences[:50], records=True)
+import inspect  # a tree before issue #45's records takes no records=
+asked = {"records": True} if "records" in inspect.signature(tagger.tag).parameters else {}
+tagger.tag(sentences[:50], **asked)
 start = time.process_time()
-tagger.tag(sentences, records=True)
-print(json.dumps({"rate": sum(map(len, sentences)) / (time.process_time() - start)}))
+tagger.tag(sentences, **asked)
+import easyfirst
+rate = sum(map(len, sentences)) / (time.process_time() - start)
+print(json.dumps({"rate": rate, "package": easyfirst.__file__}))
 """
 
 
 def ewt(name: str) -> Path:
-    root = Path(os.environ.get("EASYFIRST_DATA", "../shared/data"))
+    root = Path(os.environ.get("EASYFIRST_DATA", "../shared/data")).resolve()
     return root / "ud" / "UD_English-EWT" / f"en_ewt-ud-{name}.conllu"
 
 
@@ -63,22 +67,33 @@ def first_sentences(path: Path, count: int, out: Path) -> Path:
 
 
 def measure(tree: Path, what: str, files: dict[str, Path], scratch: Path, model: Path | None = None) -> float:
+    # run in the tree: `python -c` and `-m` put the working directory first on sys.path, ahead of
+    # PYTHONPATH, so run from another checkout they imported that one's package (every comparison
+    # before 2026-11-29 that ran from a checkout timed that checkout against itself)
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
     if what == "tag":
         done = subprocess.run(
             [sys.executable, "-c", TAG, str(files["test"]), *([str(model)] if model else [])],
             env=env,
+            cwd=tree,
             capture_output=True,
             text=True,
             check=True,
         )
-        return json.loads(done.stdout.strip().splitlines()[-1])["rate"]
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+        if not Path(found["package"]).resolve().is_relative_to(tree):
+            raise SystemExit(f"{tree}: the tagging process imported {found['package']}, another checkout's")
+        return found["rate"]
     run = scratch / f"{tree.name}-{what}"
     batch, workers = {"train1": ("1", "1"), "train16": ("16", "1"), "hogwild": ("1", "2")}[what]
     command = [sys.executable, "-m", "easyfirst", "train", "--train", files["train"], "--dev", files["dev"]]
     command += ["--epochs", "1", "--threads", "1", "--workers", workers, "--batch-size", batch, "--seed", "1"]
     subprocess.run(
-        [*map(str, command), "-o", str(run), "--overwrite"], env=env, capture_output=True, check=True
+        [*map(str, command), "-o", str(run), "--overwrite"],
+        env=env,
+        cwd=tree,
+        capture_output=True,
+        check=True,
     )
     metrics = json.loads((run / "metrics.json").read_text())
     lines = files["train"].read_text(encoding="utf-8").splitlines()
@@ -105,10 +120,12 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.model is not None and args.model.exists():  # a folder (else a bundled name)
+        args.model = args.model.resolve()
     with tempfile.TemporaryDirectory() as folder:
         scratch = Path(folder)
         files = {
-            "test": args.file or ewt("test"),
+            "test": args.file.resolve() if args.file else ewt("test"),
             "train": first_sentences(ewt("train"), args.sentences, scratch / "train.conllu"),
             "dev": first_sentences(ewt("dev"), 100, scratch / "dev.conllu"),
         }
