@@ -8,7 +8,8 @@ about 3.5).
 
 An entity is "seen" when the same words with the same type are an entity of the training file. Per
 model and split: F1 (seqeval, strict spans as the project scores them), the share of gold entities
-that are unseen, and the recall of seen and of unseen entities; then the dev–test gap in recall taken
+that are unseen, the recall of seen and of unseen entities, and how many seen ones were missed and
+which of those were found with their span under another type (``seen_retyped``, in the JSON); then the dev–test gap in recall taken
 apart (:func:`gap_report`). Each model's result goes to benchmarks/results/ner-unseen/NAME.json;
 ``--report`` prints the Markdown tables from those files.
 """
@@ -19,6 +20,7 @@ import argparse
 import json
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 
 from seqeval.metrics.sequence_labeling import get_entities
@@ -47,12 +49,16 @@ def measure(model: str, data: Path) -> dict:
         sentences = read_conll(data / name)
         predicted = [t.tags for t in tagger.tag([s.words for s in sentences], records=True)]
         counts = {"seen": [0, 0], "unseen": [0, 0]}  # gold entities, of which found
+        retyped: Counter = Counter()  # seen entities found with their span and another type: gold → found
         for sentence, tags in zip(sentences, predicted, strict=True):
             found = entities(sentence.words, list(tags))
+            spans = {(start, end): kind for kind, _, start, end in found}
             for entity in entities(sentence.words, sentence.tags):
                 group = counts["seen" if entity[:2] in known else "unseen"]
                 group[0] += 1
                 group[1] += entity in found
+                if entity[:2] in known and entity not in found and entity[2:] in spans:
+                    retyped[f"{entity[0]} as {spans[entity[2:]]}"] += 1
         total = counts["seen"][0] + counts["unseen"][0]
         result["splits"][split] = {
             "f1": entity_report([s.tags for s in sentences], [list(t) for t in predicted])["f1"],
@@ -60,6 +66,8 @@ def measure(model: str, data: Path) -> dict:
             "unseen_share": counts["unseen"][0] / total,
             "recall_seen": counts["seen"][1] / counts["seen"][0],
             "recall_unseen": counts["unseen"][1] / counts["unseen"][0],
+            "seen_missed": counts["seen"][0] - counts["seen"][1],
+            "seen_retyped": dict(retyped.most_common()),
         }
     return result
 
