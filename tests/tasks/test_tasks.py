@@ -265,3 +265,16 @@ def test_pos_vocabularies_written_before_the_task_layer_still_load():
     raw.pop("lowercase", None)
     vocabs = Vocabularies.from_json(raw)
     assert vocabs.features == {} and not vocabs.lowercase
+
+
+def test_configs_ner_fast_toml_is_the_english_recipe_with_100_units_and_no_characters():
+    """configs/ner-fast.toml (the faster English recipe) differs from configs/ner.toml in its two keys
+    only, and is what the study's row ner-recipe-pw200k-h100-nochars trained."""
+    fast = Config.load(ROOT / "configs" / "ner-fast.toml")
+    recipe = Config.load(ROOT / "configs" / "ner.toml")
+    assert (fast.model.encoder.hidden_dim, fast.model.embedder.char_dim) == (100, 0)
+    assert (recipe.model.encoder.hidden_dim, recipe.model.embedder.char_dim) == (200, 30)
+    recipe.set_dotted("model.hidden_dim=100")
+    recipe.set_dotted("model.char_dim=0")
+    assert fast.resolved("test").to_dict() == recipe.resolved("test").to_dict()
+    assert fast.model.embedder.pretrained_words == 200_000 and fast.train.epochs == 50
