@@ -367,8 +367,8 @@ def encode(encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     zeros on padding.
 
     The reference packs the batch (``pack_padded_sequence``), and torch's CPU LSTM runs packed input
-    through its generic time loop; padded input goes to oneDNN's, about 1.3-1.45x faster at the sizes
-    tagging runs (benchmarks/speed/models.py). Each direction runs on its own: the forward one reads the
+    through its generic time loop; padded input goes to oneDNN's, about 1.3-1.45x faster alone at the
+    sizes tagging runs (docs/speed.md, issue #44). Each direction runs on its own: the forward one reads the
     padded batch as it is (a word's state does not depend on the padding after it), the backward one
     the batch with each sentence's words reversed in place (its padding still last), its states then
     put back in order."""
@@ -387,6 +387,7 @@ def encode(encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
             names = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
             weights = [getattr(lstm, name + direction) for name in names]
             read = x if not direction else x.gather(1, reverse.expand(-1, -1, x.shape[2]))
+            # (input, (h₀, c₀), weights, biases, layers, dropout, training, bidirectional, batch_first)
             out = torch.lstm(read, (start, start), weights, True, 1, 0.0, False, False, True)[0]
             states.append(out if not direction else out.gather(1, reverse.expand(-1, -1, out.shape[2])))
         x = torch.cat(states, dim=-1).mul_(keep)
