@@ -10,6 +10,7 @@ the wall clock), each model's median over the rounds, and its ratio to the first
 
     python benchmarks/speed/models.py en-ner runs/ner-old --file $EASYFIRST_DATA/ner/conll2003/eng.testb
     python benchmarks/speed/models.py en-upos runs/pos --rounds 7 --json benchmarks/results/models-NAME.json
+    python benchmarks/speed/models.py /tmp/en-ner-old RUN --parts   # and one call of each by part
 
 A model is a bundled name (en-upos, en-ner) or a run or exported folder. The file is read by the first
 model's task (CoNLL-U for POS, CoNLL columns for NER); by default EWT test or CoNLL-2003 eng.testb through
@@ -43,6 +44,50 @@ def cpu_model() -> str:
     return platform.processor() or "?"
 
 
+def timed_parts(tagger, sentences) -> dict[str, float]:
+    """CPU seconds of one ``tag`` call, whole and by part: each part's function wrapped for the call (the
+    batches' ids, the embedder, the BiLSTM, the decoder and its sketch loop, the output layer, the best
+    tags), so that the parts of two models compare; the wrappers cost a few microseconds a call."""
+    from easyfirst.backends import chooser, fused
+    from easyfirst.tagging import pool
+
+    spent: dict[str, float] = {}
+    model = tagger.model
+    targets = [
+        (pool, "feature_rows", "ids"),
+        (pool, "pack", "ids"),
+        (model.embedder, "forward", "embedder"),
+        (chooser.Plan, "encode", "BiLSTM"),
+        (chooser.Plan, "decode", "decoder"),
+        (fused, "run_loop", "sketch loop"),
+        (model.output, "forward", "output layer"),
+        (model, "predict", "best tags"),
+    ]
+    originals = [(owner, name, getattr(owner, name)) for owner, name, _ in targets]
+    spent.update((part, 0.0) for _, _, part in targets)  # printed in this order
+
+    def wrapped(function, part):
+        def call(*args, **kwargs):
+            began = time.thread_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[part] = spent.get(part, 0.0) + time.thread_time() - began
+
+        return call
+
+    for (owner, name, part), (_, _, function) in zip(targets, originals, strict=True):
+        setattr(owner, name, wrapped(function, part))
+    try:
+        began = time.thread_time()
+        tagger.tag(sentences, records=True)
+        spent["the call"] = time.thread_time() - began
+    finally:
+        for owner, name, function in originals:
+            setattr(owner, name, function)
+    return spent
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("models", nargs="+", help="bundled names or model folders; ratios are to the first")
@@ -51,6 +96,9 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", type=Path, help="write the measurements here")
+    parser.add_argument(
+        "--parts", action="store_true", help="then one call per model timed by part (CPU seconds)"
+    )
     args = parser.parse_args()
 
     import torch
@@ -78,6 +126,11 @@ def main() -> None:
     print(f"{'model':<40} {'median words/CPU s':>20} {'× first':>8}")
     for name, values in rates.items():
         print(f"{name:<40} {statistics.median(values):>20,.0f} {statistics.median(values) / first:>8.2f}")
+    parts = {name: timed_parts(tagger, sentences) for name, tagger in taggers.items()} if args.parts else {}
+    for name, spent in parts.items():
+        print(f"\n{name}: CPU seconds of one call, by part (the sketch loop is within the decoder)")
+        for part, seconds in spent.items():
+            print(f"  {part:<14} {seconds:8.3f}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(
@@ -90,6 +143,7 @@ def main() -> None:
                     "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                     "words_per_cpu_second": rates,
                     "ratio_to_first": {n: statistics.median(v) / first for n, v in rates.items()},
+                    "parts_cpu_seconds": parts,
                 },
                 indent=1,
             )
