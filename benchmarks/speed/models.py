@@ -72,7 +72,7 @@ def timed_parts(tagger, sentences) -> dict[str, float]:
             try:
                 return function(*args, **kwargs)
             finally:
-                spent[part] = spent.get(part, 0.0) + time.thread_time() - began
+                spent[part] += time.thread_time() - began
 
         return call
 

@@ -362,16 +362,20 @@ def decode(decoder, states: torch.Tensor, mask: torch.Tensor, steps, score_words
     )
 
 
+# one direction's weights of an nn.LSTM layer, in torch.lstm's order (with "_reverse": the backward's)
+LSTM_WEIGHTS = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
+
+
 def encode(encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """easyfirst.model.encoder.BiLSTMEncoder.forward without gradients, on padded batches: ``(B, L, 2H)``,
     zeros on padding.
 
     The reference packs the batch (``pack_padded_sequence``), and torch's CPU LSTM runs packed input
     through its generic time loop; padded input goes to oneDNN's, 1.1-1.4x faster for the BiLSTM alone
-    at the sizes tagging runs (docs/speed.md, issue #44). Each direction runs on its own: the forward one reads the
-    padded batch as it is (a word's state does not depend on the padding after it), the backward one
-    the batch with each sentence's words reversed in place (its padding still last), its states then
-    put back in order."""
+    at the sizes tagging runs (docs/speed.md, issue #44). Each direction runs on its own: the forward one
+    reads the padded batch as it is (a word's state does not depend on the padding after it), the
+    backward one the batch with each sentence's words reversed in place (its padding still last), its
+    states then put back in order."""
     size, length = mask.shape
     steps = torch.arange(length, device=mask.device)
     lengths = mask.sum(1, keepdim=True)
@@ -384,8 +388,7 @@ def encode(encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         start = x.new_zeros(1, size, lstm.hidden_size)
         states = []
         for direction in ("", "_reverse"):
-            names = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
-            weights = [getattr(lstm, name + direction) for name in names]
+            weights = [getattr(lstm, name + direction) for name in LSTM_WEIGHTS]
             read = x if not direction else x.gather(1, reverse.expand(-1, -1, x.shape[2]))
             # (input, (h₀, c₀), weights, biases, layers, dropout, training, bidirectional, batch_first)
             out = torch.lstm(read, (start, start), weights, True, 1, 0.0, False, False, True)[0]

@@ -13,7 +13,7 @@ This module must not import torch at its top: the reading process imports it bef
 from __future__ import annotations
 
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 # Padded tokens (sentences × longest length) per batch when tagging or evaluating: with N = L a batch
@@ -117,11 +117,20 @@ def pack(
         suffixes[start * k : (start + n) * k] = array("q", suffix_ids)
     packed = Packed(lengths, k, words, prefixes, suffixes)
     for name in features[0] if features else ():
-        across = max((len(r) for sentence in features for r in sentence[name]), default=1) or 1
+        across = row_width(r for sentence in features for r in sentence[name])
         flat = array("q", bytes(8 * len(ids) * width * across))
         for row, sentence in enumerate(features):
-            start = row * width * across
-            padded = [i for r in sentence[name] for i in r + (0,) * (across - len(r))]
-            flat[start : start + len(padded)] = array("q", padded)
+            padded = padded_rows(sentence[name], across)
+            flat[row * width * across : row * width * across + len(padded)] = array("q", padded)
         packed.features[name] = (across, flat)
     return packed
+
+
+def row_width(rows: Iterable[tuple[int, ...]]) -> int:
+    """The most ids of a word's row of feature ids (at least 1): the width they are padded to."""
+    return max(map(len, rows), default=1) or 1
+
+
+def padded_rows(rows: Iterable[tuple[int, ...]], width: int) -> list[int]:
+    """The rows' ids, each row padded with 0 to ``width``, in one flat list."""
+    return [i for row in rows for i in row + (0,) * (width - len(row))]

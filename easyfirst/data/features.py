@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from easyfirst.data.buckets import padded_rows, row_width
 from easyfirst.data.vocab import MEMO_WORDS, Vocab
 
 CASES = ("lower", "upper", "title", "mixed", "numeric", "has_digit", "other")
@@ -149,8 +150,7 @@ def encode_features(
     encoded = {}
     for name, rows in feature_rows(vocabs, words, extra).items():
         width = row_width(rows)
-        ids = [i for row in rows for i in row + (0,) * (width - len(row))]
-        encoded[name] = torch.tensor(ids, dtype=torch.long).view(len(words), width)
+        encoded[name] = torch.tensor(padded_rows(rows, width), dtype=torch.long).view(len(words), width)
     return encoded
 
 
@@ -166,11 +166,6 @@ def feature_rows(
         else:
             rows[name] = [tuple(map(vocab.index, symbols)) for symbols in feature.symbols(words, extra or {})]
     return rows
-
-
-def row_width(rows: Iterable[tuple[int, ...]]) -> int:
-    """The most ids of a row (at least 1): the width a feature's ids are padded to."""
-    return max(map(len, rows), default=1) or 1
 
 
 def of_words_alone(vocabs: Mapping[str, Vocab]) -> bool:
