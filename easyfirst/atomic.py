@@ -184,7 +184,7 @@ def die_with_parent(number: int = signal.SIGKILL) -> None:
     ``PR_SET_PDEATHSIG``), so that no worker outlives a parent killed with SIGKILL, and its shared
     memory (the deleted /dev/shm files it holds) is released with it; exit at once if the parent has
     died already (between the fork and this call). Every process the project starts calls it, first
-    thing (:func:`child_signals`; docs/cores.md, "Nothing left behind").
+    thing (:func:`child_signals`; docs/studies/cores.md, "Nothing left behind").
 
     The parent is the process that forked this one (noted by a hook before every fork), or for a process
     started otherwise (by torchrun) the parent it has now. The signal comes when the parent's *thread*

@@ -1,5 +1,5 @@
 """Train NEF-F (csoftmax, N = L) on UD English EWT with each output objective, one budget and seed, and
-print the docs/results.md table "Output objectives" (Markdown): α ∈ {1, 1.5, 2} × label smoothing
+print the docs/studies/results.md table "Output objectives" (Markdown): α ∈ {1, 1.5, 2} × label smoothing
 ε ∈ {0, 0.01, 0.1}, plus softmax tempering T = 2 for α = 1 (T = 1 is the α = 1, ε = 0 row).
 
     python benchmarks/paper/loss_table.py --epochs 2 --seed 1 --out runs/loss-table     # trains 10 runs

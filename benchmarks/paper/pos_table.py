@@ -1,5 +1,5 @@
 """Train NEF-F, NEF-S and the BiLSTM baseline on UD English EWT with one budget and seed, and print
-docs/results.md's table at 16 sentences per update (Markdown) from their metrics.json files (README's
+docs/studies/results.md's table at 16 sentences per update (Markdown) from their metrics.json files (README's
 EWT table comes from attention_study.py, in the paper's regime).
 
     python benchmarks/paper/pos_table.py --epochs 20 --seed 1 --out runs/table      # trains (about 1 h here)
@@ -27,7 +27,7 @@ ROWS = [
 ]
 
 
-# the regime that the EWT tables of README and docs/results.md were measured in, the POS defaults until
+# the regime that the EWT tables of README and docs/studies/results.md were measured in, the POS defaults until
 # issue #15's study made the paper's regime at lr 0.05 the default: 16 sentences per update, the loss
 # averaged, shuffled, lr 0.1. Spelled out so that the tables' commands keep their meaning.
 BATCHED = ["--batch-size", "16", "--reduction", "mean", "--shuffle", "--lr", "0.1"]

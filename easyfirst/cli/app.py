@@ -150,7 +150,7 @@ def run() -> None:
     Two things make that exit what it should be. :func:`_forget_keyboard_interrupt` keeps an interrupt
     that came inside a string ``exec`` or ``eval`` from turning the status into a death by SIGINT. And
     ``gc.freeze()``: the teardown's collections skip the objects alive at the exit (torch's modules),
-    the main part of its cost (docs/cores.md, "No teardown")."""
+    the main part of its cost (docs/studies/cores.md, "No teardown")."""
     if INTERRUPTS.previous is None:  # easyfirst.__main__ installs them before importing the CLI
         INTERRUPTS.install()
     try:

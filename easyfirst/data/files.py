@@ -13,7 +13,7 @@ from easyfirst.errors import EMPTY_NAME, InputError
 # Sentences that the file writers (easyfirst tag) read and hand to the tagger at a time. The tagger
 # sorts them by length into its batches (easyfirst.data.buckets.bucket_indices), so a larger window
 # pads less, and gives the processes of easyfirst.tagging.pool more batches to share out (256 before;
-# 2,048 and 8,192 were no faster on EWT's first 100k words: docs/cores.md, "Tagging on every core").
+# 2,048 and 8,192 were no faster on EWT's first 100k words: docs/studies/cores.md, "Tagging on every core").
 # The window is the same whatever the cores, so the batches, and the output, are too.
 TAG_WINDOW = 4096
 

@@ -3,7 +3,7 @@ command reads and indexes its input on a second core while the first imports tor
 
 ``easyfirst tag FILE`` on a CoNLL-U file spends about a quarter of its time on one core starting (Python,
 importing torch, the model) and a sixth reading the file and looking its words up in the vocabulary,
-work that needs no torch (docs/cores.md, "Tagging on every core"). :class:`ReadAhead` forks at once;
+work that needs no torch (docs/studies/cores.md, "Tagging on every core"). :class:`ReadAhead` forks at once;
 the child runs ``produce()`` and sends each item, pickled, through a pipe; the parent iterates over them
 when it is ready. The child keeps what it has made in a bounded queue, sent by a thread, so that it is
 not held up while the parent is still importing; it ignores Ctrl-C and ends when the parent closes its

@@ -50,7 +50,7 @@ class Task:
     # config changes from the built-in values of easyfirst.config (the paper's §5.1 POS values)
     defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
     # `easyfirst train --easy-first`: the config changes of the task's recipe for sharp (easy-first)
-    # attention, from the attention study (docs/results.md); empty: none measured for the task; and what
+    # attention, from the attention study (docs/studies/results.md); empty: none measured for the task; and what
     # `train --help` says of it after the changes
     easy_first: dict[str, dict[str, Any]] = field(default_factory=dict)
     easy_first_note: str = ""

@@ -69,12 +69,12 @@ POS = Task(
     format=CoNLLU(),
     scoring=Scoring(),
     # the training regime of the paper's own code (one sentence per update, the loss summed over its
-    # words, file order; docs/results.md, "The paper's training regime") at half its learning rate (the
+    # words, file order; docs/studies/results.md, "The paper's training regime") at half its learning rate (the
     # most accurate setting of the attention study of issue #15: dev 94.84 ± 0.03 against 94.67 ± 0.05 at
     # 16 sentences per update, three seeds), with attention temperature 0.35 so that every model attends
     # easy-first (issue #37; row ref-lr0.05-temp0.35, three seeds: largest α 0.630 ± 0.039, sharp on every
     # seed, against 0.365 ± 0.091 at temperature 1, for dev 94.77 ± 0.12 against 94.84 ± 0.03;
-    # docs/results.md, "Easy-first by default")
+    # docs/studies/attention.md, "Easy-first by default")
     defaults={
         "model": {"attention_temperature": 0.35},
         "train": {"batch_size": 1, "reduction": "sum", "shuffle": False, "lr": 0.05},
@@ -82,10 +82,10 @@ POS = Task(
     # with word vectors (--pretrained), temperature 0.25: at 0.35 the attention was sharp on one seed of
     # three (largest α 0.553, 0.666, 0.507; dev 95.31 ± 0.13), at 0.25 on every seed (0.660, 0.731,
     # 0.694; dev 95.25 ± 0.09, test 95.58 ± 0.06 against 95.51 ± 0.14; rows pos-glove-t0.35 and
-    # pos-glove-t0.25, GloVe 6B 50-d; docs/results.md, "Easy-first by default")
+    # pos-glove-t0.25, GloVe 6B 50-d; docs/studies/attention.md, "Easy-first by default")
     with_vectors={"model": {"attention_temperature": 0.25}},
     # `--easy-first`: sharper still, for a little more accuracy (row ref-lr0.05-temp0.25, three seeds:
-    # largest α 0.736 ± 0.012, dev 94.69 ± 0.03; docs/results.md, "Easy-first attention: the study");
+    # largest α 0.736 ± 0.012, dev 94.69 ± 0.03; docs/studies/attention.md, "Easy-first attention: the study");
     # with word vectors it is the default
     easy_first={"model": {"attention_temperature": 0.25}},
     easy_first_note=(

@@ -63,7 +63,7 @@ def start(device: str) -> tuple[Group, str]:
     """Join the process group that ``torchrun`` set up; returns the group and this process's device."""
     if not launched():
         return Group(), device
-    die_with_parent()  # torchrun's agent killed: no process of its group goes on (docs/cores.md)
+    die_with_parent()  # torchrun's agent killed: no process of its group goes on (docs/studies/cores.md)
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if torch.device(device).type == "cuda":
         device = f"cuda:{int(os.environ.get('LOCAL_RANK', rank))}"

@@ -201,7 +201,7 @@ def analyze(
 
 
 def to_markdown(stats: dict) -> str:
-    """The statistics of :func:`analyze` as Markdown tables (for docs/results.md)."""
+    """The statistics of :func:`analyze` as Markdown tables (for docs/studies/results.md)."""
     lines = [
         f"First focus (argmax of α¹), by {stats['first_focus_by']}, over {stats['sentences']:,} sentences:",
         "",

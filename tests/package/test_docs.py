@@ -13,7 +13,7 @@ from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted(
-    [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "data" / "README.md", *(ROOT / "docs").glob("*.md")]
+    [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "data" / "README.md", *(ROOT / "docs").rglob("*.md")]
     + list((ROOT / "easyfirst" / "resources").glob("*/README.md"))
 )
 FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
@@ -81,7 +81,7 @@ def test_readme_is_a_front_page():
     lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     assert len(lines) <= 300
     # the docs it points to exist (the link test checks the links themselves)
-    for name in ("results", "speed", "training", "qe", "api", "cli"):
+    for name in ("studies/results", "studies/speed", "training", "qe", "api", "cli"):
         assert (ROOT / "docs" / f"{name}.md").is_file(), name
 
 

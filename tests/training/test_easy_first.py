@@ -27,7 +27,7 @@ def saved_config(run: object) -> dict:
 def test_easy_first_trains_at_the_recipes_temperature_and_later_flags_override_it(tmp_path):
     result = train_on_sample(tmp_path / "sharp", "--easy-first", epochs=1)
     assert result.returncode == 0, result.stderr.decode()
-    # the pos recipe (docs/results.md, row ref-lr0.05-temp0.25): attention temperature 0.25, the rest as is
+    # the pos recipe (docs/studies/results.md, row ref-lr0.05-temp0.25): attention temperature 0.25, the rest as is
     assert saved_config(tmp_path / "sharp")["model"]["attention_temperature"] == 0.25
     assert saved_config(tmp_path / "sharp")["train"]["lr"] == 0.05
     model_line = next(line for line in result.stderr.decode().splitlines() if line.startswith("model "))
