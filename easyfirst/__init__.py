@@ -5,7 +5,7 @@
 ['PRON', 'VERB', 'DET', 'NOUN', 'PUNCT']
 """
 
-__version__ = "0.2.0"  # CHANGELOG.md's latest entry (tests/package/test_docs.py); pyproject.toml reads it
+__version__ = "0.3.0"  # CHANGELOG.md's latest entry (tests/package/test_docs.py); pyproject.toml reads it
 
 __all__ = ["Tagger", "__version__"]
 
