@@ -136,14 +136,14 @@ class Freezable:
 
     def __getattr__(self, name: str) -> Any:
         """A part's key read on the section itself (``config.model.hidden_dim``, as code read it before
-        the parts of issue #45): its value, with a DeprecationWarning saying where it lives, for one
+        the model's settings were grouped by part): its value, with a DeprecationWarning saying where it lives, for one
         release. Writing it that way is an error (:meth:`__setattr__`); tests make the warning an error
         inside easyfirst (pyproject.toml), so the package itself never reads a key flat."""
         part = flat_fields(type(self)).get(name, (None,))[0] if not name.startswith("_") else None
         if part is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         warnings.warn(
-            f"{type(self).__name__}.{name} is read from its part since issue #45: write .{part}.{name} "
+            f"{type(self).__name__}.{name} is read from its part since 0.3.0: write .{part}.{name} "
             f"or .get({name!r}); the next release drops the flat read",
             DeprecationWarning,
             stacklevel=2,

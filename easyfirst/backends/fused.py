@@ -372,7 +372,7 @@ def encode(encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
     The reference packs the batch (``pack_padded_sequence``), and torch's CPU LSTM runs packed input
     through its generic time loop; padded input goes to oneDNN's, 1.1-1.4x faster for the BiLSTM alone
-    at the sizes tagging runs (docs/studies/speed.md, issue #44). Each direction runs on its own: the forward one
+    at the sizes tagging runs (docs/studies/speed.md). Each direction runs on its own: the forward one
     reads the padded batch as it is (a word's state does not depend on the padding after it), the
     backward one the batch with each sentence's words reversed in place (its padding still last), its
     states then put back in order."""

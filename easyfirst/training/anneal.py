@@ -1,4 +1,4 @@
-"""Annealing the attention temperature over the epochs (issue #26): accuracy is learnt early at a mild
+"""Annealing the attention temperature over the epochs: accuracy is learnt early at a mild
 temperature, sharp (easy-first) attention late at a low one.
 
 With ``[train] anneal_epochs = E > 0`` the scores z of Eq. 2 are divided by T_e in epoch e, where T_e
