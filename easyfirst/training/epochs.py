@@ -12,11 +12,10 @@ from contextlib import contextmanager
 import torch
 from rich.progress import (
     BarColumn,
-    MofNCompleteColumn,
     Progress,
     TextColumn,
-    TimeElapsedColumn,
 )
+from rich.table import Column
 
 from easyfirst.backends.chooser import plan_for, run_plan, waits_for_compiler
 from easyfirst.config import TrainConfig
@@ -150,6 +149,20 @@ def run_batches(run: Run, order: list[list[int]]) -> list[Batch]:
     return [collate([run.train_items[i] for i in indices], indices) for indices in order]
 
 
+def bar_columns(epoch: int, epochs: int) -> tuple:
+    """The bar's columns: the text whole, and the bar in the width it leaves (at most 40), so that
+    ``epoch 20/20 ━━╸  2,027/12,329  loss 0.4662  1,934 words/s  1 h 3 min left`` fits 80 columns
+    (a bar of fixed width cut the line at its counts). ``speed`` starts with its own spaces."""
+    return (
+        TextColumn(f"epoch {epoch}/{epochs}"),
+        BarColumn(bar_width=None, table_column=Column(ratio=1, max_width=40)),
+        TextColumn(
+            "{task.completed:,}/{task.total:,}  loss {task.fields[loss]:.4f}{task.fields[speed]}",
+            table_column=Column(no_wrap=True),
+        ),
+    )
+
+
 @contextmanager
 def progress_bar(run: Run, epoch: int, total: int, done: int):
     """The epoch's progress: a bar on a terminal, else plain lines on the run log
@@ -163,22 +176,15 @@ def progress_bar(run: Run, epoch: int, total: int, done: int):
     if not console.is_terminal:
         yield ProgressLines(run.log, epoch, run.config.train.epochs, total, done, compiling)
         return
-    columns = (
-        TextColumn(f"epoch {epoch}/{run.config.train.epochs}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("loss {task.fields[loss]:.4f}  {task.fields[speed]}"),
-        TimeElapsedColumn(),
-    )
     rate = Rate(total)
-    with Progress(*columns, console=console, transient=True) as bar:
+    with Progress(*bar_columns(epoch, run.config.train.epochs), console=console, transient=True) as bar:
         shown = bar.add_task(
-            "train", total=total, completed=done, loss=0.0, speed=COMPILING if compiling else ""
+            "train", total=total, completed=done, loss=0.0, speed=f"  {COMPILING}" if compiling else ""
         )
 
         def update(completed: int, loss: float, words: int) -> None:
             measured = rate(completed, words)
-            speed = "" if measured is None else f"{measured[0]:,.0f} tok/s  {duration(measured[1])} left"
+            speed = "" if measured is None else f"  {measured[0]:,.0f} words/s  {duration(measured[1])} left"
             bar.update(shown, completed=completed, loss=loss, speed=speed)
 
         yield update

@@ -162,12 +162,10 @@ class ProgressLines:
         tenth = completed - self.last_done >= PROGRESS_FRACTION * self.total
         if completed >= self.total or not (since >= every or (tenth and since >= PROGRESS_MIN_SECONDS)):
             return
-        line = (
-            f"epoch {self.epoch}/{self.epochs}  {completed:,}/{self.total:,} updates "
-            f"({100 * completed / self.total:.0f}%)  loss {loss:.4f}"
-        )
+        # at most about 80 characters: "epoch 20/20  12,329/12,329 updates  loss 0.4662  1,934 words/s  1 h 3 min left"
+        line = f"epoch {self.epoch}/{self.epochs}  {completed:,}/{self.total:,} updates  loss {loss:.4f}"
         if measured is not None:
-            line += f"  {measured[0]:,.0f} words/s  {duration(measured[1])} left in the epoch"
+            line += f"  {measured[0]:,.0f} words/s  {duration(measured[1])} left"
         self.log(line)
         self.last, self.last_done = now, completed
 
@@ -204,7 +202,8 @@ WARN_DROPPED = 0.01  # more than 1% of the training sentences dropped by the len
 
 def length_cap(sentences: list[Sentence], limit: int) -> tuple[list[Sentence], str, str | None]:
     """The training sentences that ``[data] max_train_length`` keeps (``limit`` words at most; 0: all
-    but empty ones), what the log says of them, and a warning when the cap drops more than 1%."""
+    but empty ones), what the data line says of them, and a warning when the cap drops more than 1%:
+    then the warning alone says what was dropped, so that the log says it once."""
     kept = [s for s in sentences if s.words and (limit == 0 or len(s.words) <= limit)]
     dropped = sum(len(s.words) > limit for s in sentences) if limit else 0
     if limit == 0:
@@ -214,7 +213,7 @@ def length_cap(sentences: list[Sentence], limit: int) -> tuple[list[Sentence], s
         return kept, said, None
     return (
         kept,
-        said,
+        f"{len(kept)} sentences",
         (
             f"[yellow]warning:[/] the length cap dropped {dropped:,} of {len(sentences):,} training sentences "
             f"({100 * dropped / len(sentences):.1f}%, longer than {limit} words); data.max_train_length "

@@ -16,7 +16,7 @@ from easyfirst.data.batching import encode
 from easyfirst.runs import load_model, save_model
 from easyfirst.training import anneal, distributed
 from easyfirst.training.checkpoints import save_checkpoint
-from easyfirst.training.reporting import duration, evaluate_sentences, length_cap, summary_table
+from easyfirst.training.reporting import duration, evaluate_sentences, summary_table
 from easyfirst.training.state import Run
 
 
@@ -142,9 +142,6 @@ def finish(run: Run, started: float) -> dict:
     write_json(run.output / "metrics.json", metrics)
     columns = tuple(c for c in run.columns if c[0] != run.metric)
     run.log(summary_table(metrics, run.metric, run.metric_label, columns))
-    warning = length_cap(splits.train, run.config.data.max_train_length)[2]
-    if warning:
-        run.log(warning)
     now = time.perf_counter()
     run.log(
         f"model and metrics written to {run.output}; the best model scored in {duration(now - scoring)}, "

@@ -23,7 +23,9 @@ def test_the_default_cap_of_each_task():
 def test_the_cap_keeps_sentences_up_to_the_limit_and_never_empty_ones():
     kept, said, warning = length_cap(sentences([3, 50, 51, 0, 80]), 50)
     assert [len(s.words) for s in kept] == [3, 50]
-    assert said == "2 sentences, 2 longer than 50 words dropped"  # the empty one is not "longer"
+    assert said == "2 sentences" and "dropped 2 of 5" in warning  # the empty one is not "longer"
+    kept, said, warning = length_cap(sentences([3] * 200 + [51]), 50)
+    assert said == "200 sentences, 1 longer than 50 words dropped" and warning is None
     kept, said, warning = length_cap(sentences([3, 50, 51, 0, 80]), 0)
     assert [len(s.words) for s in kept] == [3, 50, 51, 80] and warning is None
     assert said == "4 sentences, no length cap"
