@@ -20,6 +20,7 @@ from easyfirst.cli.common import (
     task_of,
 )
 from easyfirst.errors import InputError
+from easyfirst.resources import BUNDLED
 from easyfirst.tagging.pipeline import check_output, text_sentences
 
 
@@ -32,10 +33,11 @@ def read_sentence(path: Path, number: int, tagger):
     raise InputError(f"has fewer than {number} sentences", path)
 
 
-def note_if_diffuse(tagger, largest: float, what: str) -> None:
+def note_if_diffuse(tagger, largest: float, what: str, bundled: bool = False) -> None:
     """One line on stderr when a model with learned attention scores attends diffusely (largest α of an
     early step under DIFFUSE on average) and its task has an easy-first recipe the model was not trained
-    with: name the flag."""
+    with: name the flag. A ``bundled`` model is not the user's to retrain: the line says why it attends
+    so instead."""
     from easyfirst.ops.kinds import KINDS
     from easyfirst.viz.analysis import DIFFUSE
 
@@ -48,11 +50,18 @@ def note_if_diffuse(tagger, largest: float, what: str) -> None:
     ]
     # a model trained with the recipe already: the flag would change nothing
     trained_so = all(section.get(key) == value for section, key, value in recipe)
-    if largest < DIFFUSE and learned and recipe and not trained_so:
+    if not (largest < DIFFUSE and learned and recipe and not trained_so):
+        return
+    said = (
+        f"[yellow]note:[/] {what}: the attention is diffuse (the largest α of a step is {largest:.2f} on "
+        f"average over the first half of the steps, under {DIFFUSE})"
+    )
+    if bundled:
+        err.print(f"{said}; this bundled model's recipe was chosen for its scores, not for sharp attention")
+    else:
         err.print(
-            f"[yellow]note:[/] {what}: the attention is diffuse (the largest α of a step is {largest:.2f} on "
-            f"average over the first half of the steps, under {DIFFUSE}); a model trained with "
-            "`easyfirst train --easy-first` attends easy-first, one or two words per step"
+            f"{said}; a model trained with `easyfirst train --easy-first` attends easy-first, one or two "
+            "words per step"
         )
 
 
@@ -136,7 +145,8 @@ def plot(
         raindrops.append(tagger.raindrop(words, gold=gold, extra=extra, name=name))
         attention = raindrops[-1].drops[0].attention
         if attention.numel():
-            note_if_diffuse(tagger, first_half_largest(attention), f"{name}, on this sentence")
+            bundled = path is None or str(path) in BUNDLED
+            note_if_diffuse(tagger, first_half_largest(attention), f"{name}, on this sentence", bundled)
     raindrop = Raindrop.side_by_side(raindrops)
     if terminal:
         for drop in raindrop.drops:
@@ -187,7 +197,8 @@ def analyze(
         extras=[s.extra for s in sentences],
         outside=task.scoring.outside,
     )
-    note_if_diffuse(tagger, stats["sharpness"]["max_weight_first_half"], "this model")
+    bundled = model is None or str(model) in BUNDLED
+    note_if_diffuse(tagger, stats["sharpness"]["max_weight_first_half"], "this model", bundled)
     if as_json:
         print(json.dumps(stats, indent=2))
         return

@@ -147,3 +147,16 @@ def test_when_the_note_is_given(monkeypatch, task, changes, largest, noted):
     monkeypatch.setattr(plot, "err", console)
     plot.note_if_diffuse(SimpleNamespace(config=config), largest, "this model")
     assert ("--easy-first" in console.file.getvalue()) == noted
+    console.file.truncate(0)
+    plot.note_if_diffuse(SimpleNamespace(config=config), largest, "this model", bundled=True)
+    said = console.file.getvalue()
+    assert "train" not in said  # a bundled model: no advice to retrain it
+    assert ("diffuse" in said) == noted
+
+
+def test_plot_of_the_bundled_ner_model_does_not_advise_retraining_it(tmp_path):
+    text = "Angela Merkel met Emmanuel Macron in Paris."
+    result = run_cli("plot", "-m", "en-ner", "--text", text, "-o", tmp_path / "ner.png")
+    assert result.returncode == 0, result.stderr.decode()
+    said = result.stderr.decode()
+    assert "easyfirst train" not in said and "--easy-first" not in said, said
