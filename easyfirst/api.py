@@ -268,7 +268,7 @@ class Tagger:
 
         if self.model.decoder is None:
             raise ValueError("this model has no sketch steps (N = 0): there is no attention to plot")
-        words = self._one_sentence(text_or_tokens, sentence)
+        words, written = self._one_sentence(text_or_tokens, sentence)
         if extra is None and get_task(self.config.data.task).format.refuses_text is not None:
             raise ValueError("a QE model's raindrop needs the sentence's extra (source and alignment)")
         if gold is not None and len(gold) != len(words):
@@ -283,26 +283,28 @@ class Tagger:
             f"{name}: {title}" if name else title,
             name or "",
             self.config.data.task,
+            written,
         )
         return Raindrop([drop], self.tags)
 
     @staticmethod
-    def _one_sentence(text_or_tokens: str | Sequence[str], sentence: int) -> list[str]:
-        """The tokens of sentence ``sentence`` (from 1) of text, or the given tokens."""
+    def _one_sentence(text_or_tokens: str | Sequence[str], sentence: int) -> tuple[list[str], str]:
+        """The tokens of sentence ``sentence`` (from 1) of text and that sentence as written, or the
+        given tokens and ``""`` (the text is not known)."""
         if sentence < 1:
             raise ValueError("sentence counts from 1")
         if input_kind(text_or_tokens) == "tokens":
             if sentence != 1:
                 raise ValueError("sentence: a list of tokens is one sentence")
-            return list(text_or_tokens)
+            return list(text_or_tokens), ""
         if input_kind(text_or_tokens) != "text":
             raise TypeError("Tagger.raindrop takes text or one sentence's tokens, not a list of sentences")
         from easyfirst.data.text import split
 
-        sentences = [s.words for s in split(text_or_tokens)]
+        sentences = split(text_or_tokens)
         if sentence > len(sentences):
             raise ValueError(f"the text has {len(sentences)} sentence(s), fewer than sentence={sentence}")
-        return sentences[sentence - 1]
+        return sentences[sentence - 1].words, sentences[sentence - 1].text
 
     def _tag_sentences(
         self,

@@ -33,6 +33,42 @@ def read_sentence(path: Path, number: int, tagger):
     raise InputError(f"has fewer than {number} sentences", path)
 
 
+def written_text(path: Path, line: int) -> str:
+    """The ``# text`` of the CoNLL-U sentence whose block starts at ``line`` (from 1) of ``path``: the
+    sentence as written, for the figure's title; "" where it has none (a column file, no comment)."""
+    from itertools import islice
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as lines:
+            for content in islice(lines, line - 1, None):
+                if not content.startswith("#"):
+                    break
+                key, _, value = content[1:].partition("=")
+                if key.strip() == "text":
+                    return value.strip()
+    except OSError:
+        pass
+    return ""
+
+
+def one_sentence(tagger, path, input: Path | None, text: str | None, pretokenized: bool, sentence: int):
+    """The words, gold tags, extra and the text as written ("" where not known) of the sentence to plot:
+    sentence ``sentence`` of ``input`` (a file of the model's task) or of ``text``."""
+    from easyfirst.data.text import split
+
+    if input is not None:
+        found = read_sentence(input, sentence, tagger)
+        return found.words, found.tags, found.extra, written_text(input, found.line)
+    task, _ = task_of(tagger)
+    if task.format.refuses_text is not None:
+        raise InputError(task.format.refuses_text, path)
+    sentences = text_sentences(text, pretokenized)
+    if sentence > len(sentences):
+        raise InputError(f"--text has {len(sentences)} sentence(s), fewer than --sentence {sentence}")
+    written = "" if pretokenized else split(text)[sentence - 1].text
+    return sentences[sentence - 1], None, None, written
+
+
 def note_if_diffuse(tagger, largest: float, what: str, bundled: bool = False) -> None:
     """One line on stderr when a model with learned attention scores attends diffusely (largest α of an
     early step under DIFFUSE on average) and its task has an easy-first recipe the model was not trained
@@ -129,20 +165,10 @@ def plot(
     for path, tagger in zip([model, *(compare or [])], taggers, strict=True):
         if tagger.model.decoder is None:
             raise InputError("this model has no sketch steps (N = 0): there is no attention to plot", path)
-        gold, extra = None, None
-        if input is not None:
-            found = read_sentence(input, sentence, tagger)
-            words, gold, extra = found.words, found.tags, found.extra
-        else:
-            task, _ = task_of(tagger)
-            if task.format.refuses_text is not None:
-                raise InputError(task.format.refuses_text, path)
-            sentences = text_sentences(text, pretokenized)
-            if sentence > len(sentences):
-                raise InputError(f"--text has {len(sentences)} sentence(s), fewer than --sentence {sentence}")
-            words = sentences[sentence - 1]
+        words, gold, extra, written = one_sentence(tagger, path, input, text, pretokenized, sentence)
         name = "bundled model" if path is None else path.name
         raindrops.append(tagger.raindrop(words, gold=gold, extra=extra, name=name))
+        raindrops[-1].drops[0].text = written  # the sentence as written, where known (its title)
         attention = raindrops[-1].drops[0].attention
         if attention.numel():
             bundled = path is None or str(path) in BUNDLED

@@ -54,6 +54,29 @@ class TextSentence:
         return "".join(t.form + (" " if t.space_after else "") for t in self.tokens).rstrip(" ")
 
 
+_NO_SPACE_BEFORE = re.compile(r"^(?:[.,;:!?%)\]}…]+|'(?:s|re|ve|ll|d|m)|n't|''|\.\.\.)$", re.I)
+_NO_SPACE_AFTER = {"(", "[", "{", "$", "£", "€", "``", "#"}
+
+
+def detokenize(words: Sequence[str]) -> str:
+    """Tokens as text is written, for display where the text itself is not known (a title, a label):
+    no space before closing punctuation and clitics (``Seattle .`` reads ``Seattle.``, ``did n't``
+    ``didn't``), none after an opening bracket or a currency sign, and straight double quotes
+    alternating between opening and closing. Where the text is known, show it instead
+    (:attr:`TextSentence.text`, a CoNLL-U sentence's ``# text``)."""
+    out: list[str] = []
+    glue, quotes = True, 0  # glue: no space before the next token
+    for word in words:
+        closing_quote = word == '"' and quotes % 2 == 1
+        if out and not glue and not _NO_SPACE_BEFORE.match(word) and not closing_quote:
+            out.append(" ")
+        out.append(word)
+        if word == '"':
+            quotes += 1
+        glue = word in _NO_SPACE_AFTER or (word == '"' and not closing_quote)
+    return "".join(out)
+
+
 def _segtok_tokens(sentence: str) -> list[str]:
     from segtok.tokenizer import split_contractions, web_tokenizer
 

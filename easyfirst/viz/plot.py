@@ -72,6 +72,18 @@ class Drop:
     title: str = ""
     model: str = ""  # the model's name (a run folder's), for the interactive page
     task: str = ""
+    text: str = ""  # the sentence as written, where known (the text it was split from, ``# text``)
+
+    def sentence(self, limit: int = 80) -> str:
+        """The sentence for a title: as written where known, else its words detokenized; cut at a
+        space before ``limit`` characters, with "…"."""
+        from easyfirst.data.text import detokenize
+
+        text = self.text or detokenize(self.words)
+        if len(text) <= limit:
+            return text
+        cut = text.rfind(" ", 0, limit)
+        return text[: cut if cut > 0 else limit] + " …"
 
 
 def tag_style(tag: str, tagset: Sequence[str]) -> tuple[str, bool]:

@@ -12,7 +12,7 @@ import pytest
 from easyfirst import Tagger
 from easyfirst.api import input_kind
 from easyfirst.data.conllu import read_conllu
-from easyfirst.data.text import conllu_lines, read_text, split, tag_text, whitespace_tokens
+from easyfirst.data.text import conllu_lines, detokenize, read_text, split, tag_text, whitespace_tokens
 
 TRICKY = (
     'Mr. Smith didn\'t pay $3.50 in the U.S. today.  He said, "Fine."\r\n'
@@ -224,3 +224,56 @@ def test_plot_text_picks_a_sentence(tmp_path):
     assert "1:Microsoft/" in result.stdout.decode() and "She" not in result.stdout.decode()
     over = run_cli("plot", "--text", "She reads.", "--sentence", "2", "--terminal")
     assert over.returncode == 2 and b"--text has 1 sentence(s), fewer than --sentence 2" in over.stderr
+
+
+def test_plot_titles_its_page_with_the_sentence_as_written(tmp_path):
+    """The page's title said "in Seattle ." (tokens joined by spaces): from --text it is the text, from
+    a CoNLL-U file the sentence's ``# text``, and from a column file its words detokenized."""
+    from conftest import run_cli
+
+    conllu = tmp_path / "s.conllu"
+    conllu.write_text(
+        "# sent_id = 1\n# text = It's   here.\n1\tIt\t_\tX\t_\t_\t_\t_\t_\tSpaceAfter=No\n"
+        "2\t's\t_\tX\t_\t_\t_\t_\t_\t_\n3\there\t_\tX\t_\t_\t_\t_\t_\tSpaceAfter=No\n"
+        "4\t.\t_\tX\t_\t_\t_\t_\t_\t_\n\n"
+    )
+    columns = tmp_path / "s.conll"
+    columns.write_text("Microsoft B-ORG\nbought O\nit O\nin O\nSeattle B-LOC\n. O\n")
+    for args, title in [
+        (
+            ["--text", "She reads. Microsoft bought it in  Seattle.", "--sentence", "2"],
+            "Microsoft bought it in Seattle.",
+        ),
+        (["-i", conllu], "It's   here."),
+        (["-m", "en-ner", "-i", columns], "Microsoft bought it in Seattle."),
+    ]:
+        out = tmp_path / "r.html"
+        result = run_cli("plot", *args, "-o", out)
+        assert result.returncode == 0, result.stderr.decode()
+        assert f"<title>easyfirst raindrop: {title}</title>" in out.read_text().replace("&#x27;", "'")
+
+
+@pytest.mark.parametrize(
+    ("words", "written"),
+    [
+        (
+            "Microsoft bought a small company in Seattle .".split(),
+            "Microsoft bought a small company in Seattle.",
+        ),
+        ("We do n't know , do we ?".split(), "We don't know, do we?"),
+        ("It 's John 's ( not mine ) : $ 3.50 , 10 % !".split(), "It's John's (not mine): $3.50, 10%!"),
+        ('He said " go " and " stay " .'.split(), 'He said "go" and "stay".'),
+        ("`` Yes , '' she said ...".split(), "``Yes,'' she said..."),
+        ([], ""),
+        (["."], "."),
+    ],
+)
+def test_detokenize_writes_tokens_as_text_is_written(words, written):
+    assert detokenize(words) == written
+
+
+def test_detokenize_gives_back_the_text_that_split_tokenized():
+    """Where segtok's tokens had single spaces in the text, detokenizing them gives that text back."""
+    text = 'Mr. Smith didn\'t pay $3.50 in the U.S. today. She said: "Fine, (really) fine!"'
+    for sentence in split(text):
+        assert detokenize(sentence.words) == sentence.text

@@ -114,3 +114,32 @@ def test_the_viz_package_draws_and_never_loads_a_model():
             names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             found += [f"{path.name}: {n}" for n in names if n.startswith(runs_models)]
     assert found == []
+
+
+@pytest.mark.parametrize(
+    ("words", "text", "title"),
+    [
+        ("Microsoft bought a company in Seattle .".split(), "", "Microsoft bought a company in Seattle."),
+        (["a", "b"], "a  b as written", "a  b as written"),  # the text, where known, as it is
+        (["w"] * 41, "", " ".join(["w"] * 40) + " …"),  # 81 characters: cut at the last space before 80
+    ],
+)
+def test_the_pages_title_shows_the_sentence_as_written(words, text, title, tmp_path):
+    """The page said "in Seattle ." with a space before the stop: the title shows text as written."""
+    raindrop = Raindrop([drop(words, ["X"] * len(words))], ["X"])
+    raindrop.drops[0].text = text
+    page = raindrop.save(tmp_path / "r.html").read_text()
+    assert (
+        f"<title>easyfirst raindrop: {title}</title>" in page
+        and f"<h1>easyfirst raindrop: {title}</h1>" in page
+    )
+
+
+def test_tagger_raindrop_of_text_keeps_the_sentence_as_written():
+    from easyfirst import Tagger
+
+    text = "He didn't pay  $3.50 (cash). Then he left!"
+    raindrop = Tagger.load().raindrop(text, sentence=1)
+    assert raindrop.drops[0].words[-3:] == ["cash", ")", "."]
+    assert raindrop.drops[0].text == "He didn't pay $3.50 (cash)."  # a run of spaces reads as one, as in UD
+    assert Tagger.load().raindrop(["a", "b", "."]).drops[0].text == ""  # tokens: not known

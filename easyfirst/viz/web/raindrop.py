@@ -47,9 +47,7 @@ class Raindrop:
 
     def html(self, title: str | None = None, show_beta: bool = True) -> str:
         """A whole self-contained HTML page."""
-        words = self.drops[0].words
-        sentence = " ".join(words[:12]) + (" …" if len(words) > 12 else "")
-        return page(self.views(show_beta), title or f"easyfirst raindrop: {sentence}")
+        return page(self.views(show_beta), title or f"easyfirst raindrop: {self.drops[0].sentence()}")
 
     def _repr_html_(self) -> str:
         return fragment(self.views())
