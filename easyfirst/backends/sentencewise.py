@@ -6,7 +6,7 @@ step of the longest sentence, over padding and over the sentences that have stop
 that do not change across steps stay batched in torch (the input part of each LSTM gate, the encoder
 half of Eq. 1, the output layer), and only the time loops and the sketch loop run compiled, sentence by
 sentence. The tags and probabilities are those of the reference up to float32 rounding
-(tests/backends/test_tag_kernels.py; docs/serve.md says what was measured on EWT).
+(tests/backends/test_tag_kernels.py; docs/studies/serve-load.md says what was measured on EWT).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ compiled loops of easyfirst.backends.sentencewise, once they are loaded in the p
 (easyfirst.backends.chooser.load_tagging_loops: ``easyfirst serve`` loads them at its start, and so
 does forcing the backend with ``--backend numba``). Until then the chooser passes it over, without
 importing Numba: Numba compiles the loops on their first use after an install (30–45 s on the 2-core
-machine of docs/serve.md), which a first ``easyfirst tag --text`` should not wait for, and importing it
+machine of docs/studies/serve-load.md), which a first ``easyfirst tag --text`` should not wait for, and importing it
 costs about 0.4 s.
 """
 

@@ -131,7 +131,7 @@ COMMON = [
                     for t in TASKS.values()
                     if t.easy_first
                 )
-                + "; docs/studies/results.md). Applied after --config and --set, before the other flags.",
+                + "; docs/studies/attention.md). Applied after --config and --set, before the other flags.",
             ),
         ],
     ),

@@ -6,7 +6,7 @@ A thin layer: the body is checked by easyfirst.serve.requests, tagged by the bat
 
 ``POST /tag``, nearly every request a server gets, is answered by :class:`TagRoute` in plain ASGI;
 the rest (the page, /health, unknown routes and methods) by Starlette. Starlette's request, response,
-router and middleware cost a one-sentence request more CPU than its tagging's share (docs/serve.md,
+router and middleware cost a one-sentence request more CPU than its tagging's share (docs/studies/serve-load.md,
 "Where a request's time goes"); the answers are byte for byte the same.
 """
 

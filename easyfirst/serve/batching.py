@@ -33,7 +33,7 @@ from easyfirst.serve.timings import QUEUE, TAG, TIMINGS, cpu_ns, wall_ns
 from easyfirst.tagging.tagged import Tagged
 
 # Padded words per batch of a gathered group, easyfirst tag's cap. benchmarks/speed/serve_groups.py --cpu
-# (docs/serve.md, issue #46) with numba's loops: one batch 18,508 tokens per CPU second for groups of 13
+# (docs/studies/serve-load.md, issue #46) with numba's loops: one batch 18,508 tokens per CPU second for groups of 13
 # (2.26x one batch through fused, 2.9x one sentence at a time, 1.13x sub-batches of <= 256 padded
 # words); through fused alone, one batch was also the fastest (1.19x sub-batches of <= 256).
 GROUP_TOKENS = INFERENCE_MAX_TOKENS

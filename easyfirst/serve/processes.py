@@ -6,7 +6,7 @@ children; each listens on a socket of its own on that address (SO_REUSEPORT) and
 with its own tagging thread (easyfirst.serve.batching), and the kernel spreads new connections over
 them. The weights are pages that no child writes, so they stay shared after the fork (copy-on-write):
 an extra worker costs its own interpreter state and the buffers of its forward passes, not another copy
-of the model (docs/serve.md, measured). The parent only waits: SIGTERM or Ctrl-C (SIGINT) is passed on
+of the model (docs/studies/serve-load.md, measured). The parent only waits: SIGTERM or Ctrl-C (SIGINT) is passed on
 to every worker as SIGTERM, each drains its connections (easyfirst.serve.connections), and the parent
 exits when all have; a worker that dies stops the others. The signals are blocked from before the fork until each process has its handlers. Each
 worker asks the kernel for SIGTERM when the parent dies (easyfirst.atomic.die_with_parent, as every
@@ -57,7 +57,7 @@ def _own_socket(held: socket.socket) -> socket.socket:
     """A worker's listening socket on the address that ``held`` holds. With SO_REUSEPORT the kernel
     spreads new connections evenly over the workers' sockets; one socket accepted by all would give
     each connection to whichever worker woke first, and 32 keep-alive clients that connect at once
-    went all to one worker in one of three tries (docs/serve.md)."""
+    went all to one worker in one of three tries (docs/studies/serve-load.md)."""
     own = _socket(held.family, held.type, held.proto, held.getsockname(), shared=True)
     own.listen(2048)
     held.close()

@@ -29,7 +29,7 @@ MAX_DEPTH = 64
 
 # How long the tagging thread waits after a group's first request for more (`easyfirst serve
 # --batch-window`). Requests that arrive while a group is tagged join the next group anyway; the wait
-# only idles the core. benchmarks/speed/serve_load.py, 2 workers on 2 cores (docs/serve.md, "The goal
+# only idles the core. benchmarks/speed/serve_load.py, 2 workers on 2 cores (docs/studies/serve-load.md, "The goal
 # met"): 0.25 ms against 2 ms gave 6,748 against 2,945 tokens/s for one client, 24,337 against 16,385
 # for 8 and 36,366 against 29,663 for 32, in groups nearly as large (13.4 against 14.5 requests).
 BATCH_WINDOW_MS = 0.25

@@ -119,7 +119,7 @@ NER = Task(
     # with the loss summed, clipping at 5, BIOES) in the paper's NEF-CRF-F (N = 5, a CRF output layer,
     # §5.2), with the NER word features (affix n-grams, a case feature, lower-cased lookup, word dropout).
     # CoNLL-2002 Dutch, no vectors, 30 epochs, test F1: 79.92 +- 0.30 (seeds 1-5) against the §5.2
-    # values' 75.76 +- 0.09, the defaults before (rows nl-mh-sum, nl-nef-crf; docs/ner.md)
+    # values' 75.76 +- 0.09, the defaults before (rows nl-mh-sum, nl-nef-crf; docs/studies/ner.md)
     defaults={
         # N = 5 costs O(5L) per sentence (not POS's O(L²)): train on every sentence (docs/configuration.md)
         "data": {"max_train_length": 0, "scheme": "bioes"},
@@ -147,7 +147,7 @@ NER = Task(
             "reduction": "sum",
         },
     },
-    # with word vectors (--pretrained), the English recipe (docs/ner.md, "The English recipe"): the same
+    # with word vectors (--pretrained), the English recipe (docs/studies/ner.md, "The English recipe"): the same
     # without affix n-grams (with the vectors they cost 1.5 test F1, the recall of entities unseen in
     # training most: rows ner-glove, ner-glove-noaffix) and 50 epochs (CoNLL-2003 with GloVe 6B 50-d,
     # NEF-CRF-F, test F1: 89.89 +- 0.08 at 30 epochs, seeds 1-5, row ner-mh-sum; row ner-recipe at 50),
@@ -159,7 +159,7 @@ NER = Task(
     # the English recipe at 30 epochs the csoftmax attention is diffuse (largest α over the first half of
     # the steps 0.32, five seeds), and lower temperatures did not sharpen it (0.35 at 0.25 with R1); this
     # makes it sharp (0.652 +- 0.148, every seed of five above 0.5) at csoftmax's F1 (dev 94.17 +- 0.14 and
-    # test 89.86 +- 0.05 against 94.20 +- 0.15 and 89.89 +- 0.08; row ner-mh-sum-csparsemax-t0.5, docs/ner.md)
+    # test 89.86 +- 0.05 against 94.20 +- 0.15 and 89.89 +- 0.08; row ner-mh-sum-csparsemax-t0.5, docs/studies/ner.md)
     easy_first={"model": {"attention": "csparsemax", "attention_temperature": 0.5}},
-    easy_first_note=" (measured with --pretrained glove-6b-50d: docs/ner.md)",
+    easy_first_note=" (measured with --pretrained glove-6b-50d: docs/studies/ner.md)",
 )

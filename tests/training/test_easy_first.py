@@ -52,7 +52,7 @@ def test_easy_first_trains_at_the_recipes_temperature_and_later_flags_override_i
 
 
 def test_easy_first_on_ner_trains_the_sharp_sparse_attention(tmp_path):
-    # the NER recipe (docs/ner.md, row ner-mh-sum-csparsemax-t0.5): the constrained sparsemax at 0.5
+    # the NER recipe (docs/studies/ner.md, row ner-mh-sum-csparsemax-t0.5): the constrained sparsemax at 0.5
     out = tmp_path / "ner"
     args = ("--train", NER_SAMPLE, "--dev", NER_SAMPLE, "--output", out, "--epochs", "1")
     result = run_cli("train", "--task", "ner", *args, "--easy-first", "--hidden-dim", "8", "--char-dim", "0")
