@@ -243,7 +243,7 @@ QE = Task(
     defaults={
         # no "data" entry: QE keeps the built-in 50-word training cap, though N = 5 costs only O(5L):
         # without it dev target F1-MULT fell in 3 of 3 WMT19 seeds and 2 of 3 WMT16 seeds
-        # (docs/configuration.md, "Before and after"); it drops < 0.1% of those sets
+        # (docs/studies/length-cap.md, "Before and after"); it drops < 0.1% of those sets
         "model": {
             "sketch_steps": 5,
             "dropout": 0.1,
