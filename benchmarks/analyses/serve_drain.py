@@ -4,7 +4,7 @@ Starts ``easyfirst serve`` on 127.0.0.1 (a free port), puts ``--clients`` keep-a
 sends ``POST /tag`` one after the other on one connection, never reconnecting: tests/serving.py
 keep_alive_load), sends SIGTERM ``--after`` seconds in, and prints per run the requests answered, those
 whose answer said ``Connection: close``, those reset (ECONNRESET/EPIPE) and those closed unanswered, the
-exit status and the seconds from the signal to the exit (docs/serve.md, "Stopping")::
+exit status and the seconds from the signal to the exit (docs/studies/serve-load.md, "Draining on SIGTERM, measured")::
 
     python benchmarks/analyses/serve_drain.py --workers 1 2 --repeat 5
 """

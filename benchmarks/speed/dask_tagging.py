@@ -1,5 +1,5 @@
 """Tagging on a Dask cluster (easyfirst.integrations.dask) against one process, on one machine: the
-numbers docs/integrations.md scales to 8 and 64 nodes.
+numbers docs/studies/dask.md scales to 8 and 64 nodes.
 
     python benchmarks/speed/dask_tagging.py --json benchmarks/results/dask-tagging-cpu-2core.json
 

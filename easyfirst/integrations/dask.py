@@ -11,7 +11,7 @@ byte: this process reads the input and writes the output through the same path
 the tags of a window of sentences at a time (4,096: easyfirst.data.files.TAG_WINDOW); each window is cut
 into shards of sentences of similar lengths (:func:`shards`), one task each (``client.map``), and their
 tags are put back in the window's order (:func:`assemble`). That one process reads and writes bounds
-the rate (docs/integrations.md, "Scaling, on paper"): :func:`tag_files` tags a corpus of many files
+the rate (docs/studies/dask.md, "Scaling, on paper"): :func:`tag_files` tags a corpus of many files
 with each file read, tagged and written on a worker, and the driver sending only names.
 
 One Tagger per worker: :class:`TaggerPlugin` is a ``distributed.WorkerPlugin``, registered on the

@@ -27,7 +27,7 @@ from easyfirst.errors import WorkerFailed
 def one_thread() -> Iterator[None]:
     """Torch on one thread for the block, as in every worker: the small operations of loading a model
     and of tagging a small call (a sentence's sketch steps) lose more to waking a second thread than
-    it gains them, and much more on a busy machine (docs/tagging.md, "Start-up")."""
+    it gains them, and much more on a busy machine (docs/studies/speed.md, "The start of a command")."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
