@@ -34,8 +34,8 @@ class Tagged:
 
     A sentence reads as its ``(token, tag)`` pairs: ``for token, tag in sentence``, ``sentence[i]``,
     ``len(sentence)``, ``list(sentence)`` (what ``Tagger.tag(text)`` returned per sentence before).
-    Two records are equal when their tokens, tags, heads and offsets are and their tensors hold the same
-    values (or both are None).
+    Two records are equal when their tokens, tags and heads are and their tensors hold the same values
+    (or both are None), wherever the tokens came from (text, with offsets, or a list of tokens).
     """
 
     tokens: list[str]
@@ -73,8 +73,7 @@ class Tagged:
         if not isinstance(other, Tagged):
             return NotImplemented
         return (
-            (self.tokens, self.tags, self.heads, self.offsets)
-            == (other.tokens, other.tags, other.heads, other.offsets)
+            (self.tokens, self.tags, self.heads) == (other.tokens, other.tags, other.heads)
             and _same(self.attention, other.attention)
             and _same(self.probabilities, other.probabilities)
         )
