@@ -129,6 +129,8 @@ def tag(
     with "# sent_id", "# text" and SpaceAfter=No, the tags in the UPOS (or XPOS) column, or as NER=tag
     in MISC for ner models.
 
+    --output-format jsonl: one JSON object per sentence (offsets, entities), as the server answers.
+
     Many inputs (FILE... or folders, -o DIR): one model, each input written to DIR/its name as if alone;
     those done already are skipped, a bad one reported and the others tagged (exit status 2).
     """

@@ -9,9 +9,9 @@ JSONL holds exactly the bytes of that sentence's object in the server's ``senten
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 try:  # the extra `serve`: a faster writer of JSON, for content without floats
     import orjson as _orjson
@@ -36,14 +36,18 @@ def write_jsonl(
     sentences: Iterable,
     *,
     text: str | None = None,
+    extras: Sequence[dict] | None = None,
     attention: bool = False,
     probabilities: bool = False,
     batch_size: int = 256,
+    counted: Callable[[int], Any] | None = None,
 ) -> int:
     """Tag ``sentences`` with ``tagger`` (easyfirst.api.Tagger) a window (TAG_WINDOW) at a time and
     write one line of JSON per sentence to ``out``, with its attention and probabilities where asked.
     ``sentences`` holds words (lists of strings), or with ``text`` the tokens of easyfirst.data.text
-    read from it, whose offsets the lines then give. Returns the number of sentences."""
+    read from it, whose offsets the lines then give; QE: ``extras`` holds each sentence's source and
+    alignment, and the lines give the model's gap and source tags. ``counted(words)``: told the words
+    of each window written (a progress bar). Returns the number of sentences."""
     from easyfirst.data.files import TAG_WINDOW
     from easyfirst.tagging.entities import locate
 
@@ -51,11 +55,19 @@ def write_jsonl(
     while chunk := list(islice(stream, TAG_WINDOW)):
         words = [[token.form for token in tokens] for tokens in chunk] if text is not None else chunk
         tagged = tagger.tag(
-            words, records=True, attention=attention, probabilities=probabilities, batch_size=batch_size
+            words,
+            records=True,
+            attention=attention,
+            probabilities=probabilities,
+            extras=None if extras is None else extras[count : count + len(chunk)],
+            heads=extras is not None,
+            batch_size=batch_size,
         )
         if text is not None:
             locate(tagged, chunk, text)
         floats = attention or probabilities
         out.write(b"".join(encode(sentence.as_json(), floats) + b"\n" for sentence in tagged))
         count += len(chunk)
+        if counted is not None:
+            counted(sum(map(len, words)))
     return count

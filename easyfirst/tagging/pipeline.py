@@ -226,12 +226,10 @@ class Source:
         )
         if claimed is not None and text is not None:
             raise InputError(f"give either --text or {claimed[0].name.upper()} input files, not both")
-        if claimed is not None and probabilities:
+        if claimed is not None and probabilities and output_format != "jsonl":
             raise InputError(
                 f"--probabilities: not for {claimed[0].name.upper()} input (it writes a tags file)"
             )
-        if claimed is not None and output_format == "jsonl":
-            raise InputError(f"--output-format jsonl: not for {claimed[0].name.upper()} input (yet)")
         found = cls(text, pretokenized, claimed, path=input, probabilities=probabilities)
         found.output_format, found.attention = output_format, attention
         if claimed is None and text is None:
@@ -327,7 +325,7 @@ class Source:
             )
         stream, name = self.stream, self.name
         if self.output_format == "jsonl":
-            return self.jsonl_writer(tagger, task, data, batch_size)
+            return self.jsonl_writer(tagger, task, data, batch_size, counted)
         if self.probabilities:
             if self.text is not None:
                 sentences = iter(text_sentences(self.text, self.pretokenized))
@@ -358,18 +356,24 @@ class Source:
                 raise RuntimeError("the input was read ahead for another task, column or batch size")
         return lambda out: task.write(source, out, predict, data, options, name=name, output=output, **ahead)
 
-    def jsonl_writer(self, tagger, task, data, batch_size: int) -> Callable[[BinaryIO], Any]:
+    def jsonl_writer(self, tagger, task, data, batch_size: int, counted=None) -> Callable[[BinaryIO], Any]:
         """``write(out)`` of one JSON object per sentence (easyfirst.tagging.jsonl): with each token's
-        offsets where the input is text (--text, or a plain-text file or stdin, read whole here)."""
+        offsets where the input is text (--text, or a plain-text file or stdin, read whole here), and a
+        QE model's gap and source tags for QE input."""
         from easyfirst.data.text import read_plain, split
         from easyfirst.tagging.jsonl import write_jsonl
 
-        text, asked = None, dict(attention=self.attention, probabilities=self.probabilities)
+        asked = dict(attention=self.attention, probabilities=self.probabilities, batch_size=batch_size)
+        text = extras = None
         if self.text is not None:
             text, sentences = self.text, text_tokens(self.text, self.pretokenized)
         elif self.plain:
             text = read_plain(self.stream, self.name)
             sentences = [s.tokens for s in split(text)]
+        elif self.claimed is not None:  # QE: the MT sentences, with their source and alignment
+            sentences, extras = [s.words for s in self.claimed[1]], [s.extra for s in self.claimed[1]]
         else:  # a file in the model's format: its tokens, one window at a time
             sentences = (s.words for s in task.stream(self.stream, data, self.name))
-        return lambda out: write_jsonl(out, tagger, sentences, text=text, batch_size=batch_size, **asked)
+        return lambda out: write_jsonl(
+            out, tagger, sentences, text=text, extras=extras, counted=counted, **asked
+        )

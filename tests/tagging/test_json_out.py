@@ -11,7 +11,7 @@ import re
 import pytest
 from asgi import serving
 
-from conftest import extra, run_cli
+from conftest import QE_GAPS, QE_SAMPLE, extra, run_cli
 from easyfirst.api import Tagger
 from easyfirst.tagging.jsonl import encode
 
@@ -165,6 +165,38 @@ def test_the_server_gives_offsets_for_pretokenized_text_and_none_for_sentences()
     assert with_text["offsets"] == [[2, 4], [7, 9], [10, 14]]
     assert "offsets" not in with_tokens and "entities" in with_tokens
     assert with_text["tags"] == with_tokens["tags"]
+
+
+def test_qe_input_as_json_lines_is_the_servers_answer(tmp_path):
+    """A QE model (2 epochs on the sample, seconds): each MT sentence's line, the tags that the plain
+    output writes, and the server's answer to that sentence's three lines, byte for byte."""
+    run = tmp_path / "qe"
+    trained = run_cli(
+        "train", "--task", "qe", "--train", QE_SAMPLE, "--dev", QE_SAMPLE, "--epochs", 2, "--seed", 1,
+        "--threads", 1, "--output", run,
+    )  # fmt: skip
+    assert trained.returncode == 0, trained.stderr.decode()
+    given = [
+        "--src",
+        f"{QE_GAPS}.src",
+        "--mt",
+        f"{QE_GAPS}.mt",
+        "--alignments",
+        f"{QE_GAPS}.src-mt.alignments",
+    ]
+    plain = run_cli("tag", *given, "-m", run)
+    as_json = run_cli("tag", *given, "-m", run, "--output-format", "jsonl")
+    found = lines(as_json)
+    mt = (QE_GAPS.parent / f"{QE_GAPS.name}.mt").read_text().splitlines()
+    assert [s["tokens"] for s in found] == [line.split() for line in mt]
+    assert [" ".join(s["tags"]) for s in found] == plain.stdout.decode().splitlines()
+    assert all("offsets" not in s and "entities" not in s for s in found)
+    src, alignments = (
+        (QE_GAPS.parent / f"{QE_GAPS.name}.{end}").read_text().splitlines()
+        for end in ("src", "src-mt.alignments")
+    )
+    (answer,) = served(str(run), [{"src": src[0], "mt": mt[0], "alignments": alignments[0]}])
+    assert answer.endswith(b'"sentences":[' + as_json.stdout.splitlines()[0] + b"]}")
 
 
 # ---------------------------------------------------------------------------- the goal, on real data
