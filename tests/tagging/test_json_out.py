@@ -217,7 +217,7 @@ def detokenize(tokens: list[str]) -> str:
 @pytest.mark.realdata
 def test_every_entity_of_conll_test_sentences_is_the_text_between_its_offsets(data_root):
     """CoNLL-2003's test set (eng.testb) detokenized, from its start: four calls of --text, a blank line
-    between sentences, each under the 2,000 words that fork a pool (about 550 sentences; the whole file,
+    between sentences, each under the 2,000 words that fork a pool (699 sentences; the whole file,
     25 such calls, took 19 s on the 2-core machine under load, against 3 s for these)."""
     sentences, current = [], []
     for line in (data_root / "ner" / "conll2003" / "eng.testb").read_text().splitlines():
@@ -241,4 +241,4 @@ def test_every_entity_of_conll_test_sentences_is_the_text_between_its_offsets(da
             check_offsets(text, sentence)
             entities += len(sentence["entities"])
         tagged += len(found)
-    assert tagged > 500 and entities > 700  # the test set has about 1.6 entities per sentence
+    assert tagged >= 699 and entities > 1000  # segtok may split a sentence; about 1.6 entities each
