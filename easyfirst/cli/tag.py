@@ -134,13 +134,13 @@ def tag(
     Many inputs (FILE... or folders, -o DIR): one model, each input written to DIR/its name as if alone;
     those done already are skipped, a bad one reported and the others tagged (exit status 2).
     """
+    check_writes(output_format, attention)
     writes = dict(probabilities=probabilities, output_format=output_format, attention=attention)
     if several(input or []):
         corpus = plan_corpus(input, output, text, format, pretokenized, batch_size, output_format)
         return tag_corpus(corpus, (model, device, backend), task_options, format, writes, batch_size)
     input = input[0] if input else None
     check_arguments(input, text, format, pretokenized, batch_size, output)
-    check_writes(output_format, attention)
     source = Source.find(input, text, task_options, pretokenized=pretokenized, format=format, **writes)
     try:
         if device == "cpu":  # before torch is imported (by load_tagger): a second core reads ahead
@@ -161,7 +161,6 @@ def plan_corpus(
 ) -> Corpus:
     """Many inputs' outputs in the -o folder (easyfirst.tagging.corpus), found before the model is loaded."""
     check_arguments(None, text, format, pretokenized, batch_size, None)
-    check_writes(output_format, False)
     if text is not None:
         raise InputError("give either input files or --text, not both")
     if output is None:

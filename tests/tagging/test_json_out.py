@@ -106,6 +106,10 @@ def test_many_inputs_each_into_its_own_json_lines(tmp_path):
             "--attention goes with --output-format jsonl (a raindrop of it: easyfirst plot)",
         ),
         (["--text", "a", "--output-format", "json"], "--output-format must be auto or jsonl, not 'json'"),
+        (
+            ["a.txt", "b.txt", "-o", "out", "--attention"],  # many inputs: refused before they are looked at
+            "--attention goes with --output-format jsonl (a raindrop of it: easyfirst plot)",
+        ),
     ],
 )
 def test_what_cannot_be_written_is_refused_in_one_line(args, message):
