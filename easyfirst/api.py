@@ -30,6 +30,7 @@ from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
 from easyfirst.data.schemes import learned_scheme, to_bio
 from easyfirst.resources import DEFAULT_MODEL, default_model_path, model_folder
 from easyfirst.runs import load_model
+from easyfirst.tagging.entities import locate, tags_entities
 from easyfirst.tagging.pool import (
     NOTHING_ASKED,
     Follow,
@@ -51,6 +52,7 @@ class Tagger:
         self.model, self.config, self.vocabs, self.device = model, config, vocabs, torch.device(device)
         # the scheme of the model's entity tags: BIOES predictions are read out as BIO (easyfirst.data.schemes)
         self.scheme = learned_scheme(vocabs.tags.itos)
+        self.entity_scheme = "bio" if tags_entities(vocabs.tags.itos) else None  # each Tagged's .scheme
         # processes that tag a large call (easyfirst.tagging.pool) unless the call says: None or 1, this
         # one alone (the library's default); K, this one and K - 1 forked (the CLI sets one per core)
         self.processes: int | None = None
@@ -165,7 +167,10 @@ class Tagger:
           with whitespace in such a list is a ValueError (it is not a token: pass text as one string).
         - **a string**: plain text, split into sentences and tokenized as ``easyfirst tag`` does for a
           text file (segtok; see easyfirst.data.text); one record per sentence found, its ``tokens``
-          the tokenizer's.
+          the tokenizer's and its ``offsets`` their ``(start, end)`` characters in the string.
+
+        For a model of entities (NER), each record's ``entities`` lists its entity spans (label, first and
+        last token, start and end character for text, and the text).
 
         Anything else (bytes, numbers, a list of numbers) is a TypeError. A record reads as its
         ``(token, tag)`` pairs; ``.tags`` is its list of tags.
@@ -211,13 +216,17 @@ class Tagger:
             options |= dict(extras=None, packed=form.batches)
         elif form.asked[2] and kind != "sentences":
             raise ValueError("heads: for a list of tokenized sentences with their extras (QE)")
+        text = found = None
         if kind == "text":
             from easyfirst.data.text import split
 
-            sentences = [s.words for s in split(sentences)]
+            text, found = sentences, split(sentences)
+            sentences = [s.words for s in found]
         elif kind == "tokens":
             sentences = [list(sentences)]
         tagged = self._tag_sentences(sentences, asked=form.asked, **options)
+        if found is not None:  # each token's characters in the text
+            locate(tagged, [s.tokens for s in found], text)
         return tagged if form.old is None else old_result(tagged, form)
 
     def _tag_packed(
@@ -329,6 +338,7 @@ class Tagger:
                 torch.zeros(0, 0) if with_attention else None,
                 torch.zeros(0, size) if with_probabilities else None,
                 {head.name: [] for head in self.model.outputs} if with_heads else None,
+                scheme=self.entity_scheme,
             )
             for words in sentences
         ]

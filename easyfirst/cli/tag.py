@@ -45,6 +45,25 @@ InputArgument = Annotated[
 ]
 
 
+OutputFormatOption = Annotated[
+    str,
+    typer.Option(
+        "--output-format",
+        help="auto: the input's own format (CoNLL-U for plain text, word<TAB>tag for --text); jsonl: one "
+        "JSON object per sentence (tokens, their character offsets where the input is text, tags, "
+        "entities for ner models; attention and probabilities when asked), as the server answers each "
+        "sentence.",
+    ),
+]
+AttentionOption = Annotated[
+    bool,
+    typer.Option(
+        "--attention",
+        help="With --output-format jsonl: each sentence's attention, one row of αⁿ per sketch step.",
+    ),
+]
+
+
 def tag(
     input: InputArgument = None,
     model: ModelOption = None,
@@ -90,6 +109,8 @@ def tag(
             "a blank line between sentences). Sparse models give exact zeros; CRF models, marginals.",
         ),
     ] = False,
+    output_format: OutputFormatOption = "auto",
+    attention: AttentionOption = False,
     **task_options,
 ) -> None:
     """Tag a file, stdin or --text (default model: the bundled one).
@@ -108,17 +129,19 @@ def tag(
     with "# sent_id", "# text" and SpaceAfter=No, the tags in the UPOS (or XPOS) column, or as NER=tag
     in MISC for ner models.
 
+    --output-format jsonl: one JSON object per sentence (offsets, entities), as the server answers.
+
     Many inputs (FILE... or folders, -o DIR): one model, each input written to DIR/its name as if alone;
     those done already are skipped, a bad one reported and the others tagged (exit status 2).
     """
+    check_writes(output_format, attention)
+    writes = dict(probabilities=probabilities, output_format=output_format, attention=attention)
     if several(input or []):
-        corpus = plan_corpus(input, output, text, format, pretokenized, batch_size)
-        return tag_corpus(corpus, (model, device, backend), task_options, format, probabilities, batch_size)
+        corpus = plan_corpus(input, output, text, format, pretokenized, batch_size, output_format)
+        return tag_corpus(corpus, (model, device, backend), task_options, format, writes, batch_size)
     input = input[0] if input else None
     check_arguments(input, text, format, pretokenized, batch_size, output)
-    source = Source.find(
-        input, text, task_options, pretokenized=pretokenized, format=format, probabilities=probabilities
-    )
+    source = Source.find(input, text, task_options, pretokenized=pretokenized, format=format, **writes)
     try:
         if device == "cpu":  # before torch is imported (by load_tagger): a second core reads ahead
             source.read_ahead(model, batch_size)
@@ -133,21 +156,23 @@ def tag(
         err.print(f"wrote {output}", markup=False, highlight=False, soft_wrap=True)
 
 
-def plan_corpus(inputs: list[str], output: Path | None, text, format, pretokenized, batch_size) -> Corpus:
+def plan_corpus(
+    inputs: list[str], output: Path | None, text, format, pretokenized, batch_size, output_format
+) -> Corpus:
     """Many inputs' outputs in the -o folder (easyfirst.tagging.corpus), found before the model is loaded."""
     check_arguments(None, text, format, pretokenized, batch_size, None)
     if text is not None:
         raise InputError("give either input files or --text, not both")
     if output is None:
         raise InputError("several inputs are written into a folder: give -o DIR")
-    return plan(inputs, output)
+    return plan(inputs, output, ".jsonl" if output_format == "jsonl" else "")
 
 
-def tag_corpus(corpus: Corpus, loading: tuple, task_options, format, probabilities, batch_size) -> None:
+def tag_corpus(corpus: Corpus, loading: tuple, task_options, format, writes: dict, batch_size) -> None:
     """Tag each input of ``corpus`` into its output with one model (``loading``: model, device and
-    backend, as :func:`load_tagger` takes them), loaded once (after the first
-    input's read-ahead has started); a bad input is reported and the others go on. Raises typer.Exit(2)
-    after a one-line summary if any failed."""
+    backend, as :func:`load_tagger` takes them; ``writes``: what to write, Source.find's keywords),
+    loaded once (after the first input's read-ahead has started); a bad input is reported and the
+    others go on. Raises typer.Exit(2) after a one-line summary if any failed."""
     if corpus.skipped:
         said = (
             f"skipped {corpus.skipped} of {corpus.total} inputs: their output is in {corpus.folder} already"
@@ -161,7 +186,7 @@ def tag_corpus(corpus: Corpus, loading: tuple, task_options, format, probabiliti
         for given, output in corpus.todo:
             progress.start(given)
             try:
-                source = Source.find(given, None, task_options, format=format, probabilities=probabilities)
+                source = Source.find(given, None, task_options, format=format, **writes)
             except InputError as error:
                 failed += progress.failed(error)
                 continue
@@ -282,6 +307,8 @@ class Progress:
 
 FORMATS = ("auto", "text", "model")
 LAZY_CHOICES["format"] = lambda: list(FORMATS)  # --help shows <auto|text|model>
+OUTPUT_FORMATS = ("auto", "jsonl")
+LAZY_CHOICES["output_format"] = lambda: list(OUTPUT_FORMATS)
 
 
 def check_arguments(input, text, format, pretokenized, batch_size, output) -> None:
@@ -294,6 +321,14 @@ def check_arguments(input, text, format, pretokenized, batch_size, output) -> No
         raise InputError("--pretokenized goes with --text (a file of tokens is a CoNLL file: --format model)")
     check_option("--batch-size", batch_size, at_least(1))
     check_output(output)
+
+
+def check_writes(output_format: str, attention: bool) -> None:
+    """The user errors in what ``tag`` is asked to write."""
+    if output_format not in OUTPUT_FORMATS:
+        raise InputError(f"--output-format must be auto or jsonl, not {output_format!r}")
+    if attention and output_format != "jsonl":
+        raise InputError("--attention goes with --output-format jsonl (a raindrop of it: easyfirst plot)")
 
 
 def _register() -> None:

@@ -9,7 +9,8 @@ splits off their final period ("Mr" "."), it splits "don't" into "do" "n't" wher
 token to "not" (a word that is not in the text, which would break ``# text``), and it keeps "Jan. 5th"
 in one sentence where syntok splits after "Jan.". Both keep URLs, decimals and "1,000,000" whole.
 
-Every token keeps its character offsets in the text, so the output is exact: ``SpaceAfter=No`` is
+Every token keeps its character offsets in the text as given (a CRLF line ending counts two
+characters, as it does in the caller's string), so the output is exact: ``SpaceAfter=No`` is
 written where no whitespace follows a token, and ``# text`` is the tokens joined by exactly that
 spacing (a run of whitespace, a line break inside a sentence included, reads as one space, as in UD).
 Blank lines separate paragraphs (``# newpar``) and always end a sentence.
@@ -18,6 +19,7 @@ Blank lines separate paragraphs (``# newpar``) and always end a sentence.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +34,8 @@ _TOKEN = re.compile(r"\S+")
 @dataclass
 class Token:
     form: str
-    start: int  # offsets into the (line-ending-normalised) text: text[start:end] is the token,
-    end: int  # unless segtok joined a word hyphenated across a line break ("inter-\nnational")
+    start: int  # offsets into the text as given: text[start:end] is the token, unless segtok
+    end: int  # joined a word hyphenated across a line break ("inter-\nnational": "inter-national")
     space_after: bool = True
 
 
@@ -126,10 +128,27 @@ def normalise_newlines(text: str) -> str:
 
 
 def split(text: str) -> list[TextSentence]:
-    """The sentences of a plain text, tokenized; a blank line starts a new paragraph."""
+    """The sentences of a plain text, tokenized; a blank line starts a new paragraph. Each token's
+    ``start`` and ``end`` index ``text`` itself (line endings are read as LF, but counted as given)."""
+    given, text = text, normalise_newlines(text)
+    sentences = _split_normalised(text)
+    if len(text) != len(given):  # CRLF read as LF: each LF of one stands one character further on
+        _restore_offsets(sentences, [m.start() - k for k, m in enumerate(re.finditer("\r\n", given))])
+    return sentences
+
+
+def _restore_offsets(sentences: list[TextSentence], joined: list[int]) -> None:
+    """Offsets into the normalised text → offsets into the text given, ``joined`` being the positions
+    (in the normalised text, ascending) of the LFs that were CRLFs there."""
+    for sentence in sentences:
+        for token in sentence.tokens:
+            token.start += bisect_left(joined, token.start)
+            token.end += bisect_left(joined, token.end)
+
+
+def _split_normalised(text: str) -> list[TextSentence]:
     from segtok.segmenter import split_multi
 
-    text = normalise_newlines(text)
     sentences: list[TextSentence] = []
     position = 0
     for paragraph_end in [m.start() for m in _PARAGRAPH.finditer(text)] + [len(text)]:
@@ -155,6 +174,12 @@ def split(text: str) -> list[TextSentence]:
 
 def read_text(source: str | Path | BinaryIO, name: str | None = None) -> list[TextSentence]:
     """The sentences of a UTF-8 plain-text file (a path or a binary stream); a BOM is dropped."""
+    return split(read_plain(source, name))
+
+
+def read_plain(source: str | Path | BinaryIO, name: str | None = None) -> str:
+    """The text of a UTF-8 plain-text file (a path or a binary stream), without its BOM if it has one
+    (as Python's ``utf-8-sig`` reads it: the offsets of :func:`split` count from the character after)."""
     if isinstance(source, str | Path):
         stream, name, close = open_binary(source), name or str(source), True
     else:
@@ -164,7 +189,7 @@ def read_text(source: str | Path | BinaryIO, name: str | None = None) -> list[Te
     finally:
         if close:
             stream.close()
-    return split(text.removeprefix("\ufeff"))
+    return text.removeprefix("\ufeff")
 
 
 def conllu_lines(

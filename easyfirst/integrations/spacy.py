@@ -5,7 +5,7 @@ extra ``spacy`` is enough; no import). The component tags each sentence of a Doc
 something before it set sentence boundaries, else the whole Doc as one sentence) with the model's
 :meth:`~easyfirst.api.Tagger.tag`, on the Doc's own tokens, and writes where the model's task says
 (:meth:`easyfirst.tasks.parts.Format.text_column`): ``token.pos_`` for a UPOS model, ``token.tag_`` for an XPOS
-model, ``doc.ents`` for a model of entities (its BIO tags read by easyfirst.data.schemes). Whitespace
+model, ``doc.ents`` for a model of entities (``Tagged.entities``: easyfirst.tagging.entities). Whitespace
 tokens (``token.is_space``, or any token with whitespace in it) are not words to the model: they get no
 tag and no column of attention.
 
@@ -29,7 +29,6 @@ from spacy.tokens import Doc, Span
 from spacy.util import minibatch
 
 from easyfirst.api import Tagger
-from easyfirst.data.schemes import spans
 from easyfirst.tasks import get_task
 
 FACTORY = "easyfirst"
@@ -135,7 +134,7 @@ class EasyFirst:
         start = 0
         for doc, sentences in zip(docs, tokens, strict=True):
             end = start + len(sentences)
-            self.write(doc, sentences, tags[start:end])
+            self.write(doc, sentences, tagged[start:end])
             doc._.set(
                 RECORD,
                 {
@@ -153,16 +152,19 @@ class EasyFirst:
     def words(span: Span) -> list[int]:
         return [token.i for token in span if is_word(token)]
 
-    def write(self, doc: Doc, sentences: list[list[int]], tags: list[list[str]]) -> None:
+    def write(self, doc: Doc, sentences: list[list[int]], tagged: list) -> None:
+        """Write each sentence's tags (``tagged``: easyfirst.tagging.tagged.Tagged, one per list of token
+        indices in ``sentences``) on ``doc``: its entities (``Tagged.entities``, the one decoding of
+        spans that the API, the CLI and the server give too) or each token's tag."""
         if self.sets == "ents":
             doc.ents = [
-                Span(doc, indices[first], indices[last] + 1, label=kind)
-                for indices, predicted in zip(sentences, tags, strict=True)
-                for kind, first, last in spans(predicted)
+                Span(doc, indices[entity.first], indices[entity.last] + 1, label=entity.label)
+                for indices, sentence in zip(sentences, tagged, strict=True)
+                for entity in sentence.entities or ()
             ]
             return
-        for indices, predicted in zip(sentences, tags, strict=True):
-            for i, tag in zip(indices, predicted, strict=True):
+        for indices, sentence in zip(sentences, tagged, strict=True):
+            for i, tag in zip(indices, sentence.tags, strict=True):
                 setattr(doc[i], f"{self.sets}_", tag)
 
 

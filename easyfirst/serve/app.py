@@ -13,7 +13,6 @@ router and middleware cost a one-sentence request more CPU than its tagging's sh
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,11 +25,8 @@ from starlette.routing import Route
 from easyfirst.serve.batching import Batcher
 from easyfirst.serve.requests import Limits, RequestError, check_content_type, parse_job
 from easyfirst.serve.timings import DECODE, ENCODE, TIMINGS, WRITE, cpu_ns
-
-try:  # the extra `serve`: a faster writer of JSON, for answers without floats (encode)
-    import orjson as _orjson
-except ImportError:
-    _orjson = None
+from easyfirst.tagging.entities import locate
+from easyfirst.tagging.jsonl import encode  # the writer of easyfirst tag's JSONL too: the same bytes
 
 
 def build_app(tagger, name: str, limits: Limits, window: float) -> Served:
@@ -62,6 +58,8 @@ def build_app(tagger, name: str, limits: Limits, window: float) -> Served:
             batcher.stop()
 
     def answer(job, tagged) -> bytes:
+        if job.tokens is not None:  # text: each token's characters in it
+            locate(tagged, job.tokens, job.text)
         found = {**about, "sentences": [sentence.as_json() for sentence in tagged]}
         if job.probabilities:
             found["tagset"] = tagger.tags
@@ -143,17 +141,6 @@ async def respond(send, status: int, content: bytes) -> None:
     headers = [(b"content-length", str(len(content)).encode()), (b"content-type", b"application/json")]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": content})
-
-
-def encode(content, floats: bool = False) -> bytes:
-    """``content`` as Starlette's JSONResponse writes it (json.dumps, compact, UTF-8), by orjson where
-    installed unless it holds ``floats``: orjson writes the same strings, integers and structure, but
-    floats otherwise (``0.00001`` where Python writes ``1e-05``)."""
-    if _orjson is not None and not floats:
-        return _orjson.dumps(content)
-    return json.dumps(
-        content, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
-    ).encode()
 
 
 async def read_body(declared: str | None, receive, limit: int) -> bytes:

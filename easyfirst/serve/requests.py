@@ -63,6 +63,8 @@ class Job:
     extras: list[dict] | None = None
     attention: bool = False
     probabilities: bool = False
+    text: str | None = None  # the request's "text", which ``tokens`` (easyfirst.data.text.Token) index
+    tokens: list[list] | None = None
 
     @property
     def words(self) -> int:
@@ -131,7 +133,7 @@ def parse_job(
             422, f"this is {model}: give {' and '.join(own) if pairs else 'text or sentences'}"
         )
     try:
-        sentences, extras = _pairs(request) if pairs else _sentences(request)
+        sentences, extras, tokens = _pairs(request) + (None,) if pairs else _sentences(request)
     except InputError as error:
         raise RequestError(422, str(error)) from None
     if len(sentences) > limits.sentences:
@@ -149,7 +151,8 @@ def parse_job(
             f"the attention asked for has {size:,} values (steps × words), over the limit of "
             f"{limits.attention:,}: send fewer or shorter sentences per request",
         )
-    return Job(sentences, extras, request.get("attention", False), request.get("probabilities", False))
+    flags = request.get("attention", False), request.get("probabilities", False)
+    return Job(sentences, extras, *flags, text=request.get("text") if tokens else None, tokens=tokens)
 
 
 def decode(body: bytes) -> Any:
@@ -171,8 +174,9 @@ def decode(body: bytes) -> Any:
         raise RequestError(400, f"the body is not JSON we read: {str(error).split(':')[0]}") from None
 
 
-def _sentences(request: dict) -> tuple[list[list[str]], None]:
-    from easyfirst.tagging.pipeline import text_sentences
+def _sentences(request: dict) -> tuple[list[list[str]], None, list[list] | None]:
+    """The sentences of ``text`` or ``sentences``, and for text their tokens with offsets."""
+    from easyfirst.tagging.pipeline import text_tokens
 
     if ("text" in request) == ("sentences" in request):
         raise InputError("give either 'text' (a string) or 'sentences' (lists of tokens)")
@@ -181,7 +185,8 @@ def _sentences(request: dict) -> tuple[list[list[str]], None]:
         if not isinstance(text, str):
             raise InputError(f"'text' must be a string, not {_kind(text)}")
         _check_unicode(text, "'text'")
-        return text_sentences(text, request.get("pretokenized", False), what="'text'"), None
+        tokens = text_tokens(text, request.get("pretokenized", False), what="'text'")
+        return [[token.form for token in sentence] for sentence in tokens], None, tokens
     if request.get("pretokenized"):
         raise InputError("'pretokenized' goes with 'text'")
     given = request["sentences"]
@@ -198,7 +203,7 @@ def _sentences(request: dict) -> tuple[list[list[str]], None]:
             if not token or any(c.isspace() for c in token):
                 raise InputError(f"sentences[{k}][{i}] = {token!r} is not a token (empty or with whitespace)")
             _check_unicode(token, f"sentences[{k}][{i}]")
-    return given, None
+    return given, None, None
 
 
 def _pairs(request: dict) -> tuple[list[list[str]], list[dict]]:

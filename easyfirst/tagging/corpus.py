@@ -1,13 +1,13 @@
 """Many inputs in one command (``easyfirst tag FILE... -o DIR``): which files, the name each output
 gets, and which are done already.
 
-Each input is written to ``DIR/<its name>``, atomically (easyfirst.atomic), so a file present in DIR is
-a finished one: a rerun skips it and tags the rest (resuming an interrupted run). A folder given as an
-input stands for the files directly inside it (sorted by name; hidden files, the temporary files of an
-unfinished write among them, and subfolders left out). Two inputs with the same name from different
-folders would need the same output: they are refused together, in one line, before anything is
-tagged (rename one, or tag them into different folders); the same file given twice (by a folder and a
-glob) is tagged once.
+Each input is written to ``DIR/<its name>`` (``.jsonl`` added for JSON lines), atomically
+(easyfirst.atomic), so a file present in DIR is a finished one: a rerun skips it and tags the rest
+(resuming an interrupted run). A folder given as an input stands for the files directly inside it
+(sorted by name; hidden files, the temporary files of an unfinished write among them, and subfolders
+left out). Two inputs with the same name from different folders would need the same output: they are
+refused together, in one line, before anything is tagged (rename one, or tag them into different
+folders); the same file given twice (by a folder and a glob) is tagged once.
 
 Free of torch: every mistake here is found before the model is loaded.
 """
@@ -62,16 +62,17 @@ def input_files(inputs: list[str]) -> list[str]:
     return list(unique.values())
 
 
-def plan(inputs: list[str], folder: Path) -> Corpus:
+def plan(inputs: list[str], folder: Path, suffix: str = "") -> Corpus:
     """The :class:`Corpus` of ``inputs`` written into ``folder`` (made if missing, its parent being
-    there); refuses two inputs that would share an output, and an output that would replace its input."""
+    there), each under its name and ``suffix`` (``.jsonl`` for JSON lines); refuses two inputs that would
+    share an output, and an output that would replace its input."""
     if folder.exists() and not folder.is_dir():
         raise InputError("is a file; several inputs are written into a folder (-o DIR)", folder)
     if not folder.exists() and not (folder.parent if str(folder.parent) else Path(".")).is_dir():
         raise InputError("cannot make this folder: its parent does not exist", folder)
     corpus, named = Corpus(folder), {}
     for given in input_files(inputs):
-        name = Path(given).name
+        name = Path(given).name + suffix
         if name in named:
             raise InputError(
                 f"{named[name]} and {given} would both be written to {folder / name}: "

@@ -34,13 +34,19 @@ from easyfirst.tagging.tagged import heads_by_name
 def text_sentences(text: str, pretokenized: bool = False, *, what: str = "--text") -> list[list[str]]:
     """The sentences of a text: split and tokenized by segtok (easyfirst.data.text), or
     (``pretokenized``) one sentence split on whitespace only. No words is an error naming ``what``."""
+    return [[token.form for token in tokens] for tokens in text_tokens(text, pretokenized, what=what)]
+
+
+def text_tokens(text: str, pretokenized: bool = False, *, what: str = "--text") -> list[list]:
+    """:func:`text_sentences` as the tokens of easyfirst.data.text (``form``, ``start``, ``end``: their
+    characters in ``text``)."""
     from easyfirst.data.text import split, whitespace_tokens
 
     if pretokenized:
-        words = [t.form for t in whitespace_tokens(text)]
-        sentences = [words] if words else []
+        tokens = whitespace_tokens(text)
+        sentences = [tokens] if tokens else []
     else:
-        sentences = [s.words for s in split(text)]
+        sentences = [s.tokens for s in split(text)]
     if not sentences:
         raise InputError(f"{what} has no words")
     return sentences
@@ -187,6 +193,8 @@ class Source:
     path: str | None = None  # the input as given (None or - for stdin)
     plain: bool = False
     probabilities: bool = False
+    output_format: str = "auto"  # or "jsonl": one JSON object per sentence (easyfirst.tagging.jsonl)
+    attention: bool = False  # in the JSON
     ahead: Any = None  # the stream's windows, read by a process of their own (easyfirst.tagging.readahead)
     ahead_for: tuple[str, str, int] | None = None  # the task, tag column and batch size they were read for
 
@@ -200,9 +208,12 @@ class Source:
         pretokenized: bool = False,
         format: str = "auto",
         probabilities: bool = False,
+        output_format: str = "auto",
+        attention: bool = False,
     ) -> Source:
         """Read what can be read before the model is loaded (QE files; the head of a file, to tell plain
-        text from the model's format, ``format`` being auto, text or model) so that its errors come first."""
+        text from the model's format, ``format`` being auto, text or model) so that its errors come first.
+        ``output_format`` ``jsonl``: one JSON object per sentence, with its ``attention`` if asked."""
         from easyfirst.tasks import TASKS
 
         claimed = next(
@@ -215,11 +226,12 @@ class Source:
         )
         if claimed is not None and text is not None:
             raise InputError(f"give either --text or {claimed[0].name.upper()} input files, not both")
-        if claimed is not None and probabilities:
+        if claimed is not None and probabilities and output_format != "jsonl":
             raise InputError(
                 f"--probabilities: not for {claimed[0].name.upper()} input (it writes a tags file)"
             )
         found = cls(text, pretokenized, claimed, path=input, probabilities=probabilities)
+        found.output_format, found.attention = output_format, attention
         if claimed is None and text is None:
             found.stream, found.name = open_input(input)
             found.plain = format == "text" or (format == "auto" and looks_like_text(found.stream, input))
@@ -240,7 +252,9 @@ class Source:
         from easyfirst.resources import CONFIG_FILE, model_folder
         from easyfirst.tasks import TASKS
 
-        if self.stream is None or self.plain or self.probabilities or available_cores() < 2:
+        if self.stream is None or self.plain or self.probabilities or self.output_format != "auto":
+            return
+        if available_cores() < 2:
             return
         if not hasattr(os, "fork"):  # Windows
             return
@@ -310,6 +324,8 @@ class Source:
                 f"a {task.name} model cannot tag plain text: give it {task.format.input_kind}", self.path
             )
         stream, name = self.stream, self.name
+        if self.output_format == "jsonl":
+            return self.jsonl_writer(tagger, task, data, batch_size, counted)
         if self.probabilities:
             if self.text is not None:
                 sentences = iter(text_sentences(self.text, self.pretokenized))
@@ -339,3 +355,25 @@ class Source:
             else:  # stdin (or a pipe) is the reading process's
                 raise RuntimeError("the input was read ahead for another task, column or batch size")
         return lambda out: task.write(source, out, predict, data, options, name=name, output=output, **ahead)
+
+    def jsonl_writer(self, tagger, task, data, batch_size: int, counted=None) -> Callable[[BinaryIO], Any]:
+        """``write(out)`` of one JSON object per sentence (easyfirst.tagging.jsonl): with each token's
+        offsets where the input is text (--text, or a plain-text file or stdin, read whole here), and a
+        QE model's gap and source tags for QE input."""
+        from easyfirst.data.text import read_plain, split
+        from easyfirst.tagging.jsonl import write_jsonl
+
+        asked = dict(attention=self.attention, probabilities=self.probabilities, batch_size=batch_size)
+        text = extras = None
+        if self.text is not None:
+            text, sentences = self.text, text_tokens(self.text, self.pretokenized)
+        elif self.plain:
+            text = read_plain(self.stream, self.name)
+            sentences = [s.tokens for s in split(text)]
+        elif self.claimed is not None:  # QE: the MT sentences, with their source and alignment
+            sentences, extras = [s.words for s in self.claimed[1]], [s.extra for s in self.claimed[1]]
+        else:  # a file in the model's format: its tokens, one window at a time
+            sentences = (s.words for s in task.stream(self.stream, data, self.name))
+        return lambda out: write_jsonl(
+            out, tagger, sentences, text=text, extras=extras, counted=counted, **asked
+        )

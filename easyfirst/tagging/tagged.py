@@ -11,7 +11,7 @@ by flag) for a call without ``records=True``, deprecated for one release.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -26,10 +26,16 @@ class Tagged:
     marginals). ``heads``: the extra outputs' tags (easyfirst.data.outputs), ``{"gaps": N + 1 tags,
     "source_tags": one per source word}`` for the heads the model has (empty for none).
 
+    ``offsets``: for a sentence read from text, each token's ``(start, end)`` characters in that text
+    (``text``, the whole input, not only this sentence: ``text[start:end]`` is the token, as a Python
+    slice); None for a sentence given as tokens. ``scheme``: the scheme of ``tags`` where they are
+    entity tags (``"bio"``: a NER model's predictions are read out as BIO), else None; then
+    :attr:`entities` gives the entity spans.
+
     A sentence reads as its ``(token, tag)`` pairs: ``for token, tag in sentence``, ``sentence[i]``,
     ``len(sentence)``, ``list(sentence)`` (what ``Tagger.tag(text)`` returned per sentence before).
     Two records are equal when their tokens, tags and heads are and their tensors hold the same values
-    (or both are None).
+    (or both are None), wherever the tokens came from (text, with offsets, or a list of tokens).
     """
 
     tokens: list[str]
@@ -37,6 +43,20 @@ class Tagged:
     attention: Any = None
     probabilities: Any = None
     heads: dict[str, list[str]] | None = None
+    offsets: list[tuple[int, int]] | None = None
+    text: str | None = field(default=None, repr=False)
+    scheme: str | None = None
+
+    @property
+    def entities(self) -> list | None:
+        """The entities of an entity model's sentence (easyfirst.tagging.entities.Entity: label, first and
+        last token, start and end character where :attr:`offsets` are known, and the text), decoded as
+        the CoNLL evaluation script reads tags; None for tags that are no entities (POS, QE)."""
+        if self.scheme is None:
+            return None
+        from easyfirst.tagging.entities import entities
+
+        return entities(self.tokens, self.tags, self.offsets, self.text, self.scheme)
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
         return zip(self.tokens, self.tags, strict=True)
@@ -61,9 +81,18 @@ class Tagged:
     __hash__ = None  # mutable, as a list
 
     def as_json(self) -> dict:
-        """A JSON object: tokens, tags, and attention (a list of rows), probabilities (one row per word),
-        gaps and source_tags where present."""
-        found: dict[str, Any] = {"tokens": self.tokens, "tags": self.tags}
+        """The sentence as JSON, what ``easyfirst tag --output-format jsonl`` writes on each line and the
+        server answers in ``sentences``: ``tokens``; ``offsets`` (``[start, end]`` per token) for text;
+        ``tags``; ``entities`` (each ``{"label", "first", "last", "start", "end", "text"}``, no
+        ``start`` and ``end`` without offsets) for an entity model; and where asked or present,
+        ``attention`` (a list of rows), ``probabilities`` (one row per word), ``gaps`` and
+        ``source_tags``."""
+        found: dict[str, Any] = {"tokens": self.tokens}
+        if self.offsets is not None:
+            found["offsets"] = [[start, end] for start, end in self.offsets]
+        found["tags"] = self.tags
+        if (spans := self.entities) is not None:
+            found["entities"] = [entity.as_json() for entity in spans]
         if self.attention is not None:
             found["attention"] = self.attention.tolist()
         if self.probabilities is not None:

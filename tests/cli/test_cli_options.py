@@ -51,7 +51,7 @@ ADDED = {  # new since: generic config overrides (issue #14); plain text, pretra
     | {"--checkpoint-minutes"}  # a checkpoint every few minutes of training (#47)
     | {"--freeze-vectors", "--no-freeze-vectors"}  # the vectors kept as read (#44)
     | {"--backend"},  # force a backend (#45)
-    "tag": {"--format", "--pretokenized", "--backend"},
+    "tag": {"--format", "--pretokenized", "--backend", "--output-format", "--attention"},  # JSON out (#63)
     "evaluate": {"--backend"},
     "plot": {"--pretokenized"},
     "export": {"--overwrite", "--no-overwrite", "--output", "-o"},  # -o OUT beside the positional OUT (#28)

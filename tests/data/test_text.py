@@ -45,9 +45,8 @@ def test_text_is_rebuilt_from_the_tokens_and_their_spacing():
     assert [t.space_after for t in first.tokens] == [
         True, True, False, True, True, False, True, True, True, True, False, True,
     ]  # fmt: skip
-    # offsets point into the text (CRLF read as LF)
-    text = TRICKY.replace("\r\n", "\n")
-    assert all(text[t.start : t.end] == t.form for s in sentences for t in s.tokens)
+    # offsets point into the text as given (a CRLF counts two characters)
+    assert all(TRICKY[t.start : t.end] == t.form for s in sentences for t in s.tokens)
 
 
 def test_a_word_hyphenated_across_a_line_break_keeps_the_rest_aligned():
@@ -277,3 +276,33 @@ def test_detokenize_gives_back_the_text_that_split_tokenized():
     text = 'Mr. Smith didn\'t pay $3.50 in the U.S. today. She said: "Fine, (really) fine!"'
     for sentence in split(text):
         assert detokenize(sentence.words) == sentence.text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('He said "hi."', [("He", 0), ("said", 3), ('"', 8), ("hi", 9), (".", 11), ('"', 12)]),
+        ("“Ok,” she didn't say.", [("“", 0), ("Ok", 1), (",”", 3), ("she", 6), ("did", 10),
+                                   ("n't", 13), ("say", 17), (".", 20)]),
+        ("``Yes'' -- U.S. $3.50...", [("``", 0), ("Yes", 2), ("''", 5), ("--", 8), ("U.S.", 11),
+                                      ("$", 16), ("3.50", 17), ("...", 21)]),
+        ("We can't.\r\nThey won't!\n\nNew\tpara.", [("We", 0), ("ca", 3), ("n't", 5), (".", 8),
+                                                   ("They", 11), ("wo", 16), ("n't", 18), ("!", 21),
+                                                   ("New", 24), ("para", 28), (".", 32)]),
+        ("A\u00a0b.\rC.", [("A", 0), ("b", 2), (".", 3), ("C", 5), (".", 6)]),
+    ],
+)  # fmt: skip
+def test_offsets_of_the_hard_cases_by_hand(text, expected):
+    """Where segtok splits a word ("did" "n't", "ca" "n't"), keeps one whole ("U.S.", "3.50"), splits
+    quotes off, and across sentences, paragraphs and line endings (a CRLF counts two)."""
+    tokens = [t for s in split(text) for t in s.tokens]
+    assert [(t.form, t.start) for t in tokens] == expected
+    assert all(t.end == t.start + len(t.form) and text[t.start : t.end] == t.form for t in tokens)
+
+
+def test_a_hyphenated_word_spans_its_line_break_as_given():
+    text = "An inter-\r\nnational deal."
+    (sentence,) = split(text)
+    token = sentence.tokens[1]
+    assert (token.form, token.start, token.end) == ("inter-national", 3, 19)
+    assert text[token.start : token.end] == "inter-\r\nnational"

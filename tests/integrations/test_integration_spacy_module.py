@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import extra
-from easyfirst.api import Tagger
+from easyfirst.api import Tagged, Tagger
 
 spacy = extra("spacy", "spacy")
 from easyfirst.integrations.spacy import EasyFirst, is_word, make_easyfirst  # noqa: E402
@@ -53,8 +53,14 @@ def test_an_entity_model_writes_the_spans_of_its_bio_tags(nlp):
     ner = make_easyfirst(nlp, "ner", "en-ner", 8)
     assert ner.sets == "ents"
     doc = nlp("Ann Lee met Bo in Oslo")
-    ner.write(doc, [[0, 1, 2, 3, 4, 5]], [["B-PER", "I-PER", "O", "B-PER", "O", "B-LOC"]])
+    tags = ["B-PER", "I-PER", "O", "B-PER", "O", "B-LOC"]
+    ner.write(doc, [[0, 1, 2, 3, 4, 5]], [Tagged([t.text for t in doc], tags, scheme="bio")])
     assert [(e.start, e.end, e.label_) for e in doc.ents] == [(0, 2, "PER"), (3, 4, "PER"), (5, 6, "LOC")]
+    # a malformed sequence as the API reads it: I- after O starts an entity, I-LOC after B-PER another
+    doc = nlp("Ann Lee met Bo in Oslo")
+    tags = ["O", "I-PER", "O", "B-PER", "I-LOC", "O"]
+    ner.write(doc, [[0, 1, 2, 3, 4, 5]], [Tagged([t.text for t in doc], tags, scheme="bio")])
+    assert [(e.start, e.end, e.label_) for e in doc.ents] == [(1, 2, "PER"), (3, 4, "PER"), (4, 5, "LOC")]
 
 
 def test_a_qe_model_is_refused(nlp, tmp_path):
