@@ -16,8 +16,10 @@ which the kernel ends with their parent (:func:`die_with_parent`, in :func:`chil
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
+import io
 import json
 import os
 import re
@@ -29,7 +31,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
-from easyfirst.errors import InputError
+from easyfirst.errors import InputError, WriteFailed
 
 
 def _umask() -> int:
@@ -38,28 +40,118 @@ def _umask() -> int:
     return mask
 
 
+BUFFER = 1 << 20  # bytes a write holds before the system has them: torch.save's small records in few writes
+
+
+class OutputFile(io.FileIO):
+    """The file descriptor that every file the project writes goes through (:func:`atomic_write`'s
+    temporaries, :class:`LogFile`): the one place where bytes leave for the disk. It keeps the first
+    error the system gave a write (``failure``: a full disk, ENOSPC; an I/O error, EIO), which a writer
+    in between may have turned into another (torch.save's C++ writer reports a RuntimeError, "unexpected
+    pos"), so that the error reported is the system's, naming the file (:class:`WriteFailed`).
+    ``destination``: the file being written (not the temporary's name)."""
+
+    def __init__(self, handle: int, destination: Path):
+        super().__init__(handle, "wb", closefd=True)
+        self.destination = destination
+        self.failure: OSError | None = None
+
+    def write(self, data) -> int | None:
+        try:
+            return system_write(self, data)
+        except OSError as error:
+            self.failure = self.failure or error
+            raise
+
+
+def system_write(raw: OutputFile, data) -> int | None:
+    """Hand ``data`` to the system for ``raw``: the one call through which every byte the project writes
+    to a file goes (tests/training/test_full_disk.py fails it, as a full disk would)."""
+    return io.FileIO.write(raw, data)
+
+
 def atomic_write(path: str | Path, write) -> None:
     """Call ``write(binary_file)`` on a temporary file beside ``path``, then rename it to ``path``.
 
     The temporary (``.NAME.XXXXXXXX.tmp``) is locked (``flock``) for as long as it is written, so that
     :func:`remove_stale_temporaries` tells the one a killed process left (no one holds its lock: the
-    kernel released it with the process) from one being written now."""
+    kernel released it with the process) from one being written now. A write the system refuses (a
+    full disk, an I/O error) raises :class:`~easyfirst.errors.WriteFailed` naming ``path``, whatever
+    ``write`` made of it, and leaves ``path`` as it was; any other error of ``write`` is raised as it is."""
     path = Path(path)
     temporary = None
     try:
-        with signals_deferred():  # an interrupt between the file's creation and its name held here left it
+        with signals_deferred(), _refused(path):  # an interrupt between the creation and the name left it
             handle, temporary = _locked_temporary(path)
-        os.fchmod(handle, 0o666 & ~_umask())
-        with os.fdopen(handle, "wb") as out:
+        with _refused(path):
+            os.fchmod(handle, 0o666 & ~_umask())
+        raw = OutputFile(handle, path)
+        out = io.BufferedWriter(raw, BUFFER)
+        try:
             write(out)
-            out.flush()
-            os.fsync(out.fileno())
+            with _refused(path):
+                out.flush()
+                os.fsync(raw.fileno())
+            if raw.failure is not None:  # one that ``write`` caught and went on from
+                raise WriteFailed(path, raw.failure)
             INTERRUPTS.check()  # one that a finalizer lost (see Interrupts): the file is not finished
-            os.replace(temporary, path)  # still locked: no cleaner takes it before it has its name
+            with _refused(path):
+                os.replace(temporary, path)  # still locked: no cleaner takes it before it has its name
+        except BaseException as error:
+            _discard(out)
+            if raw.failure is not None and not isinstance(error, WriteFailed | KeyboardInterrupt):
+                raise WriteFailed(path, raw.failure) from None
+            raise
+        out.close()
     except BaseException:
         if temporary is not None:
             Path(temporary).unlink(missing_ok=True)
         raise
+
+
+@contextmanager
+def _refused(path: Path) -> Iterator[None]:
+    """The system's refusal of a step of writing ``path`` (OSError) as :class:`WriteFailed`."""
+    try:
+        yield
+    except OSError as error:
+        raise WriteFailed(path, error) from None
+
+
+def _discard(out: io.BufferedWriter) -> None:
+    """Close a file that failed, its unwritten buffer dropped: the flush that closing tries fails
+    again on a full disk, and is no news (the file is removed)."""
+    with contextlib.suppress(OSError, ValueError):
+        out.close()
+    if not out.closed:  # pragma: no cover - BufferedWriter.close closes the descriptor even so
+        with contextlib.suppress(OSError):
+            out.raw.close()
+
+
+class LogFile:
+    """A log the project appends to (``train.log``), written line by line through :class:`OutputFile`,
+    unbuffered: what is written is on its way to the disk, and a write the system refuses (a full disk)
+    raises :class:`~easyfirst.errors.WriteFailed` naming the log; the lines before it stay. ``append``:
+    keep what the file holds (a resumed run), else start it empty."""
+
+    def __init__(self, path: str | Path, append: bool = False):
+        self.path = Path(path)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_APPEND if append else os.O_TRUNC)
+        with _refused(self.path):
+            self.raw = OutputFile(os.open(self.path, flags, 0o666), self.path)
+
+    def write(self, text: str) -> int:
+        data = memoryview(text.encode("utf-8"))
+        with _refused(self.path):
+            while data:
+                data = data[self.raw.write(data) or 0 :]
+        return len(text)
+
+    def flush(self) -> None:
+        """Nothing is held back: each write went to the system."""
+
+    def close(self) -> None:
+        self.raw.close()
 
 
 def _locked_temporary(path: Path) -> tuple[int, str]:

@@ -33,6 +33,18 @@ class InputError(Exception):
         return where + self.message
 
 
+class WriteFailed(InputError):
+    """A file that could not be written: the disk is full, a quota is reached, an I/O error. ``path``
+    names the file, the message the system's reason (``cannot write: No space left on device``); the
+    CLI prints it on one line with exit status 2, and the file's last complete version is intact (every
+    file is written atomically: easyfirst.atomic). ``errno`` is the system's error number."""
+
+    def __init__(self, path: str | os.PathLike, error: OSError):
+        reason = error.strerror or str(error) or type(error).__name__
+        super().__init__(f"cannot write: {reason}", path)
+        self.errno = error.errno
+
+
 class WorkerFailed(RuntimeError):
     """A forked worker process (Hogwild training, tagging on every core) ended without answering:
     killed, out of memory, or failed in a way it could not report. The CLI prints it on one line and

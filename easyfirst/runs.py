@@ -65,6 +65,12 @@ def _load_model(folder: Path, device) -> tuple[EasyFirstTagger, Config, Vocabula
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
+        if (folder / "train.log").is_file():  # a run that stopped (interrupted, a full disk) before one
+            raise InputError(
+                "not found: the training run in this folder stopped before it wrote its first model; "
+                f"`easyfirst train --resume {folder}` trains it",
+                path,
+            ) from None
         raise InputError("not found", path) from None
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Annotated
 
@@ -9,7 +10,7 @@ import typer
 
 from easyfirst.cli.app import app
 from easyfirst.cli.common import console, err, given_path, note_stopped
-from easyfirst.errors import InputError
+from easyfirst.errors import InputError, WriteFailed
 from easyfirst.resources import MODEL_FILE
 
 
@@ -71,8 +72,14 @@ def export(
     parameters = sum(p.numel() for p in model.parameters())
     early = note_stopped(Path(run_dir), config)
     card = model_card(config, metrics, sizes, parameters, str(run_dir), half, early, FLAG_OF)
-    save_model(output, model, config, vocabs, half=half)
-    atomic_write(output / "README.md", lambda out: out.write(card.encode()))
+    created = not output.exists()
+    try:
+        save_model(output, model, config, vocabs, half=half)
+        atomic_write(output / "README.md", lambda out: out.write(card.encode()))
+    except WriteFailed:  # a full disk: no half-exported folder (one that was there keeps its files)
+        if created:
+            shutil.rmtree(output, ignore_errors=True)
+        raise
     size = sum(f.stat().st_size for f in output.iterdir()) / 2**20
     err.print(
         f"exported {run_dir} to {output} ({size:.1f} MiB{', float16' if half else ''}), with its card README.md"

@@ -22,7 +22,7 @@ from easyfirst.cli.options import (
     given_flags,
 )
 from easyfirst.config import Config
-from easyfirst.errors import InputError
+from easyfirst.errors import InputError, WriteFailed
 from easyfirst.resources import CHECKPOINT_FILE, CONFIG_FILE, METRICS_FILE, MODEL_FILE
 from easyfirst.tasks import DEFAULT_TASK, TASKS
 
@@ -344,6 +344,8 @@ def run_training(cfg: Config, output: Path, device: str, resume: bool = False) -
     except FloatingPointError as error:
         err.print(f"[red]training stopped:[/] {error} in {output}")
         raise typer.Exit(1) from None
+    except WriteFailed as error:  # a full disk: one line, what is kept and how to go on once space is freed
+        raise InputError(f"{error.message}; {after_write_failed(output, began)}", error.path) from None
     except KeyboardInterrupt:  # Ctrl-C: say how to go on (a SystemExit, which Typer passes through)
         from easyfirst.cli.app import report
 
@@ -361,6 +363,22 @@ def run_training(cfg: Config, output: Path, device: str, resume: bool = False) -
                 f"interrupted before training began in {output}: nothing is kept; run the same command again"
             )
         raise SystemExit(130) from None
+
+
+def after_write_failed(output: Path, began: float) -> str:
+    """What a run that could not write a file (a full disk) keeps, and the command that continues it
+    once there is space: its last checkpoint, or, before the first one, a folder without a model that
+    ``--resume`` trains again from the start, or nothing (the run folder is removed by :func:`train`)."""
+    kept = what_is_kept(output, began)
+    if kept is not None:
+        return f"{kept}; free some space, then continue with: easyfirst train --resume {output}"
+    if (output / CONFIG_FILE).is_file():
+        model = "its model.pt is kept" if (output / MODEL_FILE).is_file() else f"{output} holds no model yet"
+        return (
+            f"the run stopped before its first checkpoint ({model}); free some space, then train it again "
+            f"from the start with: easyfirst train --resume {output}"
+        )
+    return "nothing is kept; free some space, then run the same command again"
 
 
 def what_is_kept(output: Path, began: float) -> str | None:

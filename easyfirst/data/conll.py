@@ -82,6 +82,7 @@ def _blocks(
     """Sentences, and ``(text, ending)`` for blank and ``-DOCSTART-`` lines. ``tag_column`` None: no tags."""
     name = source_name(source, name)
     width: tuple[int, int] | None = None  # (columns, line where first seen)
+    first, token = 0, 0  # the line of the file's first word (its sentence's shape is checked), its column
     block: Block | None = None
 
     def wrong(message: str, number: int) -> InputError:  # the cause, if the file is of another kind
@@ -93,12 +94,12 @@ def _blocks(
         fields = without_bom(content, number).split()
         if not fields or fields[0] == DOCSTART:
             if block is not None:
-                yield block
+                yield _not_conllu(block, token, name) if block.line == first else block
                 block = None
             yield content, ending
             continue
         if width is None:
-            width = (len(fields), number)
+            width, first = (len(fields), number), number
             token = _column(token_column, width[0], "token", name, number)
             tag = None if tag_column is None else _column(tag_column, width[0], "tag", name, number)
             if tag is not None and tag == token:
@@ -115,7 +116,18 @@ def _blocks(
         if tag is not None:
             block.tags.append(fields[tag])
     if block is not None:
-        yield block
+        yield _not_conllu(block, token, name) if block.line == first else block
+
+
+def _not_conllu(block: Block, token: int, name: str) -> Block:
+    """The file's first sentence, refused if it is CoNLL-U's (easyfirst.data.detect.conllu_sentence) and
+    the token column is the first: the word ids would be read as the words, and every tag as wrong as
+    the words. With comment lines or without, the file is refused by its shape, before any tag is read."""
+    if token == 0 and detect.conllu_sentence(block.lines):
+        looks = detect.Looks(detect.CONLLU, "10 tab-separated columns per word, numbered from 1")
+        symptom = "its first column numbers the words 1, 2, 3, ... (the token column would hold the ids)"
+        raise detect.WrongKind(symptom, looks, detect.COLUMNS, name, block.line)
+    return block
 
 
 def _to_bio(blocks: Sequence[Block], scheme: str, name: str, path: str | Path | None) -> list[list[str]]:

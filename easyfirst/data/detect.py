@@ -91,6 +91,28 @@ def sniff_lines(lines: Iterable[str]) -> Looks:
     return Looks(TEXT)
 
 
+def conllu_sentence(lines: Sequence[str]) -> bool:
+    """Whether one sentence's ``lines`` (without their endings) have CoNLL-U's shape, whatever a reader
+    made of them: comment lines (``#``) first, if any, then lines of exactly 10 tab-separated columns
+    whose first column numbers the words 1, 2, ..., n, with multiword-token ranges (``3-4``, starting at
+    the next word) and empty nodes (``5.1``, after word 5) between them. A column file that is CoNLL-U
+    in fact is refused by this shape, not by the symptom it happens to cause (the ids read as words)."""
+    rows = [line.removeprefix("\ufeff") for line in lines]
+    while rows and rows[0].startswith("#"):
+        rows.pop(0)
+    expected = 1
+    for row in rows:
+        fields = row.split("\t")
+        if len(fields) != 10 or not _CONLLU_ID.fullmatch(fields[0]):
+            return False
+        number, mark = int(re.split(r"[-.]", fields[0])[0]), fields[0].lstrip("0123456789")[:1]
+        # a word or a range starts at the next word; an empty node comes after the last one
+        if number != (expected - 1 if mark == "." else expected):
+            return False
+        expected += not mark
+    return expected > 1
+
+
 def sniff(path: str | Path) -> Looks:
     """What the file at ``path`` looks like, from its first bytes (a QE data set also from its name)."""
     path = Path(path)

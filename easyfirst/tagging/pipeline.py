@@ -306,6 +306,7 @@ class Source:
         """``write(out)`` writing this input tagged by ``tagger`` (loaded from ``model``, named in
         messages); the errors of a model that cannot tag this input are raised here, before anything
         is written. ``counted(words)``: told the words of each window tagged (a progress bar)."""
+        from easyfirst.data import detect
         from easyfirst.data.text import read_text, tag_text
         from easyfirst.tasks import get_task
 
@@ -315,6 +316,9 @@ class Source:
             kind = self.claimed[0].name
             raise InputError(f"{kind.upper()} input needs a {kind} model; this is a {task.name} model", model)
         if self.claimed is None and task.format.unclaimed_input is not None:
+            if self.own_file():  # a file of another kind: say what it looks like, as the readers do
+                looks = detect.sniff(self.path)
+                raise InputError(f"this looks like {looks}; {task.format.unclaimed_input}", self.path)
             raise InputError(task.format.unclaimed_input)
         options = task.tag_options(task_options)
         task.format.configure(data, options)

@@ -4,6 +4,7 @@ terminal, and the per-epoch summary table."""
 
 from __future__ import annotations
 
+import io
 import math
 import time
 from collections.abc import Callable
@@ -13,6 +14,7 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
+from easyfirst.atomic import LogFile
 from easyfirst.backends.chooser import plan_for
 from easyfirst.data.batching import IGNORE, Encoded, iterate_batches
 from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
@@ -69,17 +71,20 @@ LOG_WIDTH = 200  # tables in train.log; a line of text is never wrapped (one rec
 
 
 class RunLog:
-    """Prints to the console and appends the same text, uncoloured, to ``train.log``."""
+    """Prints to the console and appends the same text, uncoloured, to ``train.log``, each record in one
+    write (easyfirst.atomic.LogFile: a full disk is a WriteFailed naming the log, the records before it
+    kept whole)."""
 
     def __init__(self, console: Console, path: Path, append: bool = False):
         self.console, self.path = console, path
-        self.file = path.open("a" if append else "w", encoding="utf-8")  # a new run starts a new log
+        self.file = LogFile(path, append=append)  # a new run starts a new log
 
     def __call__(self, *objects) -> None:
         self.console.print(*objects)
-        capture = Console(file=self.file, width=LOG_WIDTH, color_system=None, force_terminal=False)
+        text = io.StringIO()
+        capture = Console(file=text, width=LOG_WIDTH, color_system=None, force_terminal=False)
         capture.print(*objects, soft_wrap=True)
-        self.file.flush()
+        self.file.write(text.getvalue())
 
     def close(self) -> None:
         self.file.close()

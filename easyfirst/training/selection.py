@@ -139,7 +139,6 @@ def finish(run: Run, started: float) -> dict:
     for split in ("dev", "test"):
         if split in metrics:
             metrics[split].pop("per_tag", None)
-    write_json(run.output / "metrics.json", metrics)
     columns = tuple(c for c in run.columns if c[0] != run.metric)
     run.log(summary_table(metrics, run.metric, run.metric_label, columns))
     now = time.perf_counter()
@@ -147,4 +146,7 @@ def finish(run: Run, started: float) -> dict:
         f"model and metrics written to {run.output}; the best model scored in {duration(now - scoring)}, "
         f"{duration(now - started)} in all"
     )
+    # the run's last write: a run whose metrics.json is written has finished, its log whole (a log line
+    # refused after it, on a full disk, would leave a finished run that --resume has nothing to do for)
+    write_json(run.output / "metrics.json", metrics)
     return metrics

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from easyfirst.atomic import atomic_write
 from easyfirst.tuning.study import require_optuna, show
 
 BEST_SHOWN = 5
@@ -156,7 +157,8 @@ def pictures(study, folder: Path, label: str) -> tuple[list[Path], list[str]]:
             for text in axes.get_legend().get_texts():
                 text.set_text(LEGEND.get(text.get_text(), text.get_text()))
         figure.tight_layout()
-        figure.savefig(folder / file, dpi=100)
+        # atomically: a full disk leaves the last complete picture, and one line naming it (WriteFailed)
+        atomic_write(folder / file, lambda out, figure=figure: figure.savefig(out, format="png", dpi=100))
         plt.close(figure)
         written.append(folder / file)
     return written, skipped

@@ -8,7 +8,7 @@ import io
 import pytest
 
 from easyfirst.data import detect
-from easyfirst.data.conll import read_conll
+from easyfirst.data.conll import read_conll, tag_conll
 from easyfirst.data.conllu import read_conllu, tag_conllu
 from easyfirst.data.qe import read_qe
 from easyfirst.errors import InputError
@@ -85,10 +85,48 @@ def test_a_conllu_file_given_to_the_column_reader_names_the_cause(tmp_path):
         read_conll(path)
     assert "this looks like CoNLL-U" in str(caught.value)
     assert "this is an ner model, which reads CoNLL column files" in str(caught.value.for_task("ner"))
-    # without comments every line has 10 columns: the symptom is then the tag column ("_")
+    # without comments every line has 10 columns: refused by its shape, before any tag is read, and
+    # by the tagger as well, which reads no tag column (it once tagged the ids 1, 2, 3 as the words)
     path.write_text("".join(line for line in CONLLU.splitlines(True) if not line.startswith("#")))
-    with pytest.raises(detect.WrongKind, match=r"tag '_' is not O.*this looks like CoNLL-U"):
+    shape = r"en.conllu:1: its first column numbers the words 1, 2, 3, .*this looks like CoNLL-U"
+    with pytest.raises(detect.WrongKind, match=shape):
         read_conll(path)
+    out = io.BytesIO()
+    with pytest.raises(detect.WrongKind, match=shape):
+        tag_conll(path, out, lambda batch: [["O"] * len(words) for words in batch])
+    assert out.getvalue() == b""
+
+
+@pytest.mark.parametrize(
+    "comments",
+    [
+        "",
+        "# sent_id = 1\n# text = She reads.\n",
+        "# text = She reads a book on the mat\n",  # ten fields, as a CoNLL-U line: once read as one
+    ],
+)
+@pytest.mark.parametrize("ids", ["plain", "ranges and empty nodes"])
+def test_conllu_is_refused_by_the_column_reader_by_its_shape(tmp_path, comments, ids):
+    """CoNLL-U (10 tab-separated columns, words numbered 1..n, with ranges and empty nodes or not),
+    with comment lines or without, is never read as a column file; a 10-column file whose first
+    column is not 1..n, or whose words are in another column, is."""
+    words = CONLLU.splitlines(True)[2:5]
+    if ids != "plain":
+        words = ["1-2\tShe's\t_\t_\t_\t_\t_\t_\t_\t_\n", *words[:2], "2.1\tis\tbe\tAUX\t_\t_\t_\t_\t_\t_\n",
+                 words[2]]  # fmt: skip
+    path = tmp_path / "f.conllu"
+    path.write_text(comments + "".join(words) + "\n" + comments + "".join(words), encoding="utf-8")
+    with pytest.raises(detect.WrongKind, match="looks like CoNLL-U"):
+        read_conll(path)
+    with pytest.raises(detect.WrongKind, match="looks like CoNLL-U"):
+        tag_conll(path, io.BytesIO(), lambda batch: [["O"] * len(w) for w in batch], tag_column=-1)
+    if not comments:  # the words in another column than the first: the user's choice, read
+        out = io.BytesIO()
+        tag_conll(path, out, lambda batch: [["O"] * len(w) for w in batch], token_column=1)
+        assert out.getvalue().decode().splitlines()[1].endswith("\tO")
+    numbered_otherwise = "".join(w.replace("1\t", "7\t", 1) if w.startswith("1\t") else w for w in words)
+    assert not detect.conllu_sentence(numbered_otherwise.splitlines())
+    assert detect.conllu_sentence((comments + "".join(words)).splitlines())
 
 
 def test_plain_text_given_to_readers(tmp_path):

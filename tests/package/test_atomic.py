@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import stat
 
 import pytest
 
+import easyfirst.atomic as atomic
 from conftest import SAMPLE, run_cli
-from easyfirst.atomic import atomic_write
+from easyfirst.atomic import LogFile, atomic_write
+from easyfirst.errors import WriteFailed
 
 
 @pytest.fixture
@@ -179,3 +182,82 @@ def test_an_interrupt_inside_held_is_raised_when_the_block_ends_and_inside_raise
     finally:
         interrupts.uninstall()
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _full_disk(monkeypatch, after: int = 0) -> None:
+    """The system refuses every write after the first ``after`` (ENOSPC), as a full disk does."""
+    calls = {"n": 0}
+    write = atomic.system_write
+
+    def refused(raw, data):
+        calls["n"] += 1
+        if calls["n"] > after:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return write(raw, data)
+
+    monkeypatch.setattr(atomic, "system_write", refused)
+
+
+@pytest.mark.parametrize("how", ["raised", "turned into another error", "caught and ignored"])
+def test_a_write_the_system_refuses_is_write_failed_naming_the_file(tmp_path, monkeypatch, how):
+    """Whatever the writer made of the system's refusal (torch.save's C++ writer turns it into a
+    RuntimeError; a careless one swallows it), the error is the system's, the old file intact."""
+    path = tmp_path / "model.pt"
+    path.write_bytes(b"the last complete version")
+    _full_disk(monkeypatch)
+
+    def write(out):
+        data = b"x" * (atomic.BUFFER + 1)  # past the buffer: the system is asked at once
+        if how == "raised":
+            out.write(data)
+        elif how == "turned into another error":
+            try:
+                out.write(data)
+            except OSError:
+                raise RuntimeError("unexpected pos 157824 vs 157776") from None
+        else:
+            try:
+                out.write(data)
+            except OSError:
+                pass
+
+    with pytest.raises(WriteFailed) as caught:
+        atomic_write(path, write)
+    assert str(caught.value) == f"{path}: cannot write: No space left on device"
+    assert caught.value.errno == errno.ENOSPC
+    assert path.read_bytes() == b"the last complete version"
+    assert [p.name for p in tmp_path.iterdir()] == ["model.pt"]
+
+
+def test_a_refusal_at_the_flush_is_write_failed_too(tmp_path, monkeypatch):
+    _full_disk(monkeypatch)
+    with pytest.raises(WriteFailed, match="out.json: cannot write: No space left on device"):
+        atomic_write(tmp_path / "out.json", lambda out: out.write(b"{}"))  # held in the buffer until then
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_another_os_error_of_the_writer_is_raised_as_it_is(tmp_path):
+    """An OSError that is not a refused write (the input read by the writer) is not called one."""
+
+    def write(out):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", "input.conllu")
+
+    with pytest.raises(FileNotFoundError):
+        atomic_write(tmp_path / "out", write)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_log_refused_mid_run_keeps_its_lines_and_names_itself(tmp_path, monkeypatch):
+    path = tmp_path / "train.log"
+    log = LogFile(path)
+    log.write("epoch 1\n")
+    _full_disk(monkeypatch)
+    with pytest.raises(WriteFailed, match="train.log: cannot write: No space left on device"):
+        log.write("epoch 2\n")
+    log.close()
+    assert path.read_text() == "epoch 1\n"
+    monkeypatch.undo()
+    resumed = LogFile(path, append=True)
+    resumed.write("epoch 2\n")
+    resumed.close()
+    assert path.read_text() == "epoch 1\nepoch 2\n"
