@@ -8,9 +8,10 @@ would take the count over ``max_words`` (``easyfirst serve --max-queue``); a req
 when nothing waits, so that the largest request the limits allow can be tagged.
 
 With a deadline (``--deadline``), a request is also refused when the words before it and its own
-would take longer than the deadline at the rate this process has been tagging (the words of its recent
-groups per second), and a request still untagged when its deadline passes is answered ``504`` instead
-of being tagged late. A refusal is cheap: once the bound is reached a request is refused before its
+would take longer than the deadline at the rate this process has been answering (words answered per
+second while some waited, recent seconds weighing most: what a request admitted now meets, tagging,
+answers and the event loop's work included), and a request still untagged when its deadline passes is
+answered ``504`` instead of being tagged late. A refusal is cheap: once the bound is reached a request is refused before its
 body is parsed. ``GET /health`` is answered by the event loop, never queued behind the tagging.
 """
 
@@ -23,13 +24,18 @@ from dataclasses import dataclass
 
 from easyfirst.serve.requests import RequestError
 
-# Words each server process admits at once (`easyfirst serve --max-queue`). The tagging rate of a
-# worker on this project's 2-core machine under load (docs/serve.md, "Under overload") makes this about
-# a second of tagging, and it is the largest request the default limits allow (100 sentences of 200
-# words), which is always admitted when nothing waits.
-MAX_QUEUE_WORDS = 20_000
+# Words each server process admits at once (`easyfirst serve --max-queue`): under 2 s of answering for
+# a worker of `--workers 2` on this project's loaded 2-core machine, which answered about 5,500 words/s
+# each (requests of 100 sentences of 30 words). At 10x that load, 10,000 words kept the slowest
+# answered request at 3.9 s where 20,000 let it reach 5.5 s (benchmarks/speed/serve_overload.py;
+# docs/serve.md, "Under overload"). A request is always admitted when nothing waits, so the largest
+# one the limits allow (100 sentences of 200 words) is still tagged.
+MAX_QUEUE_WORDS = 10_000
 RETRY_AFTER_MAX = 60  # seconds: a Retry-After beyond this tells a client nothing useful
-RATE_MEMORY = 0.3  # the weight of the latest group in the tagging rate (an exponential moving average)
+RATE_MEMORY = 3.0  # seconds: the busy time over which the answering rate forgets (exponentially)
+# The share of a request's time left that the words before it may fill: the rest is for what the rate
+# does not see (the answer's writing, connections waiting for the event loop, the rate falling).
+DEADLINE_SHARE = 0.8
 
 
 @dataclass(frozen=True)
@@ -50,16 +56,22 @@ class Overloaded(RequestError):
 
 
 class Gate:
-    """The words a server process has admitted and not yet answered (``waiting``), counted on its event
-    loop; the tagging thread reports its rate (:meth:`tagged`). Counts over every worker process
-    (shared memory, made before the fork): words waiting, requests refused, requests past their
-    deadline."""
+    """The words a server process has admitted and not yet answered (``waiting``) and the rate at which
+    it answers them (``rate``, words per second while some wait), both on its event loop. Counts over
+    every worker process (shared memory, made before the fork): words waiting, requests refused,
+    requests past their deadline."""
 
     def __init__(self, admission: Admission = Admission()):
         self.admission = admission
         self.waiting = 0  # this process's
-        self.rate: float | None = None  # words tagged per second of tagging, recent groups
+        self.answered = self.busy = 0.0  # words answered, seconds with words waiting: both fading
+        self.since = 0.0  # when busy was last brought up to date (time.monotonic)
         self.counts = multiprocessing.get_context("fork").Array("q", 3)  # waiting, refused, expired
+
+    @property
+    def rate(self) -> float | None:
+        """Words answered per second while some waited, recently; None before the first answer."""
+        return self.answered / self.busy if self.answered and self.busy > 0 else None
 
     def check_room(self) -> None:
         """Raise :class:`Overloaded` if any request would be refused now (before its body is parsed)."""
@@ -77,11 +89,13 @@ class Gate:
         if deadline is not None and self.waiting and self.rate:
             left = deadline - (time.monotonic() - started)
             expected = (self.waiting + words) / self.rate
-            if expected > left:
+            if expected > DEADLINE_SHARE * left:
                 self.refuse(
                     f"the {self.waiting:,} words waiting and this request's {words:,} would take "
                     f"about {expected:.1f} s, past the deadline of {deadline:g} s"
                 )
+        if not self.waiting:
+            self.since = time.monotonic()  # busy from now
         self.waiting += words
         self.add(0, words)
 
@@ -90,8 +104,14 @@ class Gate:
         after = self.retry_after()
         raise Overloaded(f"the server is busy: {why}; try again in {after} s", after)
 
-    def release(self, words: int) -> None:
-        """The request answered (or failed): its words wait no more."""
+    def release(self, words: int, tagged: bool = True) -> None:
+        """The request answered (or failed): its words wait no more, and count towards the rate if
+        ``tagged`` (not those of a request given up at its deadline)."""
+        now = time.monotonic()
+        elapsed, self.since = now - self.since, now
+        fade = math.exp(-elapsed / RATE_MEMORY)
+        self.answered = self.answered * fade + (words if tagged else 0)
+        self.busy = self.busy * fade + elapsed
         self.waiting -= words
         self.add(0, -words)
 
@@ -106,12 +126,6 @@ class Gate:
         if not self.rate:
             return 1
         return max(1, min(RETRY_AFTER_MAX, math.ceil(self.waiting / self.rate)))
-
-    def tagged(self, words: int, seconds: float) -> None:
-        """The tagging thread tagged a group of ``words`` in ``seconds``."""
-        if words and seconds > 0:
-            rate = words / seconds
-            self.rate = rate if self.rate is None else (1 - RATE_MEMORY) * self.rate + RATE_MEMORY * rate
 
     def add(self, slot: int, value: int) -> None:
         with self.counts.get_lock():

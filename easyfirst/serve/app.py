@@ -146,11 +146,13 @@ class TagRoute:
         """``job`` tagged, if the gate admits it (else :class:`Overloaded`), its words counted as
         waiting until then; past its deadline untagged, a 504."""
         self.gate.admit(job.words, arrived)
-        deadline = self.gate.admission.deadline
+        deadline, tagged = self.gate.admission.deadline, False
         try:
-            return await self.batcher.tag(job, math.inf if deadline is None else arrived + deadline)
+            found = await self.batcher.tag(job, math.inf if deadline is None else arrived + deadline)
+            tagged = True
+            return found
         finally:
-            self.gate.release(job.words)
+            self.gate.release(job.words, tagged)
 
 
 def header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:

@@ -62,7 +62,7 @@ class Batcher:
         gate: Gate | None = None,
     ):
         self.tagger, self.window, self.max_sentences = tagger, window, max_sentences
-        self.gate = gate or Gate()  # told the tagging rate; answers a request past its deadline
+        self.gate = gate or Gate()  # answers a request past its deadline
         self.queue: queue.Queue[Waiting | None] = queue.Queue()
         self.thread = threading.Thread(target=self._run, name="easyfirst-tagger", daemon=True)
         # requests answered and forward passes made so far, in shared memory: with --workers, the
@@ -123,13 +123,11 @@ class Batcher:
                 now = wall_ns()
                 TIMINGS.add(QUEUE, sum(now - item.queued for item in items))
                 start = cpu_ns()
-            began = time.perf_counter()
             try:
                 results = self._tag([item.job for item in items])
             except Exception as error:  # the requests fail; the worker goes on serving
                 _hand_back(items, [None] * len(items), error)
                 continue
-            self.gate.tagged(sum(item.job.words for item in items), time.perf_counter() - began)
             if TIMINGS.on:
                 TIMINGS.add(TAG, cpu_ns() - start)
             with self.counts.get_lock():

@@ -38,28 +38,69 @@ def test_the_gate_admits_up_to_its_bound_and_always_one_request():
     assert gate.as_json() == {"waiting_words": 20, "refused": 3, "expired": 0}
 
 
-def test_retry_after_is_the_time_to_tag_what_waits_at_the_recent_rate():
-    gate = Gate(Admission(max_words=10_000))
-    gate.tagged(1_000, 1.0)  # 1,000 words/s
-    gate.tagged(4_000, 1.0)  # 4,000 words/s: 0.7 × 1,000 + 0.3 × 4,000 = 1,900
-    assert gate.rate == pytest.approx(1_900)
-    gate.admit(9_500, time.monotonic())
-    assert gate.retry_after() == 5  # 9,500 / 1,900 = 5.0
-    gate.admit(0, time.monotonic())
-    gate.release(9_500)
+class Clock:
+    """time.monotonic for the gate, moved by hand."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    from easyfirst.serve import admission
+
+    clock = Clock()
+    monkeypatch.setattr(admission.time, "monotonic", clock)
+    return clock
+
+
+def test_the_rate_is_words_answered_per_busy_second_recent_ones_weighing_most(clock):
+    gate = Gate(Admission(max_words=100_000))
+    assert gate.rate is None and gate.retry_after() == 1
+    gate.admit(2_000, clock.now)
+    clock.now += 1.0
+    gate.release(2_000)  # 2,000 words in 1 s
+    assert gate.rate == pytest.approx(2_000)
+    clock.now += 50.0  # idle: not counted
+    gate.admit(1_000, clock.now)
+    clock.now += 1.0
+    gate.release(1_000)  # then 1,000 in 1 s: weights e^(-1/3) on the older second
+    fade = 0.7165313105737893  # exp(-1/3)
+    assert gate.rate == pytest.approx((2_000 * fade + 1_000) / (1.0 * fade + 1.0))
+    gate.admit(9_000, clock.now)
+    assert gate.retry_after() == 7  # 9,000 / 1,417 = 6.4 s, rounded up
     gate.waiting = 10**9
     assert gate.retry_after() == 60  # at most a minute
 
 
-def test_with_a_deadline_a_request_that_would_finish_late_is_refused():
-    gate = Gate(Admission(max_words=10_000, deadline=2.0))
-    gate.tagged(1_000, 1.0)
-    now = time.monotonic()
-    gate.admit(1_000, now)  # nothing waits: admitted
-    gate.admit(900, now)  # 1,900 words at 1,000/s: 1.9 s, within 2 s
+def test_with_a_deadline_a_request_that_would_finish_late_is_refused(clock):
+    """Refused when the words waiting and its own would fill more than 80% of the time left."""
+    gate = Gate(Admission(max_words=10_000, deadline=2.5))
+    gate.admit(1_000, clock.now)
+    clock.now += 1.0
+    gate.release(1_000)  # 1,000 words/s
+    gate.admit(1_000, clock.now)  # nothing waits: admitted
+    gate.admit(900, clock.now)  # 1,900 words at 1,000/s: 1.9 s, within 80% of 2.5 s
     with pytest.raises(Overloaded) as refused:
-        gate.admit(200, now)  # 2.1 s
-    assert "past the deadline of 2 s" in refused.value.message
+        gate.admit(200, clock.now)  # 2.1 s
+    assert "past the deadline of 2.5 s" in refused.value.message
+
+
+def test_the_deadline_counts_from_the_requests_arrival(clock):
+    gate = Gate(Admission(max_words=10_000, deadline=2.5))
+    gate.admit(1_000, clock.now)
+    clock.now += 1.0
+    gate.release(1_000)  # 1,000 words/s
+    gate.admit(1_000, clock.now)
+    gate.admit(400, clock.now - 0.5)  # arrived 0.5 s ago: 1.4 s of words within 80% of its 2 s left
+    with pytest.raises(Overloaded):
+        gate.admit(100, clock.now - 1.0)  # 1.5 s of words, over 80% of 1.5 s left
+    clock.now += 1.0
+    gate.release(400, tagged=False)  # given up at its deadline: the rate does not count its words
+    assert gate.rate == pytest.approx(1_000 * 0.7165313105737893 / (1.0 * 0.7165313105737893 + 1.0))
 
 
 def post(port: int, body: bytes) -> tuple[int, dict, dict]:
