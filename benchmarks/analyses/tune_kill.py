@@ -5,7 +5,7 @@ left running or waiting, and each trial lost with its process run again with its
     python benchmarks/analyses/tune_kill.py --kills 10 --json benchmarks/results/tune-kill-cpu-2core-shared.json
 
 The study: POS on the bundled sample (train and dev), a small space (hidden size, dropout, learning rate),
-``--epochs 2 --pruner none --threads 1``, in a scratch folder. Each round starts ``easyfirst tune STUDY``
+``--epochs 3 --pruner none --threads 1``, in a scratch folder. Each round starts ``easyfirst tune STUDY``
 (the same command each time) and kills it (its process id alone, as ``kill -9 PID``) at a moment drawn
 uniformly from 0 to ``--after`` seconds after it started: during Python's start, while the study is
 opened, as a trial is made, during its epochs, or as it is told. A round whose study ends first is
@@ -54,7 +54,7 @@ batch_size = 8
 def command(folder: Path, space: Path, trials: int) -> list[str]:
     return [
         *(sys.executable, "-m", "easyfirst", "tune", str(folder), "--space", str(space)),
-        *("--task", "pos", "--train", str(SAMPLE), "--dev", str(SAMPLE), "--epochs", "2"),
+        *("--task", "pos", "--train", str(SAMPLE), "--dev", str(SAMPLE), "--epochs", "3"),
         *("--trials", str(trials), "--pruner", "none", "--threads", "1"),
     ]
 
@@ -72,7 +72,10 @@ def census(folder: Path) -> dict:
         "states": dict(states),
         "finished": states["COMPLETE"] + states["PRUNED"] + states["FAIL"] - len(lost),
         "lost": len(lost),
-        "lost_run_again": sum(t.number in retried and retried[t.number].params == t.params for t in lost),
+        # run again with the values it had drawn (all, or none yet: a process killed as it drew them)
+        "lost_run_again": sum(
+            t.number in retried and t.params.items() <= retried[t.number].params.items() for t in lost
+        ),
     }
 
 
@@ -89,8 +92,8 @@ def machine() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=10)
-    parser.add_argument("--trials", type=int, default=12)
-    parser.add_argument("--after", type=float, default=20.0, help="latest kill, seconds after a start")
+    parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument("--after", type=float, default=15.0, help="latest kill, seconds after a start")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--note", default="", help="kept in the JSON: e.g. the machine shared by other work")
