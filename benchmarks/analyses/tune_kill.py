@@ -141,7 +141,9 @@ def main() -> None:
         if args.json:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             result = {
-                "command": " ".join(["easyfirst", *cmd[3:]]).replace(str(scratch), "SCRATCH"),
+                "command": " ".join(["easyfirst", *cmd[3:]])
+                .replace(str(scratch), "SCRATCH")
+                .replace(f"{ROOT}/", ""),
                 "kills": args.kills,
                 "after_s": args.after,
                 "seed": args.seed,
