@@ -11,7 +11,8 @@ import typer
 from easyfirst.cli.app import app
 from easyfirst.cli.common import DeviceOption, ModelOption, check_device, check_option, err
 from easyfirst.errors import InputError
-from easyfirst.fields import Rule, at_least, non_negative
+from easyfirst.fields import Rule, at_least, non_negative, positive
+from easyfirst.serve.admission import MAX_QUEUE_WORDS
 from easyfirst.serve.requests import BATCH_WINDOW_MS
 
 GracefulOption = Annotated[
@@ -45,6 +46,22 @@ def serve(
         float,
         typer.Option(metavar="MS", help="Milliseconds the tagger waits for more requests to tag together."),
     ] = BATCH_WINDOW_MS,
+    max_queue: Annotated[
+        int,
+        typer.Option(
+            metavar="WORDS",
+            help="Most words waiting to be tagged in each worker process: a request beyond them is refused "
+            "with 503 and Retry-After (one is always taken when none waits).",
+        ),
+    ] = MAX_QUEUE_WORDS,
+    deadline: Annotated[
+        float | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="Answer each request within this long: one that the words waiting would keep past it "
+            "is refused (503), one still untagged when it passes gets 504. \\[default: none]",
+        ),
+    ] = None,
     graceful_timeout: GracefulOption = 20.0,
     access_log: Annotated[bool, typer.Option(help="Log each request (uvicorn's access log).")] = True,
     workers: Annotated[
@@ -60,11 +77,12 @@ def serve(
     GET / (a page: tag a text, explore its raindrops), GET /health and
     POST /tag (JSON: text, tokenized sentences or QE pairs in; tags, attention, probabilities out).
     Requests that arrive together are tagged together; --workers processes, forked after the model is
-    loaded, share its weights. SIGTERM or Ctrl-C stops taking connections, answers every request
+    loaded, share its weights. Under more load than it can tag, each process lets --max-queue words
+    wait and refuses the rest (503 with Retry-After), so that latency and memory stay bounded. SIGTERM or Ctrl-C stops taking connections, answers every request
     received (within --graceful-timeout seconds) and closes idle connections, then exits.
     See docs/serve.md."""
     from easyfirst.parallel.cores import available_cores
-    from easyfirst.serve import Limits, create_app, require
+    from easyfirst.serve import Admission, Limits, create_app, require
 
     require()
     check_numbers(
@@ -74,10 +92,12 @@ def serve(
             "--max-words": max_words,
             "--max-attention": max_attention,
             "--workers": 1 if workers is None else workers,
+            "--max-queue": max_queue,
         },
         port,
         {"--batch-window": batch_window, "--graceful-timeout": graceful_timeout},
     )
+    check_option("--deadline", deadline, positive())
     cpu = device == "cpu"
     if workers is None:
         workers = available_cores() if cpu else 1
@@ -95,7 +115,10 @@ def serve(
     compiles = cpu and importlib.util.find_spec("numba") is not None  # create_app loads numba's loops
     said = " (the first start after an install also compiles the tagging loops: 30-45 s)" if compiles else ""
     err.print(f"loading {model or 'the bundled model'}{said}", markup=False)
-    served = create_app(model, device=device, limits=limits, batch_window_ms=batch_window)
+    admission = Admission(max_words=max_queue, deadline=deadline)
+    served = create_app(
+        model, device=device, limits=limits, batch_window_ms=batch_window, admission=admission
+    )
     from easyfirst.serve.connections import stack
     from easyfirst.serve.processes import run
 

@@ -218,7 +218,7 @@ def tune(**given) -> None:
         if created:
             shutil.rmtree(folder, ignore_errors=True)
         raise
-    run_study(study, folder, base, space, objectives, given)
+    run_study(study, folder, base, space, objectives, given, settings["storage"])
 
 
 def open_study(folder: Path, settings: dict, base, objectives: list[str], before, text: str):
@@ -234,11 +234,15 @@ def open_study(folder: Path, settings: dict, base, objectives: list[str], before
     return study
 
 
-def run_study(study, folder: Path, base, space, objectives: list[str], given: dict) -> None:
-    """Report, retrain or search as asked; a search ends with the report."""
+def run_study(
+    study, folder: Path, base, space, objectives: list[str], given: dict, storage: str | None
+) -> None:
+    """Report, retrain or search as asked; a search ends with the report. ``storage``: the study's
+    (None: SQLite in the folder)."""
     from easyfirst.tasks import get_task
     from easyfirst.tuning import retrain
     from easyfirst.tuning import study as studies
+    from easyfirst.tuning.liveness import searching
 
     label = get_task(base.data.task).scoring.selection(base)[1]
     if given["retrain_best"]:
@@ -252,22 +256,21 @@ def run_study(study, folder: Path, base, space, objectives: list[str], given: di
         )
         return
     if not given["report"]:
-        with studies.locked(folder):  # one process queues an interrupted trial again
-            again = studies.retry_interrupted(study)
-        if again:
-            err.print(f"interrupted before, run again: trial {', '.join(map(str, again))}", highlight=False)
         search = studies.Search(
-            study,
-            folder,
-            base,
-            space,
-            studies.split_paths(base),
-            given["device"],
-            objectives,
-            err,
-            label,
+            study, folder, base, space, studies.split_paths(base), given["device"], objectives, err, label
         )
-        search_until(search, folder, given["trials"], given["timeout"])
+        local = storage is None or storage.startswith("sqlite")  # every process on this machine
+        with searching(folder) as search.lock:  # held until the search ends: its trials' process lives
+            with studies.locked(folder):  # one process closes a lost trial and queues it again
+                closed, again = studies.retry_interrupted(study, folder, local)
+            if closed:
+                which = ", ".join(map(str, closed))
+                err.print(f"closed as failed, their process gone: trial {which}", highlight=False)
+            if again:
+                err.print(
+                    f"interrupted before, run again: trial {', '.join(map(str, again))}", highlight=False
+                )
+            search_until(search, folder, given["trials"], given["timeout"])
     show_report(study, folder, label)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from easyfirst.errors import InputError
 from easyfirst.resources import NOT_FOUND
+from easyfirst.serve.admission import Admission
 from easyfirst.serve.requests import BATCH_WINDOW_MS, Limits
 
 EXTRA = 'pip install "easyfirst[serve]"'
@@ -38,11 +39,13 @@ def create_app(
     device: str = "cpu",
     limits: Limits = Limits(),
     batch_window_ms: float = BATCH_WINDOW_MS,
+    admission: Admission = Admission(),
 ):
     """The ASGI app serving the model folder ``model`` (None: the bundled English UPOS model).
 
     ``limits``: what one request may hold (body bytes, sentences, words per sentence);
-    ``batch_window_ms``: how long the tagging worker waits for more requests to tag together."""
+    ``batch_window_ms``: how long the tagging worker waits for more requests to tag together;
+    ``admission``: the words a process lets wait (beyond: 503) and an optional deadline per request."""
     require()
     from easyfirst.api import Tagger
     from easyfirst.serve.app import build_app, model_name
@@ -54,7 +57,7 @@ def create_app(
         from easyfirst.backends.chooser import load_tagging_loops
 
         load_tagging_loops()
-    return build_app(tagger, model_name(model), limits, batch_window_ms / 1000)
+    return build_app(tagger, model_name(model), limits, batch_window_ms / 1000, admission)
 
 
-__all__ = ["EXTRA", "Limits", "create_app", "require"]
+__all__ = ["EXTRA", "Admission", "Limits", "create_app", "require"]

@@ -13,6 +13,8 @@ router and middleware cost a one-sentence request more CPU than its tagging's sh
 from __future__ import annotations
 
 import contextlib
+import math
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
+from easyfirst.serve.admission import Admission, Gate, Overloaded
 from easyfirst.serve.batching import Batcher
 from easyfirst.serve.requests import Limits, RequestError, check_content_type, parse_job
 from easyfirst.serve.timings import DECODE, ENCODE, TIMINGS, WRITE, cpu_ns
@@ -29,15 +32,17 @@ from easyfirst.tagging.entities import locate
 from easyfirst.tagging.jsonl import encode  # the writer of easyfirst tag's JSONL too: the same bytes
 
 
-def build_app(tagger, name: str, limits: Limits, window: float) -> Served:
-    """The app serving ``tagger`` (its model called ``name`` in answers)."""
+def build_app(tagger, name: str, limits: Limits, window: float, admission: Admission = Admission()) -> Served:
+    """The app serving ``tagger`` (its model called ``name`` in answers); ``admission``: the words a
+    process lets wait and the requests' deadline (easyfirst.serve.admission)."""
     from easyfirst.serve.page import page
     from easyfirst.tasks import get_task
     from easyfirst.viz.web import tag_colors
 
     task = get_task(tagger.config.data.task)
     pairs = task.format.text_column(tagger.config.data) is None  # a model of sentence pairs (QE)
-    batcher = Batcher(tagger, window=window)
+    gate = Gate(admission)
+    batcher = Batcher(tagger, window=window, gate=gate)
     about = {"model": name, "task": task.name}
     html = page({**about, "colors": tag_colors(sorted(tagger.tags))}, pairs)
     attention_size = attention_counter(tagger.model)
@@ -47,6 +52,7 @@ def build_app(tagger, name: str, limits: Limits, window: float) -> Served:
 
     async def health(request: Request) -> JSONResponse:
         found = {"status": "ok", **about, "requests": batcher.requests, "batches": batcher.batches}
+        found |= gate.as_json()  # answered here, on the event loop: never queued behind the tagging
         return JSONResponse(found | ({"timings": TIMINGS.as_json()} if TIMINGS.on else {}))
 
     @contextlib.asynccontextmanager
@@ -66,7 +72,7 @@ def build_app(tagger, name: str, limits: Limits, window: float) -> Served:
         return encode(found, floats=job.attention or job.probabilities)
 
     tag = TagRoute(
-        batcher, limits.body_bytes, lambda body: parse_job(body, limits, pairs, attention_size), answer
+        batcher, limits.body_bytes, lambda body: parse_job(body, limits, pairs, attention_size), answer, gate
     )
     others = Starlette(
         routes=[
@@ -97,35 +103,54 @@ class Served:
 
 
 class TagRoute:
-    """``POST /tag`` in plain ASGI: the body checked (``parse``: bytes to a Job), tagged by the
-    batcher, answered (``answer``: a job and its tagged sentences to JSON)."""
+    """``POST /tag`` in plain ASGI: the body checked (``parse``: bytes to a Job), admitted by the
+    gate (or refused: 503), tagged by the batcher, answered (``answer``: a job and its tagged sentences
+    to JSON)."""
 
-    def __init__(self, batcher: Batcher, body_bytes: int, parse: Callable, answer: Callable):
+    def __init__(self, batcher: Batcher, body_bytes: int, parse: Callable, answer: Callable, gate: Gate):
         self.batcher, self.body_bytes, self.parse, self.answer = batcher, body_bytes, parse, answer
+        self.gate = gate
 
     async def __call__(self, scope, receive, send) -> None:
-        timed = TIMINGS.on
+        timed, arrived, extra = TIMINGS.on, time.monotonic(), []
         try:
             start = cpu_ns() if timed else 0
             headers = scope["headers"]
             check_content_type(header(headers, b"content-type"))
-            job = self.parse(await read_body(header(headers, b"content-length"), receive, self.body_bytes))
+            body = await read_body(header(headers, b"content-length"), receive, self.body_bytes)
+            self.gate.check_room()  # a request refused before its body is parsed
+            job = self.parse(body)
             if timed:
                 TIMINGS.add(DECODE, cpu_ns() - start)
-            tagged = await self.batcher.tag(job)
+            tagged = await self.admitted(job, arrived)
             start = cpu_ns() if timed else 0
             status, content = 200, self.answer(job, tagged)
             if timed:
                 TIMINGS.add(ENCODE, cpu_ns() - start)
+        except Overloaded as error:
+            status, content = 503, encode({"error": error.message, "retry_after": error.retry_after})
+            extra = [(b"retry-after", str(error.retry_after).encode())]
         except RequestError as error:
             status, content = error.status, encode({"error": error.message})
         except Exception as error:  # as Starlette's error middleware: answered, then raised for the log
             await respond(send, 500, encode({"error": f"internal error: {type(error).__name__}"}))
             raise
         start = cpu_ns() if timed else 0
-        await respond(send, status, content)
+        await respond(send, status, content, extra)
         if timed:
             TIMINGS.add(WRITE, cpu_ns() - start, requests=1)
+
+    async def admitted(self, job, arrived: float) -> list:
+        """``job`` tagged, if the gate admits it (else :class:`Overloaded`), its words counted as
+        waiting until then; past its deadline untagged, a 504."""
+        self.gate.admit(job.words, arrived)
+        deadline, tagged = self.gate.admission.deadline, False
+        try:
+            found = await self.batcher.tag(job, math.inf if deadline is None else arrived + deadline)
+            tagged = True
+            return found
+        finally:
+            self.gate.release(job.words, tagged)
 
 
 def header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
@@ -136,9 +161,10 @@ def header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
     return None
 
 
-async def respond(send, status: int, content: bytes) -> None:
-    """A JSON answer, with the headers of Starlette's JSONResponse (in its order)."""
+async def respond(send, status: int, content: bytes, extra: list[tuple[bytes, bytes]] = ()) -> None:
+    """A JSON answer, with the headers of Starlette's JSONResponse (in its order), then ``extra``."""
     headers = [(b"content-length", str(len(content)).encode()), (b"content-type", b"application/json")]
+    headers += extra
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": content})
 

@@ -21,6 +21,7 @@ easyfirst.serve.processes), each tagging on its own.
 from __future__ import annotations
 
 import asyncio
+import math
 import multiprocessing
 import queue
 import threading
@@ -28,6 +29,7 @@ import time
 from dataclasses import dataclass
 
 from easyfirst.data.buckets import INFERENCE_MAX_TOKENS
+from easyfirst.serve.admission import Gate
 from easyfirst.serve.requests import BATCH_WINDOW_MS, Job
 from easyfirst.serve.timings import QUEUE, TAG, TIMINGS, cpu_ns, wall_ns
 from easyfirst.tagging.tagged import Tagged
@@ -45,13 +47,22 @@ class Waiting:
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future
     queued: int = 0  # when it was queued (time.perf_counter_ns), with EASYFIRST_SERVE_TIMINGS
+    expires: float = math.inf  # its deadline (time.monotonic): answered 504 if not tagged by then
 
 
 class Batcher:
     """``await batcher.tag(job)`` → one :class:`Tagged` per sentence of the job."""
 
-    def __init__(self, tagger, *, window: float = BATCH_WINDOW_MS / 1000, max_sentences: int = 256):
+    def __init__(
+        self,
+        tagger,
+        *,
+        window: float = BATCH_WINDOW_MS / 1000,
+        max_sentences: int = 256,
+        gate: Gate | None = None,
+    ):
         self.tagger, self.window, self.max_sentences = tagger, window, max_sentences
+        self.gate = gate or Gate()  # answers a request past its deadline
         self.queue: queue.Queue[Waiting | None] = queue.Queue()
         self.thread = threading.Thread(target=self._run, name="easyfirst-tagger", daemon=True)
         # requests answered and forward passes made so far, in shared memory: with --workers, the
@@ -74,10 +85,12 @@ class Batcher:
         self.queue.put(None)
         self.thread.join()
 
-    async def tag(self, job: Job) -> list[Tagged]:
+    async def tag(self, job: Job, expires: float = math.inf) -> list[Tagged]:
+        """``expires``: the request's deadline (time.monotonic); not tagged by then, it fails with a
+        504 (:meth:`easyfirst.serve.admission.Gate.expired`)."""
         loop = asyncio.get_running_loop()
         future = loop.create_future()
-        self.queue.put(Waiting(job, loop, future, wall_ns() if TIMINGS.on else 0))
+        self.queue.put(Waiting(job, loop, future, wall_ns() if TIMINGS.on else 0, expires))
         return await future
 
     def _gather(self, first: Waiting) -> tuple[list[Waiting], bool]:
@@ -103,6 +116,7 @@ class Batcher:
                 break
             items, stopping = self._gather(first)
             items = [item for item in items if not item.future.done()]  # not those whose client left
+            items = self._in_time(items)
             if not items:  # (or whose request a stop cut off after --graceful-timeout)
                 continue
             if TIMINGS.on:
@@ -120,6 +134,15 @@ class Batcher:
                 self.counts[0] += len(items)
                 self.counts[1] += 1
             _hand_back(items, results, None)
+
+    def _in_time(self, items: list[Waiting]) -> list[Waiting]:
+        """The requests still within their deadline; the others are answered 504, untagged."""
+        now = time.monotonic()
+        late = [item for item in items if item.expires < now]
+        if late:
+            _hand_back(late, [None] * len(late), self.gate.expired(len(late)))
+            items = [item for item in items if item.expires >= now]
+        return items
 
     def _tag(self, jobs: list[Job]) -> list[list[Tagged]]:
         sentences = [s for job in jobs for s in job.sentences]

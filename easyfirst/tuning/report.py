@@ -17,11 +17,18 @@ BEST_SHOWN = 5
 
 
 def counts(study) -> str:
-    """``12 trials: 8 complete, 3 pruned, 1 failed``."""
-    states = Counter(t.state.name.lower() for t in study.get_trials(deepcopy=False))
-    order = ("complete", "pruned", "fail", "running", "waiting")
-    parts = [f"{states[s]} {'failed' if s == 'fail' else s}" for s in order if states[s]]
-    return f"{sum(states.values())} trials: {', '.join(parts) or 'none yet'}"
+    """``13 trials: 8 complete, 3 pruned, 1 failed, 1 interrupted (run again)``: a failed trial has an
+    error (it counts towards ``--trials``); an interrupted one (Ctrl-C, its process killed) does not, it
+    is queued again."""
+    trials = study.get_trials(deepcopy=False)
+    states = Counter(
+        "interrupted" if t.state.name == "FAIL" and "error" not in t.user_attrs else t.state.name.lower()
+        for t in trials
+    )
+    order = ("complete", "pruned", "fail", "interrupted", "running", "waiting")
+    shown = {"fail": "failed", "interrupted": "interrupted (run again)"}
+    parts = [f"{states[s]} {shown.get(s, s)}" for s in order if states[s]]
+    return f"{len(trials)} trials: {', '.join(parts) or 'none yet'}"
 
 
 def best_trials(study, shown: int = BEST_SHOWN) -> list:

@@ -6,13 +6,15 @@ goes on with it; ``STUDY/study.db`` is Optuna's storage (SQLite, or the RDB URL 
 every process of the study shares; ``STUDY/trials/NNNN/`` is trial NNNN's run folder, a normal one
 (``easyfirst evaluate -m``), without its checkpoint. A trial stops when the pruner says so after an
 epoch's dev score (:func:`easyfirst.training.loop.train`'s ``on_epoch``); one interrupted (Ctrl-C, a
-killed process: Optuna's heartbeat finds it) is marked failed and run again, with the same values, by
-the next ``easyfirst tune`` on the study.
+killed process: easyfirst.tuning.liveness finds it) is marked failed and run again, with the same values,
+by the next ``easyfirst tune`` on the study. A trial that raises (a NaN loss, out of memory, values the
+training refuses) is marked failed with its reason (user attribute ``error``), and the search goes on.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import os
 import platform
@@ -30,6 +32,7 @@ from rich.markup import escape
 from easyfirst.atomic import INTERRUPTS
 from easyfirst.config import Config
 from easyfirst.errors import InputError
+from easyfirst.tuning.liveness import close_lost_trials, queue_again
 from easyfirst.tuning.space import Space
 
 STUDY_FILE = "study.json"
@@ -85,12 +88,18 @@ def open_study(folder: Path, storage: str | None, directions: list[str], pruner=
     optuna = require_optuna()
     url = storage or f"sqlite:///{(folder / 'study.db').resolve()}"
     engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}  # wait for a writer
+    # a trial closed by the heartbeat (another machine's process gone) is queued again; the argument's
+    # name from Optuna 4.9 (failed_trial_callback before, deprecated since)
+    stale = "heartbeat_stale_trial_callback"
+    if stale not in inspect.signature(optuna.storages.RDBStorage).parameters:
+        stale = "failed_trial_callback"
     try:
         rdb = optuna.storages.RDBStorage(
             url,
             engine_kwargs=engine,
             heartbeat_interval=HEARTBEAT_SECONDS,
             grace_period=3 * HEARTBEAT_SECONDS,
+            **{stale: queue_again},
         )
     except Exception as error:  # noqa: BLE001 (SQLAlchemy's errors: a bad URL, no driver, no server)
         raise InputError(f"--storage: cannot open {url}: {error}") from None
@@ -103,21 +112,20 @@ def open_study(folder: Path, storage: str | None, directions: list[str], pruner=
     )
 
 
-def retry_interrupted(study) -> list[int]:
-    """Queue again, with the same values, every failed trial that was interrupted rather than refused
-    or broken (an error, kept in its ``error`` attribute, would fail again) and not queued yet; returns
-    their numbers. Call it under :func:`locked`, so that two processes do not both queue one."""
+def retry_interrupted(study, folder: Path, local: bool) -> tuple[list[int], list[int]]:
+    """Close the running trials whose process has ended (easyfirst.tuning.liveness), then queue again,
+    with the same values, every failed trial that was interrupted rather than refused or broken (an
+    error, kept in its ``error`` attribute, would fail again) and not queued yet; returns the numbers
+    of the trials closed and of those queued. ``local``: the storage is SQLite (every process of the
+    study on this machine). Call it under :func:`locked`, in :func:`easyfirst.tuning.liveness.searching`,
+    so that two processes do not both queue one."""
     from optuna.storages import fail_stale_trials
     from optuna.trial import TrialState
 
-    fail_stale_trials(study)  # a killed process's trial, once its heartbeat is 3 × 60 s old
-    trials = study.get_trials(deepcopy=False)
-    queued = {t.user_attrs.get("retry_of") for t in trials}
-    again = [t for t in trials if t.state == TrialState.FAIL and "error" not in t.user_attrs]
-    again = [t for t in again if t.number not in queued]
-    for t in again:
-        study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
-    return [t.number for t in again]
+    closed = close_lost_trials(study, folder, local)
+    fail_stale_trials(study)  # another machine's lost trial, once its heartbeat is 3 × 60 s old
+    failed = study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
+    return closed, [t.number for t in failed if queue_again(study, t)]
 
 
 def counted(study) -> int:
@@ -169,6 +177,7 @@ class Search:
     objectives: list[str]
     console: Console
     label: str  # the dev score's name in the lines: "F1", "accuracy"
+    lock: str = ""  # this process's lock (easyfirst.tuning.liveness.searching), recorded by each trial
 
     def run(self, trials: int, timeout: float | None) -> None:
         """Run trials until the study counts ``trials`` (:func:`counted`, all processes together) or
@@ -196,12 +205,26 @@ class Search:
             self.refuse(trial, f"its values do not go together: {error}")
 
     def objective(self, trial) -> float | tuple[float, float]:
+        """Train the trial; one that raises (a NaN loss, out of memory, values the training refuses) is
+        refused with its reason and the search goes on, but not one whose data or vectors cannot be
+        read (an InputError: every trial would fail) nor an interrupted one."""
+        trial.set_user_attr("lock", self.lock)  # first: its process known (liveness)
+        trial.set_user_attr("process", f"{platform.node()}:{os.getpid()}")
+        trial.set_user_attr("run", f"{TRIALS}/{trial.number:04d}")
+        try:
+            return self.train_trial(trial)
+        except (TrialRefused, InputError, require_optuna().TrialPruned):
+            raise
+        except Exception as error:  # noqa: BLE001 (this trial's failure, said in one line)
+            first = (str(error).strip().splitlines() or [""])[0]
+            reason = f"{type(error).__name__}: {first[:300]}" if first else type(error).__name__
+            self.refuse(trial, f"raised {reason}")
+
+    def train_trial(self, trial) -> float | tuple[float, float]:
         from easyfirst.training.loop import train
 
         cfg = self.trial_config(trial)
         output = self.folder / TRIALS / f"{trial.number:04d}"
-        trial.set_user_attr("run", f"{TRIALS}/{trial.number:04d}")
-        trial.set_user_attr("process", f"{platform.node()}:{os.getpid()}")
         self.say(trial, "started")
         pruned = []
 

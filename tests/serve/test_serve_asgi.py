@@ -51,7 +51,8 @@ def test_health_page_and_tags_agree_with_the_tagger(tagger):
     )
     assert health[0] == 200
     assert json.loads(health[2]) | {"requests": 0, "batches": 0} == {
-        "status": "ok", "model": "en_ewt_upos", "task": "pos", "requests": 0, "batches": 0
+        "status": "ok", "model": "en_ewt_upos", "task": "pos", "requests": 0, "batches": 0,
+        "waiting_words": 0, "refused": 0, "expired": 0,
     }  # fmt: skip
     assert index[0] == 200 and index[1]["content-type"].startswith("text/html")
     assert b"<title>easyfirst: en_ewt_upos</title>" in index[2]

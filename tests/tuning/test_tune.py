@@ -371,9 +371,10 @@ def test_two_objectives_keep_the_pareto_front_of_score_and_sharpness(tmp_path):
     assert (folder / "pareto.png").stat().st_size > 10_000
 
 
-def test_the_trial_of_a_killed_process_is_run_again(tmp_path, monkeypatch):
-    """kill -9 leaves a trial "running": once its heartbeat is stale (3 × the interval; shortened here to
-    3 s) the next call marks it failed and runs it again."""
+def test_the_trial_of_a_killed_process_on_another_machine_is_run_again(tmp_path, monkeypatch):
+    """kill -9 leaves a trial "running"; one of another machine's process (its lock names another host:
+    tests/tuning/test_tune_killed.py has this machine's) is closed once its heartbeat is stale (3 × the
+    interval; shortened here to 3 s), and the next call runs it again."""
     from easyfirst.tuning import study as studies
 
     space, folder = tmp_path / "space.toml", tmp_path / "study"
@@ -389,6 +390,10 @@ def test_the_trial_of_a_killed_process_is_run_again(tmp_path, monkeypatch):
     finally:
         stop(process)
     assert states(study_trials(folder)) == ["COMPLETE", "RUNNING"]
+    lost = study_trials(folder)[1]
+    optuna.storages.RDBStorage(f"sqlite:///{folder / 'study.db'}").set_trial_user_attr(
+        lost._trial_id, "lock", "another-machine/1234-1"
+    )
     monkeypatch.setattr(studies, "HEARTBEAT_SECONDS", 1)
     time.sleep(4)
     in_process(args[:2] + ["--trials", "2"])

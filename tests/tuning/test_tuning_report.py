@@ -33,12 +33,14 @@ def study():
     made.add_trial(trial(State.COMPLETE, 0.80, 0.1))
     made.add_trial(trial(State.COMPLETE, 0.90, 0.3))
     made.add_trial(trial(State.PRUNED, 0.95, 0.2, epochs_done=2))  # best dev, but cut short
-    made.add_trial(optuna.trial.create_trial(state=State.FAIL))
+    made.add_trial(optuna.trial.create_trial(state=State.FAIL, user_attrs={"error": "raised MemoryError"}))
     return made
 
 
 def test_counts_say_how_many_trials_ended_each_way(study):
     assert counts(study) == "4 trials: 2 complete, 1 pruned, 1 failed"
+    study.add_trial(optuna.trial.create_trial(state=State.FAIL, user_attrs={"interrupted": True}))
+    assert counts(study) == "5 trials: 2 complete, 1 pruned, 1 failed, 1 interrupted (run again)"
     empty = optuna.create_study(storage=optuna.storages.InMemoryStorage())
     assert counts(empty) == "0 trials: none yet"
 
