@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from easyfirst.cli.app import app
-from easyfirst.cli.common import DeviceOption, ModelOption, check_device, check_option, err
+from easyfirst.cli.common import DeviceOption, ModelOption, check_device, check_option, err, say_backend
 from easyfirst.errors import InputError
 from easyfirst.fields import Rule, at_least, non_negative
 from easyfirst.serve.requests import BATCH_WINDOW_MS
@@ -96,6 +96,7 @@ def serve(
     said = " (the first start after an install also compiles the tagging loops: 30-45 s)" if compiles else ""
     err.print(f"loading {model or 'the bundled model'}{said}", markup=False)
     served = create_app(model, device=device, limits=limits, batch_window_ms=batch_window)
+    say_backend(served.tagger)
     from easyfirst.serve.connections import stack
     from easyfirst.serve.processes import run
 
