@@ -3,9 +3,9 @@
 A :class:`~easyfirst.api.Tagger` runs inside other people's programs, on cores other work shares. With
 torch's default (one intra-op thread per core) each operation is split among OpenMP threads that wait
 for one another, spinning, and a thread whose core is busy elsewhere makes the others wait: on the
-project's 2-core machine with a training on the other core, ``Tagger.tag`` did a sixth of the work per
-CPU second that it did on one thread (docs/api.md, "Threads"). So a call computes with the Tagger's own
-count, one by default.
+project's loaded 2-core machine, ``Tagger.tag`` on torch's two threads did a sixteenth of the work per
+CPU second that it did on one, and a twenty-ninth with a spinning process on the other core
+(docs/api.md, "Threads"). So a call computes with the Tagger's own count, one by default.
 
 torch has no per-call setting: ``torch.set_num_threads`` is the process's. So the count is set when a
 call starts and what the call found is set back when it ends, also when it raises; the BLAS libraries
