@@ -64,7 +64,7 @@ def import_torch():
     INTERRUPTS): raised inside torch's start, a KeyboardInterrupt was swallowed by the C code that
     imports NumPy (`serve` then came up after a SIGTERM), or aborted the process from c10d's C++ init
     (exit status -6): both seen with SIGTERM sent 2.3 to 2.6 s into `serve --workers 2` on the loaded
-    2-core machine (issue #47)."""
+    2-core machine."""
     with INTERRUPTS.held():
         import torch
     return torch
