@@ -1,7 +1,7 @@
 """easyfirst: neural easy-first sequence taggers (Martins & Kreutzer, EMNLP 2017).
 
 >>> from easyfirst import Tagger
->>> Tagger.load().tag([["She", "reads", "a", "book", "."]], records=True)[0].tags
+>>> Tagger.load().tag([["She", "reads", "a", "book", "."]])[0].tags
 ['PRON', 'VERB', 'DET', 'NOUN', 'PUNCT']
 """
 

@@ -2,22 +2,18 @@
 
 >>> from easyfirst import Tagger
 >>> tagger = Tagger.load()                      # the bundled English UPOS model
->>> [t.tags for t in tagger.tag([["She", "reads", "a", "book", "."]], records=True)]  # lists of tokens
+>>> [t.tags for t in tagger.tag([["She", "reads", "a", "book", "."]])]  # lists of tokens
 [['PRON', 'VERB', 'DET', 'NOUN', 'PUNCT']]
->>> [list(t) for t in tagger.tag("She reads. It's late.", records=True)]  # text: split, tokenized
+>>> [list(t) for t in tagger.tag("She reads. It's late.")]  # text: split, tokenized
 [[('She', 'PRON'), ('reads', 'VERB'), ('.', 'PUNCT')], [('It', 'PRON'), ("'s", 'AUX'), ('late', 'ADJ'), ('.', 'PUNCT')]]
 
-``Tagger.tag(..., records=True)`` returns one :class:`~easyfirst.tagging.tagged.Tagged` per sentence for
-every input, with the attention, probabilities and QE heads' tags when asked, and tags in this process
-unless asked for a pool of processes (``processes=``). Without ``records=True`` it returns what it
-returned before issue #45 (tag lists, ``(token, tag)`` pairs for text, tuples for ``return_attention=``
-and the other old flags) with a DeprecationWarning, for this release only: the next makes
-``records=True`` the default.
+``Tagger.tag`` returns one :class:`~easyfirst.tagging.tagged.Tagged` per sentence for every input, with
+the attention, probabilities and QE heads' tags when asked, and tags in this process unless asked for a
+pool of processes (``processes=``).
 """
 
 from __future__ import annotations
 
-import warnings
 import weakref
 from collections.abc import Mapping, Sequence
 from itertools import repeat
@@ -40,16 +36,18 @@ from easyfirst.tagging.pool import (
     tag_batches,
     tag_job,
 )
-from easyfirst.tagging.tagged import Tagged, call_form, old_result
+from easyfirst.tagging.tagged import Tagged
+from easyfirst.tagging.threads import check_threads, held_threads
 
 __all__ = ["DEFAULT_MODEL", "Tagged", "Tagger", "default_model_path", "input_kind"]
 
 
 class Tagger:
-    """A trained tagger, ready for inference (dropout off, no gradients)."""
+    """A trained tagger, ready for inference (dropout off, no gradients). ``threads``: see :attr:`threads`."""
 
-    def __init__(self, model, config, vocabs, device: str | torch.device = "cpu"):
+    def __init__(self, model, config, vocabs, device: str | torch.device = "cpu", threads: int | None = 1):
         self.model, self.config, self.vocabs, self.device = model, config, vocabs, torch.device(device)
+        self.threads = threads
         # the scheme of the model's entity tags: BIOES predictions are read out as BIO (easyfirst.data.schemes)
         self.scheme = learned_scheme(vocabs.tags.itos)
         self.entity_scheme = "bio" if tags_entities(vocabs.tags.itos) else None  # each Tagged's .scheme
@@ -101,23 +99,44 @@ class Tagger:
 
     @classmethod
     def load(
-        cls, path: str | Path | None = None, device: str | torch.device = "cpu", backend: str = "auto"
+        cls,
+        path: str | Path | None = None,
+        device: str | torch.device = "cpu",
+        backend: str = "auto",
+        threads: int | None = 1,
     ) -> Tagger:
         """Load a model folder written by ``easyfirst train``, or a bundled model by its name (``"en-upos"``,
         ``"en-ner"``); None loads the bundled default model (``"en-upos"``). ``backend``: see
-        :attr:`backend`."""
+        :attr:`backend`; ``threads``: see :attr:`threads`."""
         model, config, vocabs = load_model(model_folder(path), device)
-        tagger = cls(model, config, vocabs, device)
+        tagger = cls(model, config, vocabs, device, threads)
         tagger.backend = backend
         return tagger
 
     @property
+    def threads(self) -> int | None:
+        """The intra-op threads torch (and NumPy's BLAS) computes with during a call of this tagger: 1 by
+        default, whatever the process uses elsewhere. One thread per process tags fastest per CPU second,
+        and does not spin when other work shares the cores, as torch's default of one thread per core
+        does (docs/api.md, "Threads"); for more speed on idle cores, a pool of processes
+        (``processes=``) or a larger count. torch's setting is the process's, not a call's: it is set
+        when a call starts and set back to what the call found when it ends, also when it raises
+        (easyfirst.tagging.threads). None: the process's own settings, untouched (``easyfirst tag``,
+        ``evaluate`` and ``serve`` set theirs)."""
+        return self._threads
+
+    @threads.setter
+    def threads(self, count: int | None) -> None:
+        self._threads = check_threads(count)
+
+    @property
     def backend(self) -> str:
-        """The backend forced for tagging: ``"auto"`` (the default) lets easyfirst.backends.chooser take
-        the fastest that supports each batch; a name (``"numpy"``, ``"fused"``, ``"reference"``, ...)
-        takes that one where it supports the batch and the reference elsewhere. The tags are the same.
-        ``"numba"`` loads its compiled tagging loops (Numba compiles them once after an install, 30–45 s),
-        which ``"auto"`` then takes too (easyfirst.backends.chooser.load_tagging_loops)."""
+        """The backend asked for (:attr:`chosen_backend` is what runs): ``"auto"`` (the default) lets
+        easyfirst.backends.chooser take the fastest that supports each batch; a name (``"numpy"``,
+        ``"fused"``, ``"reference"``, ...) takes that one where it supports the batch and the reference
+        elsewhere. The tags are the same. ``"numba"`` loads its compiled tagging loops (Numba compiles
+        them once after an install, 30–45 s), which ``"auto"`` then takes too, in every tagger of the
+        process (easyfirst.backends.chooser.load_tagging_loops)."""
         return self.model.backend
 
     @backend.setter
@@ -127,8 +146,26 @@ class Tagger:
         if name == "numba" and self.device.type == "cpu":  # its tagging loops, compiled once per install
             from easyfirst.backends.chooser import load_tagging_loops
 
-            load_tagging_loops()
+            with held_threads(self.threads):  # loading them limits the BLAS libraries: set back after
+                load_tagging_loops()
         self.model.backend = name
+
+    @property
+    def chosen_backend(self) -> str:
+        """What computes this tagger's batches now on its device, as easyfirst.backends.chooser answers
+        for a batch of several sentences and for one sentence alone: one name where it is the same
+        (``"numba"``), else ``"fused for batches, numpy for one sentence"``; ``"A+B"`` where backend A
+        computes the BiLSTM and B the sketch decoder. What ``easyfirst tag``, ``evaluate`` and ``serve``
+        log. It may change when :attr:`backend` does, or when Numba's tagging loops are loaded in the
+        process (by any tagger forced to ``"numba"``, or by ``easyfirst serve``)."""
+        from easyfirst.backends.chooser import run_plan
+
+        with held_threads(self.threads):  # a backend chosen for the first time may limit the BLAS
+            many, one = (
+                run_plan(self.model.settings, size, self.device.type, False, self.backend) for size in (2, 1)
+            )
+        many, one = _backend_names(many), _backend_names(one)
+        return many if many == one else f"{many} for batches, {one} for one sentence"
 
     @property
     def tags(self) -> list[str]:
@@ -147,7 +184,6 @@ class Tagger:
         self,
         sentences: str | Sequence[str] | Sequence[Sequence[str]],
         *,
-        records: bool | None = None,
         attention: bool = False,
         probabilities: bool = False,
         heads: bool = False,
@@ -155,10 +191,9 @@ class Tagger:
         batch_size: int = 256,
         max_tokens: int | None = INFERENCE_MAX_TOKENS,
         processes: int | None = None,
-        **deprecated,
-    ):
-        """Tag text or tokenized sentences; with ``records=True``, one
-        :class:`~easyfirst.tagging.tagged.Tagged` per sentence, whatever the input.
+    ) -> list[Tagged]:
+        """Tag text or tokenized sentences: one :class:`~easyfirst.tagging.tagged.Tagged` per sentence,
+        whatever the input.
 
         - **a list of token lists** ``[["The", "dog", "barks", "."], ...]``: one record per sentence, its
           ``tokens`` the given words (the model's own input: no tokenization happens).
@@ -180,9 +215,9 @@ class Tagger:
         output distribution over the tags ``self.tags`` (softmax, sparsemax or α-entmax of the scores, as
         trained, exact zeros for α > 1; or the CRF's per-word marginals). ``heads`` (quality estimation:
         a list of sentences with their ``extras``): its ``heads``, a dict of the tags of the model's QE
-        heads (the extra outputs: easyfirst.data.outputs), ``gaps`` (N + 1) and/or ``source_tags`` (one per source word);
-        empty for a model without heads. An empty MT sentence gets an ``OK`` gap and ``BAD`` source
-        words. What is not asked for is None.
+        heads (the extra outputs: easyfirst.data.outputs), ``gaps`` (N + 1) and/or ``source_tags`` (one per
+        source word); empty for a model without heads. An empty MT sentence gets an ``OK`` gap and
+        ``BAD`` source words. What is not asked for is None.
 
         ``extras[k]`` holds sentence k's inputs beside its words, for models that use them (quality
         estimation: ``{"source": words, "alignment": [(i, j), ...]}``). Sentences are sorted by length and
@@ -196,25 +231,11 @@ class Tagger:
         unless asked. ``easyfirst tag`` and ``evaluate`` ask for one per core (at most 8:
         easyfirst.parallel.cores.tagging_processes). The tags are the same either way.
 
-        ``records`` (issue #45's transition, easyfirst.tagging.tagged.call_form): ``True`` returns the
-        records; ``None`` (the default of this release) and ``False`` return what ``tag`` returned before,
-        with a DeprecationWarning that says what to write: for a list of token lists its tag lists, for
-        one sentence's tokens its tags, for text each sentence's ``(token, tag)`` pairs, and with the old
-        keywords ``return_attention``, ``return_probabilities``, ``return_heads`` a tuple ``(tags,
-        attention, probabilities, heads)`` of those asked; ``batches`` (easyfirst tag's read-ahead) is
-        taken too. The next release makes ``records=True`` the default and drops the old results.
-        ``attention``, ``probabilities`` and ``heads`` go with ``records=True``.
+        During the call, torch computes with :attr:`threads` intra-op threads (see there); afterwards,
+        and when the call raises, the process's thread settings are those it found.
         """
         kind = input_kind(sentences)
-        form = call_form(kind, records, (attention, probabilities, heads), deprecated)
-        if form.warning is not None:
-            warnings.warn(form.warning, DeprecationWarning, stacklevel=2)
-        options = dict(extras=extras, batch_size=batch_size, max_tokens=max_tokens, processes=processes)
-        if form.batches is not None:
-            if kind != "sentences" or extras is not None or self.vocabs.features:
-                raise ValueError("batches: for a list of tokenized sentences, of a model without features")
-            options |= dict(extras=None, packed=form.batches)
-        elif form.asked[2] and kind != "sentences":
+        if heads and kind != "sentences":
             raise ValueError("heads: for a list of tokenized sentences with their extras (QE)")
         text = found = None
         if kind == "text":
@@ -224,10 +245,17 @@ class Tagger:
             sentences = [s.words for s in found]
         elif kind == "tokens":
             sentences = [list(sentences)]
-        tagged = self._tag_sentences(sentences, asked=form.asked, **options)
+        tagged = self._tag_sentences(
+            sentences,
+            asked=(attention, probabilities, heads),
+            extras=extras,
+            batch_size=batch_size,
+            max_tokens=max_tokens,
+            processes=processes,
+        )
         if found is not None:  # each token's characters in the text
             locate(tagged, [s.tokens for s in found], text)
-        return tagged if form.old is None else old_result(tagged, form)
+        return tagged
 
     def _tag_packed(
         self,
@@ -282,7 +310,7 @@ class Tagger:
             raise ValueError("a QE model's raindrop needs the sentence's extra (source and alignment)")
         if gold is not None and len(gold) != len(words):
             raise ValueError(f"gold has {len(gold)} tags for {len(words)} tokens")
-        tagged = self.tag([words], records=True, attention=True, extras=[extra] if extra else None)[0]
+        tagged = self.tag([words], attention=True, extras=[extra] if extra else None)[0]
         title = self.title
         drop = Drop(
             words,
@@ -346,13 +374,14 @@ class Tagger:
         if self._pool is not None and not self._pool.closed:
             self._pool.check_call(batch_size, max_tokens, extras)
         count = processes_for(self.processes if processes is None else processes, self.device)
-        with torch.inference_mode():
+        with held_threads(self.threads), torch.inference_mode():
             outputs = tag_batches(
                 jobs,
                 lambda job: tag_job(self.model, self.vocabs, job, self.device, asked),
                 lambda: self._tagging_pool(count),
                 sum(len(sentences[k]) for k in keep),
                 asked,
+                held=self.threads is not None,
             )
         for out in outputs:
             lengths, best = out["lengths"], out["best"].tolist()  # one call per batch, not per sentence
@@ -373,6 +402,12 @@ class Tagger:
                 for head in self.model.outputs:  # (QE: an OK gap and BAD source words)
                     tagged.heads[head.name] = head.filled(extras[k] if extras else None)
         return found
+
+
+def _backend_names(plan) -> str:
+    """A chooser's plan in a word: the backend of both parts, or ``"BiLSTM's+decoder's"``."""
+    encoder, decoder = plan.encoder.name, plan.decoder.name if plan.decoder is not None else None
+    return encoder if decoder in (None, encoder) else f"{encoder}+{decoder}"
 
 
 def input_kind(value) -> str:

@@ -103,6 +103,13 @@ def ewt(data_root) -> dict[str, Path]:
     return paths
 
 
+def said(stderr: bytes | str) -> str:
+    """What a verb said on stderr, less the line naming its backend (``backend: …``), which ``tag``,
+    ``evaluate`` and ``serve`` log first and which depends on what this process has loaded."""
+    text = stderr.decode() if isinstance(stderr, bytes) else stderr
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith("backend: "))
+
+
 def run_cli(
     *args: str,
     input: bytes | None = None,

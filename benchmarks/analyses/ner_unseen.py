@@ -47,7 +47,7 @@ def measure(model: str, data: Path) -> dict:
     result = {"model": model, "splits": {}}
     for split, name in SPLITS.items():
         sentences = read_conll(data / name)
-        predicted = [t.tags for t in tagger.tag([s.words for s in sentences], records=True)]
+        predicted = [t.tags for t in tagger.tag([s.words for s in sentences])]
         counts = {"seen": [0, 0], "unseen": [0, 0]}  # gold entities, of which found
         retyped: Counter = Counter()  # seen entities found with their span and another type: gold → found
         for sentence, tags in zip(sentences, predicted, strict=True):

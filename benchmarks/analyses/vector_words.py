@@ -56,7 +56,7 @@ def scores(tagger: Tagger, data: Path) -> dict[str, float]:
     out = {}
     for split, file in zip(("dev", "test"), FILES[task.name][:2], strict=True):
         sentences = task.read(data / file, config)
-        tagged = tagger.tag([s.words for s in sentences], records=True)
+        tagged = tagger.tag([s.words for s in sentences])
         report = task.scoring.score([s.tags for s in sentences], [t.tags for t in tagged])
         out[split] = report[task.scoring.metric]
     return out

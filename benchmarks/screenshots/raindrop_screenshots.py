@@ -67,7 +67,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, chromium() as browser:
         for name, split, index, width, step in SHOTS:
             sentence = sentences[split][index]
-            attention = tagger.tag([sentence.words], attention=True, records=True)[0].attention
+            attention = tagger.tag([sentence.words], attention=True)[0].attention
             word = int(attention[step].argmax())
             page_file = tagger.raindrop(sentence.words, gold=sentence.tags).save(Path(tmp) / "page.html")
             page = browser.new_page()

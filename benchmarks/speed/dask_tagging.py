@@ -71,9 +71,9 @@ def measure(paths: list[Path], model: str | None, workers: int, tasks: int, out:
     torch.set_num_threads(1)
     tagger = Tagger.load(model)
     tagger.processes = 1
-    tagger.tag(sentences[:100], records=True)
+    tagger.tag(sentences[:100])
     with timed(found, "one_process"):
-        tagger.tag(sentences, records=True)
+        tagger.tag(sentences)
     source = Source.find(str(paths[0]), None, {})
     with timed(found, "driver"):
         write_output(

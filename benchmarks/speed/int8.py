@@ -133,12 +133,12 @@ def main() -> None:
     with torch.inference_mode():
         for name, tagger, plan, products in runs:  # warm-up, and the tags
             with running(plan, products):
-                results[name]["tags"] = [t for tagged in tagger.tag(words, records=True) for t in tagged.tags]
+                results[name]["tags"] = [t for tagged in tagger.tag(words) for t in tagged.tags]
     for r in range(args.rounds):
         for name, tagger, plan, products in runs if r % 2 == 0 else runs[::-1]:
             with running(plan, products):
                 start = time.process_time()
-                tagger.tag(words, records=True)
+                tagger.tag(words)
                 results[name]["cpu"].append(time.process_time() - start)
     base = results["float32"]
     print(f"EWT test, {count:,} gold tokens; {args.rounds} rounds, one core (words per CPU second)")

@@ -80,7 +80,7 @@ def timed_parts(tagger, sentences) -> dict[str, float]:
         setattr(owner, name, wrapped(function, part))
     try:
         began = time.thread_time()
-        tagger.tag(sentences, records=True)
+        tagger.tag(sentences)
         spent["the call"] = time.thread_time() - began
     finally:
         for owner, name, function in originals:
@@ -112,13 +112,13 @@ def main() -> None:
     sentences = read_words(config, path)
     words = sum(map(len, sentences))
     for tagger in taggers.values():
-        tagger.tag(sentences[:50], records=True)
+        tagger.tag(sentences[:50])
     rates: dict[str, list[float]] = {name: [] for name in taggers}
     for r in range(args.rounds):
         order = list(taggers) if r % 2 == 0 else list(reversed(taggers))
         for name in order:
             began = time.thread_time()
-            taggers[name].tag(sentences, records=True)
+            taggers[name].tag(sentences)
             rates[name].append(words / (time.thread_time() - began))
             print(f"round {r + 1}: {name}: {rates[name][-1]:,.0f} words per CPU second", flush=True)
     first = statistics.median(rates[args.models[0]])

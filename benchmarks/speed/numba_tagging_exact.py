@@ -40,7 +40,7 @@ def main() -> None:
         size, found = group or len(sentences), []
         for first in range(0, len(sentences), size):
             chunk = sentences[first : first + size]
-            found += tagger.tag(chunk, records=True, probabilities=True, batch_size=batch_size)
+            found += tagger.tag(chunk, probabilities=True, batch_size=batch_size)
         return found
 
     before = {"whole": tag(), "one": tag(batch_size=1)}  # fused batches, numpy one at a time

@@ -33,13 +33,13 @@ from serve_load import sentences_to_tag
 
 
 def policies(tagger, caps: list[int], fused: bool) -> dict:
-    found = {"one batch (1,024)": lambda group: tagger.tag(group, batch_size=len(group), records=True)}
+    found = {"one batch (1,024)": lambda group: tagger.tag(group, batch_size=len(group))}
     if fused:  # the server's path before issue #46's compiled loops: one batch through backend fused
         found["one batch, fused"] = lambda group: forced(tagger, "fused", group)
-    found["one sentence at a time"] = lambda group: tagger.tag(group, batch_size=1, records=True)
+    found["one sentence at a time"] = lambda group: tagger.tag(group, batch_size=1)
     for cap in caps:
         found[f"sub-batches ≤ {cap}"] = lambda group, cap=cap: tagger.tag(
-            group, batch_size=len(group), max_tokens=cap, records=True
+            group, batch_size=len(group), max_tokens=cap
         )
     return found
 
@@ -47,7 +47,7 @@ def policies(tagger, caps: list[int], fused: bool) -> dict:
 def forced(tagger, backend: str, group):
     tagger.backend = backend
     try:
-        return tagger.tag(group, batch_size=len(group), records=True)
+        return tagger.tag(group, batch_size=len(group))
     finally:
         tagger.backend = "auto"
 
@@ -95,7 +95,7 @@ def main() -> None:
     torch.set_num_threads(1)
     sentences, source = sentences_to_tag(args.sentences)
     tagger = Tagger.load()
-    tagger.tag(sentences[:64], records=True)  # warm-up
+    tagger.tag(sentences[:64])  # warm-up
     result = {
         "command": "python benchmarks/speed/serve_groups.py " + " ".join(sys.argv[1:]),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__} (1 thread)",
@@ -108,7 +108,7 @@ def main() -> None:
         tagger.processes = 1
         start = CLOCK()
         for _ in range(args.repeats):
-            tagger.tag(sentences, batch_size=256, records=True)
+            tagger.tag(sentences, batch_size=256)
         whole = args.repeats * sum(map(len, sentences)) / (CLOCK() - start)
         result |= {"clock": "thread CPU time", "whole_file_tokens_per_s": round(whole, 1)}
         print(f"whole file, batches of 256: {whole:,.0f} tokens per CPU second")
@@ -119,7 +119,7 @@ def main() -> None:
     if loops and args.cpu:
         start = CLOCK()
         for _ in range(args.repeats):
-            tagger.tag(sentences, batch_size=256, records=True)
+            tagger.tag(sentences, batch_size=256)
         rate = args.repeats * sum(map(len, sentences)) / (CLOCK() - start)
         result["whole_file_numba_tokens_per_s"] = round(rate, 1)
         print(f"whole file, batches of 256, numba's loops: {rate:,.0f} tokens per CPU second")

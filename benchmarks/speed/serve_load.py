@@ -59,13 +59,13 @@ def batch_throughput(sentences: list[list[str]], chunk: int | None = None, repea
 
     tagger = Tagger.load()
     tagger.processes = tagging_processes()  # a large call on every core, as before issue #45
-    tagger.tag(sentences[:64], records=True)  # warm-up
+    tagger.tag(sentences[:64])  # warm-up
     size = chunk or len(sentences)
     tokens, best = sum(map(len, sentences)), float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
         for first in range(0, len(sentences), size):
-            tagger.tag(sentences[first : first + size], batch_size=256, records=True)
+            tagger.tag(sentences[first : first + size], batch_size=256)
         best = min(best, time.perf_counter() - start)
     return tokens / best
 

@@ -61,7 +61,7 @@ def easyfirst_runner(words: list[list[str]], model: str):
 
     tagger = Tagger.load(model)
     tagger.processes = 1  # one core
-    return (lambda: [sentence.tags for sentence in tagger.tag(words, records=True)]), f"easyfirst {model}"
+    return (lambda: [sentence.tags for sentence in tagger.tag(words)]), f"easyfirst {model}"
 
 
 def main() -> None:

@@ -172,7 +172,7 @@ def memory_child(args: argparse.Namespace) -> None:
     else:
         model.eval()
         # every core, as before issue #45 made one process the library's default
-        Tagger(model, config, vocabs, args.device).tag(sentences, records=True, processes=tagging_processes())
+        Tagger(model, config, vocabs, args.device).tag(sentences, processes=tagging_processes())
     peak = torch.cuda.max_memory_allocated() if cuda else rss_bytes("VmHWM")
     print(json.dumps({"peak": peak, "before": before}))
 
@@ -297,9 +297,7 @@ def main() -> None:
             tagger = Tagger(model, config, inputs_of[name][0], device)
             sync()
             start = clocks()
-            tagger.tag(
-                test_sentences, processes=tagging_processes(), records=True
-            )  # every core, as before #45
+            tagger.tag(test_sentences, processes=tagging_processes())  # every core, as before #45
             sync()
             wall, cpu = since(start)
             row = results["models"][name]

@@ -64,7 +64,7 @@ def import_torch():
     INTERRUPTS): raised inside torch's start, a KeyboardInterrupt was swallowed by the C code that
     imports NumPy (`serve` then came up after a SIGTERM), or aborted the process from c10d's C++ init
     (exit status -6): both seen with SIGTERM sent 2.3 to 2.6 s into `serve --workers 2` on the loaded
-    2-core machine)."""
+    2-core machine."""
     with INTERRUPTS.held():
         import torch
     return torch
@@ -107,11 +107,17 @@ def load_tagger(model: Path | None, device: str = "cpu", note: bool = False, bac
     from easyfirst.api import Tagger
     from easyfirst.parallel.cores import tagging_processes
 
-    tagger = Tagger.load(folder, device, backend=backend)
+    tagger = Tagger.load(folder, device, backend=backend, threads=None)  # the verb's threads: torch's own
     tagger.processes = tagging_processes()  # a large call on every core (at most 8); one off the CPU
     if note:
         note_stopped(folder, tagger.config)
     return tagger
+
+
+def say_backend(tagger) -> None:
+    """Log what computes the tagger's batches (``backend: fused for batches, numpy for one sentence``),
+    one line on stderr, as ``train`` logs its own."""
+    err.print(f"backend: {tagger.chosen_backend}", markup=False, highlight=False, soft_wrap=True)
 
 
 def task_of(tagger):

@@ -20,6 +20,7 @@ from easyfirst.cli.common import (
     err,
     given_path,
     load_tagger,
+    say_backend,
     task_of,
 )
 from easyfirst.fields import at_least
@@ -58,6 +59,7 @@ def evaluate(
     check_option("--encoding", encoding, known_encoding())
     check_input(gold, "no such file (nor a QE prefix: PREFIX.mt is missing too)")
     tagger = load_tagger(model, device, note=True, backend=backend)
+    say_backend(tagger)
     task, data = task_of(tagger)
     if encoding is not None:
         data.encoding = encoding
@@ -80,7 +82,6 @@ def score(tagger, task, sentences, batch_size: int) -> dict:
 
     tagged = tagger.tag(
         [s.words for s in sentences],
-        records=True,
         probabilities=True,
         heads=True,
         batch_size=batch_size,

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from easyfirst.cli.app import app
-from easyfirst.cli.common import DeviceOption, ModelOption, check_device, check_option, err
+from easyfirst.cli.common import DeviceOption, ModelOption, check_device, check_option, err, say_backend
 from easyfirst.errors import InputError
 from easyfirst.fields import Rule, at_least, non_negative, positive
 from easyfirst.serve.admission import MAX_QUEUE_WORDS
@@ -119,6 +119,7 @@ def serve(
     served = create_app(
         model, device=device, limits=limits, batch_window_ms=batch_window, admission=admission
     )
+    say_backend(served.tagger)
     from easyfirst.serve.connections import stack
     from easyfirst.serve.processes import run
 

@@ -25,6 +25,7 @@ from easyfirst.cli.common import (
     err,
     given_path,
     load_tagger,
+    say_backend,
 )
 from easyfirst.cli.options import LAZY_CHOICES, tag_option_parameters
 from easyfirst.errors import InputError
@@ -146,6 +147,7 @@ def tag(
         if device == "cpu":  # before torch is imported (by load_tagger): a second core reads ahead
             source.read_ahead(model, batch_size)
         tagger = load_tagger(model, device, backend=backend)
+        say_backend(tagger)
         write = source.writer(tagger, task_options, batch_size=batch_size, output=output, model=model)
         if output is not None:
             remove_stale_temporaries([output])  # one a killed run left
@@ -195,6 +197,7 @@ def tag_corpus(corpus: Corpus, loading: tuple, task_options, format, writes: dic
                     source.read_ahead(model, batch_size)
                 if tagger is None:
                     tagger = load_tagger(model, device, backend=backend)
+                    say_backend(tagger)
                 try:
                     write = source.writer(
                         tagger,

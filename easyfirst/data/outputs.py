@@ -2,7 +2,7 @@
 by every layer that handles them: the task's reader gives their gold tags (``gold``), the batches hold
 their inputs and gold ids (easyfirst.data.heads), the model scores them and adds their losses
 (easyfirst.model.heads), the training loop and ``easyfirst evaluate`` have them scored (the task's
-``Scoring.score_outputs``), and the API returns them (``Tagger.tag(..., records=True, heads=True)``), with
+``Scoring.score_outputs``), and the API returns them (``Tagger.tag(..., heads=True)``), with
 ``empty`` filled in for a sentence without words.
 
 A head tags one of three kinds of positions (``over``):

@@ -23,7 +23,6 @@ worker per core, ``threads_per_worker=1``, as Dask's nanny sets one BLAS/OpenMP 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -37,7 +36,7 @@ from easyfirst.config import Config
 from easyfirst.data.vocab import Vocabularies
 from easyfirst.resources import CONFIG_FILE, VOCAB_FILE, model_folder
 from easyfirst.tagging.pipeline import Source, write_output
-from easyfirst.tagging.tagged import ASKED, DEPRECATED, call_form, old_result
+from easyfirst.tagging.tagged import Tagged
 from easyfirst.tasks import TASKS
 
 SHARDS_PER_WORKER = 4  # a window's shards per worker: a worker that is slower than the others waits less
@@ -127,25 +126,10 @@ class ClusterTagger:
         self.plugin = register(client, model)
 
     def tag(
-        self,
-        sentences: Sequence[Sequence[str]],
-        *,
-        extras: Sequence | None = None,
-        records: bool | None = None,
-        **options,
-    ) -> Any:
-        """``Tagger.tag(sentences, extras=extras, records=records, **options)`` for a list of tokenized
-        sentences: with ``records=True``, one easyfirst.tagging.tagged.Tagged per sentence; without, the
-        result of before issue #45 and its DeprecationWarning, here (easyfirst.tagging.tagged.call_form).
-        The workers always make records."""
-        deprecated = {k: options.pop(k) for k in list(options) if k in DEPRECATED}
-        asked = tuple(bool(options.pop(name, False)) for name in ASKED)
-        form = call_form("sentences", records, asked, deprecated)
-        if form.warning is not None:
-            warnings.warn(form.warning, DeprecationWarning, stacklevel=2)
-        if form.batches is not None:
-            raise ValueError("batches: easyfirst tag's own batches, not a cluster's shards")
-        options |= dict(zip(ASKED, form.asked, strict=True), records=True)
+        self, sentences: Sequence[Sequence[str]], *, extras: Sequence | None = None, **options
+    ) -> list[Tagged]:
+        """``Tagger.tag(sentences, extras=extras, **options)`` for a list of tokenized sentences: one
+        easyfirst.tagging.tagged.Tagged per sentence."""
         if not sentences:
             tagged = self.client.submit(_tag_shard, self.plugin, [], extras, options, pure=False).result()
         else:
@@ -160,7 +144,7 @@ class ClusterTagger:
                 pure=False,
             )
             tagged = assemble(self.client.gather(futures), indices, len(sentences))
-        return tagged if form.old is None else old_result(tagged, form)
+        return tagged
 
 
 def tag_file(

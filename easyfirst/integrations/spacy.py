@@ -129,7 +129,7 @@ class EasyFirst:
         words = [
             [doc[i].text for i in s] for doc, sentences in zip(docs, tokens, strict=True) for s in sentences
         ]
-        tagged = self.tagger.tag(words, records=True, attention=True, batch_size=self.batch_size)
+        tagged = self.tagger.tag(words, attention=True, batch_size=self.batch_size)
         tags, attention = [t.tags for t in tagged], [t.attention for t in tagged]
         start = 0
         for doc, sentences in zip(docs, tokens, strict=True):

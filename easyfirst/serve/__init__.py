@@ -52,7 +52,7 @@ def create_app(
 
     if model is not None and not Path(model).exists():
         raise InputError(NOT_FOUND, model)
-    tagger = Tagger.load(model, device)
+    tagger = Tagger.load(model, device, threads=None)  # a server sets its processes' threads itself
     if tagger.device.type == "cpu":  # each group's sentences one by one in compiled loops, where Numba is
         from easyfirst.backends.chooser import load_tagging_loops
 

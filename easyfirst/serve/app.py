@@ -1,7 +1,7 @@
 """The ASGI app: ``GET /health``, ``GET /`` (the page) and ``POST /tag``.
 
 A thin layer: the body is checked by easyfirst.serve.requests, tagged by the batcher
-(easyfirst.serve.batching, through Tagger.tag(records=True)) and answered as JSON. Every error is JSON
+(easyfirst.serve.batching, through Tagger.tag) and answered as JSON. Every error is JSON
 ``{"error": "what is wrong"}`` with its status: 4xx for a bad request, 500 only for a fault of ours.
 
 ``POST /tag``, nearly every request a server gets, is answered by :class:`TagRoute` in plain ASGI;
@@ -95,6 +95,11 @@ class Served:
 
     def __init__(self, others: Starlette, tag: TagRoute):
         self.others, self.tag = others, tag
+
+    @property
+    def tagger(self):
+        """The easyfirst.api.Tagger it serves."""
+        return self.tag.batcher.tagger
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http" and scope["path"] == "/tag" and scope["method"] == "POST":

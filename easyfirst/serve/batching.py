@@ -149,7 +149,6 @@ class Batcher:
         extras = None if jobs[0].extras is None else [x for job in jobs for x in job.extras]
         tagged = self.tagger.tag(
             [list(s) for s in sentences],
-            records=True,
             extras=extras,
             attention=any(job.attention for job in jobs),
             probabilities=any(job.probabilities for job in jobs),

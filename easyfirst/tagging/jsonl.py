@@ -56,7 +56,6 @@ def write_jsonl(
         words = [[token.form for token in tokens] for tokens in chunk] if text is not None else chunk
         tagged = tagger.tag(
             words,
-            records=True,
             attention=attention,
             probabilities=probabilities,
             extras=None if extras is None else extras[count : count + len(chunk)],

@@ -76,7 +76,7 @@ def predictor(tagger, batch_size: int) -> Callable:
         if batches is not None:
             tagged = tagger._tag_packed(sentences, batches, batch_size=batch_size)
         else:
-            tagged = tagger.tag(sentences, records=True, extras=extras, heads=heads, batch_size=batch_size)
+            tagged = tagger.tag(sentences, extras=extras, heads=heads, batch_size=batch_size)
         tags = [t.tags for t in tagged]
         return (tags, heads_by_name(tagged)) if heads else tags
 
@@ -103,7 +103,7 @@ def write_distributions(out: BinaryIO, tagger, sentences: Iterator[list[str]], b
 
     out.write(("\t".join(["word", "tag", *tagger.tags]) + "\n").encode())
     while chunk := list(islice(sentences, TAG_WINDOW)):
-        for tagged in tagger.tag(chunk, records=True, probabilities=True, batch_size=batch_size):
+        for tagged in tagger.tag(chunk, probabilities=True, batch_size=batch_size):
             rows = (
                 "\t".join([w, t, *(f"{x:.6g}" for x in row)])
                 for (w, t), row in zip(tagged, tagged.probabilities.tolist(), strict=True)

@@ -287,15 +287,19 @@ def tag_batches(
     pool: Callable[[], TaggingPool | None],
     words: int,
     asked: tuple[bool, bool, bool],
+    held: bool = False,
 ) -> list[dict]:
     """Every batch's :func:`tag_job`: through the pool that ``pool()`` gives for a large call from the
     main thread (None: no pool), else one by one with ``one``; a small call on one torch thread (the
     first call of ``easyfirst tag --text`` on two sentences: 63–481 ms with two threads, 13–25 ms
-    with one, five runs each on the busy 2-core machine of docs/studies/speed.md)."""
+    with one, five runs each on the busy 2-core machine of docs/studies/speed.md) unless the caller
+    ``held`` its own count (a Tagger's ``threads``)."""
     if pooled(words, len(batches)):
         found = pool() if threading.current_thread() is threading.main_thread() else None
         if found is not None:
             return found.run(batches, asked)
+        return [one(batch) for batch in batches]
+    if held:
         return [one(batch) for batch in batches]
     with one_thread():
         return [one(batch) for batch in batches]

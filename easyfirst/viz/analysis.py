@@ -145,7 +145,7 @@ def analyze(
     (:class:`EntityFocus`, key ``entities``)."""
     if tagger.model.decoder is None:
         raise ValueError("the model has no sketch steps (N = 0)")
-    tagged = tagger.tag(words, records=True, attention=True, batch_size=batch_size, extras=extras)
+    tagged = tagger.tag(words, attention=True, batch_size=batch_size, extras=extras)
     predicted, attention = [t.tags for t in tagged], [t.attention for t in tagged]
     fixed = tagger.model.steps is not None
     first = Counter()

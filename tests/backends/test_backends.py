@@ -182,7 +182,7 @@ def test_the_tagger_gives_the_same_tags_on_every_backend(monkeypatch):
     for name in ("auto", "numpy", "fused", "reference"):
         tagger.backend = name
         calls.clear()
-        found[name] = tagger.tag([words], records=True)[0].tags
+        found[name] = tagger.tag([words])[0].tags
         assert bool(calls) == (name in ("auto", "numpy")), name  # one sentence on the CPU: numpy
     assert len({tuple(tags) for tags in found.values()}) == 1
     with pytest.raises(ValueError, match="unknown backend"):

@@ -114,14 +114,14 @@ def test_the_bundled_model_tags_the_same_in_float32(loops):
     tagger.processes = 1
     words = [s.words for s in read_conllu(SAMPLE)]
     tagger.backend = "fused"
-    expected = tagger.tag(words, records=True, probabilities=True, attention=True)
+    expected = tagger.tag(words, probabilities=True, attention=True)
     tagger.backend = "auto"
     calls = []
     kernel = sentencewise.tag_kernels().decoder_tag
     sentencewise.tag_kernels().decoder_tag = lambda *a: calls.append(1) or kernel(*a)
     try:
         for batch_size in (256, 1):
-            found = tagger.tag(words, records=True, probabilities=True, attention=True, batch_size=batch_size)
+            found = tagger.tag(words, probabilities=True, attention=True, batch_size=batch_size)
             assert [t.tags for t in found] == [t.tags for t in expected]
             for a, b in zip(found, expected, strict=True):
                 torch.testing.assert_close(a.probabilities, b.probabilities, atol=3e-5, rtol=0)
@@ -185,7 +185,7 @@ assert load_tagging_loops() is False
 tagger = Tagger.load()
 tagger.backend = "numba"  # forced: runs the reference where it cannot
 words = [s.words for s in read_conllu({str(SAMPLE)!r})]
-assert tagger.tag(words, records=True)[0].tags
+assert tagger.tag(words)[0].tags
 plan = choose_backend(tagger.model.settings, "many", "cpu", "float32", False)
 print(plan.decoder.name)
 """

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import SAMPLE, run_cli, started, train_on_sample
+from conftest import SAMPLE, run_cli, said, started, train_on_sample
 
 run = run_cli
 
@@ -52,7 +52,7 @@ def test_tag_changes_only_the_upos_column(run_dir, tmp_path):
     out = tmp_path / "tagged.conllu"
     result = run("tag", str(SAMPLE), "-m", str(run_dir), "-o", str(out), process=True)
     assert result.returncode == 0, result.stderr.decode()
-    assert result.stderr.decode() == f"wrote {out}\n"  # what it wrote, as plot and export say theirs
+    assert said(result.stderr) == f"wrote {out}\n"  # what it wrote, as plot and export say theirs
     before = SAMPLE.read_bytes().split(b"\n")
     after = out.read_bytes().split(b"\n")
     assert len(before) == len(after)
@@ -93,7 +93,7 @@ def test_tag_says_it_reads_stdin_only_when_stdin_is_a_terminal():
         os.close(primary)
         os.close(secondary)
     assert child.returncode == 0, err.decode()
-    assert err.decode() == "reading from stdin (Ctrl-D to end)\n"
+    assert said(err) == "reading from stdin (Ctrl-D to end)\n"
     assert b"\treads\t" in out  # tagged as CoNLL-U
     piped = run("tag", input=b"She reads a book.\n")  # a pipe: nothing to say
     assert piped.returncode == 0 and b"reading from stdin" not in piped.stderr
@@ -324,7 +324,7 @@ def test_many_inputs_are_written_as_each_alone_and_a_rerun_redoes_none(three_inp
     out = tmp_path / "out"
     result = run("tag", *three_inputs, "-o", out, process=True)
     assert result.returncode == 0, result.stderr.decode()
-    assert result.stderr.decode() == f"tagged 3 inputs into {out}\n"  # what it wrote; no bar off a terminal
+    assert said(result.stderr) == f"tagged 3 inputs into {out}\n"  # what it wrote; no bar off a terminal
     for path in three_inputs:
         alone = run("tag", path, process=True)
         assert alone.returncode == 0, alone.stderr.decode()
@@ -346,7 +346,7 @@ def test_a_bad_input_among_many_is_named_and_the_others_are_written(three_inputs
         "tag", three_inputs[0], bad, tmp_path / "missing.conllu", three_inputs[2], "-o", out, process=True
     )
     assert result.returncode == 2
-    assert result.stderr.decode().splitlines() == [
+    assert said(result.stderr).splitlines() == [
         f"{bad}:3: expected 10 tab-separated columns, found 5",
         f"{tmp_path / 'missing.conllu'}: no such file",
         f"2 of 4 inputs failed (above); 2 tagged into {out}",
@@ -356,7 +356,7 @@ def test_a_bad_input_among_many_is_named_and_the_others_are_written(three_inputs
     bad.write_bytes(SAMPLE.read_bytes())
     again = run("tag", three_inputs[0], bad, three_inputs[2], "-o", out, process=True)
     assert again.returncode == 0, again.stderr.decode()
-    assert again.stderr.decode() == (
+    assert said(again.stderr) == (
         f"skipped 2 of 3 inputs: their output is in {out} already\ntagged 1 input into {out}\n"
     )
     assert (out / "bad.conllu").read_bytes() == (out / "a.conllu").read_bytes()

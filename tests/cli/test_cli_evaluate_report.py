@@ -20,7 +20,7 @@ from easyfirst.data.conllu import read_conllu
 def counted():
     """(gold, predicted) for every word of the sample, the bundled model's tags."""
     sentences = read_conllu(SAMPLE)
-    predicted = [t.tags for t in Tagger.load().tag([s.words for s in sentences], records=True)]
+    predicted = [t.tags for t in Tagger.load().tag([s.words for s in sentences])]
     return [
         (g, p)
         for s, tags in zip(sentences, predicted, strict=True)
@@ -101,7 +101,7 @@ def test_a_bioes_models_calibration_reads_the_probability_of_the_tag_it_gave(tmp
     ]
     path = tmp_path / "small.conll"
     tagger = Tagger.load("en-ner")
-    tagged = tagger.tag(sentences, records=True, probabilities=True)
+    tagged = tagger.tag(sentences, probabilities=True)
     lines = []
     for words, t in zip(sentences, tagged, strict=True):
         lines += [f"{w} {tag}" for w, tag in zip(words, t.tags, strict=True)] + [""]  # gold = predicted

@@ -37,7 +37,7 @@ def test_the_exported_folder_has_the_same_weights_and_tags_the_same(half, tmp_pa
     saved = json.loads((BUNDLED / "config.json").read_text())["model"]
     assert all(json.loads((out / "config.json").read_text())["model"][k] == v for k, v in saved.items())
     assert (out / "README.md").read_text().startswith("# ")
-    assert Tagger.load(out).tag(WORDS, records=True) == Tagger.load().tag(WORDS, records=True)
+    assert Tagger.load(out).tag(WORDS) == Tagger.load().tag(WORDS)
 
 
 @pytest.mark.parametrize(

@@ -159,7 +159,7 @@ def test_training_with_pretrained_vectors_keeps_them_in_the_model_folder(tmp_pat
     embedder = tagger.model.embedder
     assert embedder.word_vectors(torch.tensor(words.index(unseen))).tolist() == [0.5, -0.5, 0.25, 8.0]
     assert len(embedder.words.weight) == words.index(unseen)  # kept as read, beside the trained table
-    assert len(tagger.tag([[unseen, "."]], records=True)[0].tags) == 2
+    assert len(tagger.tag([[unseen, "."]])[0].tags) == 2
     e = tagger.config.model.embedder
     assert e.word_dim == 4 and e.pretrained_covered == 2  # the, zyzzyva
     assert run_cli("export", tmp_path / "run", "-o", tmp_path / "out", "--no-half").returncode == 0

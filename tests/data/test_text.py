@@ -13,6 +13,7 @@ from easyfirst import Tagger
 from easyfirst.api import input_kind
 from easyfirst.data.conllu import read_conllu
 from easyfirst.data.text import conllu_lines, detokenize, read_text, split, tag_text, whitespace_tokens
+from easyfirst.tagging.tagged import Tagged
 
 TRICKY = (
     'Mr. Smith didn\'t pay $3.50 in the U.S. today.  He said, "Fine."\r\n'
@@ -110,7 +111,7 @@ def tagger():
 
 
 def test_tag_a_string_returns_a_tagged_sentence_of_token_tag_pairs_per_sentence(tagger):
-    result = tagger.tag("She reads a book. He sleeps.", records=True)
+    result = tagger.tag("She reads a book. He sleeps.")
     assert [s.tokens for s in result] == [["She", "reads", "a", "book", "."], ["He", "sleeps", "."]]
     assert [[w for w, _ in s] for s in result] == [s.tokens for s in result]
     assert all(tag in tagger.tags for s in result for _, tag in s)
@@ -119,18 +120,14 @@ def test_tag_a_string_returns_a_tagged_sentence_of_token_tag_pairs_per_sentence(
 
 def test_tag_a_list_of_strings_is_one_sentence(tagger):
     tokens = ["She", "reads", "a", "book", "."]
-    (one,) = tagger.tag(tokens, records=True, attention=True)
+    (one,) = tagger.tag(tokens, attention=True)
     assert one.tokens == tokens and one.tags == ["PRON", "VERB", "DET", "NOUN", "PUNCT"]  # by hand (UD)
     assert tuple(one.attention.shape) == (5, 5)
-    with pytest.warns(DeprecationWarning, match=r"one sentence's tags.*tagged\[0\]\.tags"):
-        assert tagger.tag(tokens) == ["PRON", "VERB", "DET", "NOUN", "PUNCT"]  # before issue #45
-    with pytest.warns(DeprecationWarning):
-        tags, attention = tagger.tag(tokens, return_attention=True)
-    assert tags == one.tags and attention.equal(one.attention)
+    assert tagger.tag(tokens) == [Tagged(tokens, one.tags)]  # the same record, without the attention
 
 
 def test_tag_a_string_with_attention(tagger):
-    tagged = tagger.tag("Hi there. Go!", attention=True, probabilities=True, records=True)
+    tagged = tagger.tag("Hi there. Go!", attention=True, probabilities=True)
     assert [len(s) for s in tagged] == [3, 2]
     assert [s.attention.shape[1] for s in tagged] == [3, 2]
     assert [tuple(s.probabilities.shape) for s in tagged] == [(3, len(tagger.tags)), (2, len(tagger.tags))]

@@ -226,4 +226,4 @@ def test_train_with_glove_needs_no_other_flag_and_the_model_names_it(tmp_path, m
 
     monkeypatch.setattr(vectors_module, "open_vectors", refuse)
     tagger = Tagger.load(tmp_path / "out")
-    assert len(tagger.tag([["Paris", "is", "nice", "."]], records=True)[0].tags) == 4
+    assert len(tagger.tag([["Paris", "is", "nice", "."]])[0].tags) == 4

@@ -19,6 +19,7 @@ from easyfirst.integrations.dask import (  # noqa: E402
     tag_file,
     tag_files,
 )
+from easyfirst.tagging.tagged import Tagged  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -85,15 +86,11 @@ def test_a_sharded_file_is_easyfirst_tags_output_byte_for_byte(counted, tmp_path
 def test_both_workers_tag_and_the_shards_come_back_in_order(client):
     sentences = [[f"w{k}"] * (1 + k % 5) for k in range(40)]
     tagger = ClusterTagger(client, shard=2)
-    tagged = tagger.tag(sentences, attention=True, records=True)
+    tagged = tagger.tag(sentences, attention=True)
     assert [t.tokens for t in tagged] == sentences  # each sentence back at its place
     assert [len(t.tags) for t in tagged] == [len(s) for s in sentences]
     assert [t.attention.shape[1] for t in tagged] == [len(s) for s in sentences]
-    with pytest.warns(DeprecationWarning, match="without records=.*a list of tag lists") as caught:
-        tags, attention = tagger.tag(sentences, return_attention=True)  # before issue #45: a tuple
-    assert len(caught) == 1 and caught[0].filename == __file__  # said here, not on a worker
-    assert tags == [t.tags for t in tagged]
-    assert all(a.equal(t.attention) for a, t in zip(attention, tagged, strict=True))
+    assert tagger.tag(sentences) == [Tagged(t.tokens, t.tags) for t in tagged]  # records, nothing asked
     futures = client.map(lambda k: distributed.get_worker().address, range(20), pure=False)
     assert len(set(client.gather(futures))) == 2  # the cluster has two workers that take tasks
 

@@ -32,7 +32,7 @@ def test_a_token_with_whitespace_is_no_word(nlp):
 def test_the_upos_component_tags_as_the_tagger_does_and_keeps_a_record(nlp, upos):
     doc = upos(nlp("The dog barks  at cats ."))
     words = [t.text for t in doc if is_word(t)]
-    expected = Tagger.load().tag([words], records=True)[0].tags
+    expected = Tagger.load().tag([words])[0].tags
     assert [t.pos_ for t in doc if is_word(t)] == expected
     assert all(t.pos_ == "" for t in doc if not is_word(t))
     record = doc._.easyfirst

@@ -46,7 +46,7 @@ def blank_docs(nlp, sentences):
 def test_the_entry_point_finds_the_component_and_it_tags_as_the_tagger_does(tagger, sentences):
     nlp = spacy.blank("en")
     nlp.add_pipe("easyfirst")  # no import of easyfirst.integrations: spaCy's entry point
-    tagged = tagger.tag(sentences, attention=True, records=True)
+    tagged = tagger.tag(sentences, attention=True)
     tags, attention = [t.tags for t in tagged], [t.attention for t in tagged]
     docs = list(nlp.pipe(blank_docs(nlp, sentences), batch_size=7))
     assert [[t.pos_ for t in doc] for doc in docs] == tags
@@ -97,9 +97,7 @@ def test_sentences_are_tagged_one_by_one_and_whitespace_is_no_word(tagger):
     doc = nlp("She reads a book.\n\nIt is late .")
     sentences = [[t.text for t in sent if not t.is_space] for sent in doc.sents]
     assert len(sentences) == 2 and any(t.is_space for t in doc)
-    assert [t.pos_ for t in doc if not t.is_space] == [
-        tag for t in tagger.tag(sentences, records=True) for tag in t.tags
-    ]
+    assert [t.pos_ for t in doc if not t.is_space] == [tag for t in tagger.tag(sentences) for tag in t.tags]
     assert all(t.pos_ == "" for t in doc if t.is_space)
     assert [a.shape for a in doc._.easyfirst_attention] == [(5, 5), (4, 4)]
     for empty in ("", "  \n"):  # no words: nothing tagged, nothing to draw
@@ -127,9 +125,7 @@ def test_an_xpos_model_sets_the_fine_grained_tag(tmp_path, sentences):
     nlp = spacy.blank("en")
     nlp.add_pipe("easyfirst", config={"model": str(run)})
     docs = list(nlp.pipe(blank_docs(nlp, sentences)))
-    assert [[t.tag_ for t in doc] for doc in docs] == [
-        t.tags for t in Tagger.load(run).tag(sentences, records=True)
-    ]
+    assert [[t.tag_ for t in doc] for doc in docs] == [t.tags for t in Tagger.load(run).tag(sentences)]
     assert all(t.pos_ == "" for doc in docs for t in doc)
 
 
@@ -137,7 +133,7 @@ def test_an_xpos_model_sets_the_fine_grained_tag(tmp_path, sentences):
 def test_an_ner_model_sets_the_entities_of_its_bio_tags(tmp_path):
     run = trained(tmp_path / "ner", "ner", NER_SAMPLE, epochs=3)
     sentences = [s.words for s in read_conll(NER_SAMPLE)]
-    tags = [t.tags for t in Tagger.load(run).tag(sentences, records=True)]
+    tags = [t.tags for t in Tagger.load(run).tag(sentences)]
     nlp = spacy.blank("en")
     nlp.add_pipe("easyfirst", config={"model": str(run)})
     docs = list(nlp.pipe(blank_docs(nlp, sentences)))

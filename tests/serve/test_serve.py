@@ -65,7 +65,7 @@ def test_tokens_with_attention_and_probabilities(server):
     sentences = [["She", "reads", "a", "book", "."], ["Birds", "fly", "south", "in", "winter", "."]]
     status, answer = server.post({"sentences": sentences, "attention": True, "probabilities": True})
     assert status == 200, answer
-    tagged = Tagger.load().tag(sentences, attention=True, records=True)
+    tagged = Tagger.load().tag(sentences, attention=True)
     assert [s["tags"] for s in answer["sentences"]] == [t.tags for t in tagged]
     for sentence, expected in zip(answer["sentences"], (t.attention for t in tagged), strict=True):
         matrix = sentence["attention"]
@@ -115,7 +115,7 @@ def test_the_page_tags_the_text_typed_and_draws_the_raindrop_of_the_sentence_pic
     from browser import chromium
     from easyfirst import Tagger
 
-    expected = Tagger.load().tag(TEXT, records=True)  # one Tagged per sentence: its (token, tag) pairs
+    expected = Tagger.load().tag(TEXT)  # one Tagged per sentence: its (token, tag) pairs
     with chromium() as context:
         page = context.new_page()
         errors = []
@@ -139,7 +139,7 @@ def test_the_page_tags_the_text_typed_and_draws_the_raindrop_of_the_sentence_pic
         assert page.get_attribute("#sentences button.sentence >> nth=1", "aria-pressed") == "true"
         refused = list(context.refused)
     words = [token for token, _ in expected[1]]
-    attention = Tagger.load().tag([words], attention=True, records=True)[0].attention
+    attention = Tagger.load().tag([words], attention=True)[0].attention
     steps, length = attention.shape
     assert sorted((n, i) for n, i, _ in cells) == [(n, i) for n in range(steps) for i in range(length)]
     for n, i, alpha in cells:
@@ -270,7 +270,7 @@ def test_concurrent_clients_are_tagged_together(server):
         ["The", "dog", "barks", "at", "the", "mailman", "."],
         ["Birds", "fly"],
     ]
-    expected = [t.tags for t in Tagger.load().tag(sentences, records=True)]
+    expected = [t.tags for t in Tagger.load().tag(sentences)]
     before = json.loads(server.get("/health")[1])
 
     def client(k: int) -> list[bool]:

@@ -59,7 +59,7 @@ def test_health_page_and_tags_agree_with_the_tagger(tagger):
     assert tagged[0] == 200
     answer = json.loads(tagged[2])
     assert [s["tokens"] for s in answer["sentences"]] == SENTENCES
-    assert [s["tags"] for s in answer["sentences"]] == [t.tags for t in tagger.tag(SENTENCES, records=True)]
+    assert [s["tags"] for s in answer["sentences"]] == [t.tags for t in tagger.tag(SENTENCES)]
     assert "attention" not in answer["sentences"][0]
 
 
@@ -130,7 +130,7 @@ def test_requests_that_arrive_together_are_one_batch_and_each_gets_its_own(tagge
         ["Hi"],
     ]
     assert [s.tags for s in first + second] == [
-        t.tags for t in tagger.tag([SENTENCES[0], SENTENCES[1], ["Hi"]], records=True)
+        t.tags for t in tagger.tag([SENTENCES[0], SENTENCES[1], ["Hi"]])
     ]
     assert first[0].attention is not None and second[0].attention is None  # only what each asked for
     assert not batcher.thread.is_alive()

@@ -46,7 +46,7 @@ def test_two_workers_serve_the_acceptance_list_and_stop_cleanly():
         )
         assert served.post({"sentences": [["w"] * 41]})[0] == 413
         assert served.post(b"[" * 5000)[0] == 400
-        expected = [t.tags for t in Tagger.load().tag(SENTENCES, records=True)]
+        expected = [t.tags for t in Tagger.load().tag(SENTENCES)]
 
         def client(k: int) -> list[bool]:
             answers = [served.post({"sentences": [SENTENCES[(k + i) % 3]]}) for i in range(10)]

@@ -1,4 +1,4 @@
-"""The Python API: Tagger.load(run_dir).tag(..., records=True), attention matrices, exports, and the bundled model."""
+"""The Python API: Tagger.load(run_dir).tag(...), attention matrices, exports, and the bundled model."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def run_dir(tmp_path_factory):
 def test_tag_returns_one_tag_per_word_and_keeps_empty_sentences(run_dir):
     tagger = Tagger.load(run_dir)
     sentences = [["The", "dog", "barks", "."], [], ["Hi"], ["unseen-wordzzz"] * 60]
-    tagged = tagger.tag(sentences, records=True)
+    tagged = tagger.tag(sentences)
     assert [t.tokens for t in tagged] == sentences
     assert [len(t.tags) for t in tagged] == [4, 0, 1, 60]
     assert all(t in tagger.tags for sentence in tagged for t in sentence.tags)
@@ -39,7 +39,7 @@ def test_tag_returns_one_tag_per_word_and_keeps_empty_sentences(run_dir):
 def test_attention_is_n_by_l_and_even_for_csoftmax(run_dir):
     tagger = Tagger.load(run_dir)
     sentences = [["The", "dog", "barks", "."], ["A", "cat", "sat", "on", "the", "mat", "."], []]
-    attention = [t.attention for t in tagger.tag(sentences, attention=True, records=True)]
+    attention = [t.attention for t in tagger.tag(sentences, attention=True)]
     assert [tuple(a.shape) for a in attention] == [(4, 4), (7, 7), (0, 0)]
     for matrix in attention[:2]:
         torch.testing.assert_close(matrix.sum(1), torch.ones(matrix.shape[0]), atol=1e-5, rtol=0)  # α ∈ Δ
@@ -51,7 +51,7 @@ def test_attention_with_n_fixed_has_a_row_per_step_the_sentence_ran(run_dir, bey
     tagger = Tagger.load(run_dir)
     tagger.model.steps, tagger.model.steps_beyond_length = 3, beyond_length  # N = 3 (weights unchanged)
     sentences = [["The", "dog", "barks", "."], ["Hi", "!"], ["A", "cat", "sat", "on", "the", "mat", "."]]
-    attention = [t.attention for t in tagger.tag(sentences, attention=True, records=True)]
+    attention = [t.attention for t in tagger.tag(sentences, attention=True)]
     short = (3, 2) if beyond_length else (2, 2)  # N as a maximum: a 2-word sentence runs 2 steps
     assert [tuple(a.shape) for a in attention] == [(3, 4), short, (3, 7)]
     for matrix in attention:  # every row is a step that ran: a distribution, not padding
@@ -61,9 +61,7 @@ def test_attention_with_n_fixed_has_a_row_per_step_the_sentence_ran(run_dir, bey
 def test_batch_size_does_not_change_tags(run_dir):
     tagger = Tagger.load(run_dir)
     words = [s.words for s in read_conllu(SAMPLE)]
-    assert tagger.tag(words, batch_size=1, records=True) == tagger.tag(
-        words, batch_size=1000, records=True
-    )  # Tagged: tokens, tags
+    assert tagger.tag(words, batch_size=1) == tagger.tag(words, batch_size=1000)  # Tagged: tokens, tags
 
 
 def test_export_to_float16_keeps_predictions(run_dir, tmp_path):
@@ -75,8 +73,8 @@ def test_export_to_float16_keeps_predictions(run_dir, tmp_path):
     assert {v.dtype for v in state.values() if v.is_floating_point()} == {torch.float16}
     words = [s.words for s in read_conllu(SAMPLE)]
     full, half = (
-        Tagger.load(run_dir).tag(words, records=True),
-        Tagger.load(tmp_path / "half").tag(words, records=True),
+        Tagger.load(run_dir).tag(words),
+        Tagger.load(tmp_path / "half").tag(words),
     )
     agree = sum(a == b for x, y in zip(full, half, strict=True) for a, b in zip(x.tags, y.tags, strict=True))
     assert agree / sum(len(x) for x in full) > 0.97
@@ -113,7 +111,7 @@ def test_bundled_default_model_tags_out_of_the_box():
     tagger = Tagger.load()
     # unambiguous sentences a UPOS tagger at ~95% must get right (checked by hand against the UD guidelines)
     sentences = [["She", "reads", "a", "book", "."], ["The", "cat", "sat", "on", "the", "mat", "."]]
-    assert [t.tags for t in tagger.tag(sentences, records=True)] == [
+    assert [t.tags for t in tagger.tag(sentences)] == [
         ["PRON", "VERB", "DET", "NOUN", "PUNCT"],
         ["DET", "NOUN", "VERB", "ADP", "DET", "NOUN", "PUNCT"],
     ]
@@ -134,9 +132,7 @@ def test_export_refuses_a_folder_with_a_model_unless_overwrite(tmp_path):
     assert (out / "model.pt").read_bytes() == b"old"
     replaced = run_cli("export", bundled, out, "--overwrite")
     assert replaced.returncode == 0, replaced.stderr.decode()
-    assert Tagger.load(out).tag([["She", "reads", "."]], records=True) == Tagger.load().tag(
-        [["She", "reads", "."]], records=True
-    )
+    assert Tagger.load(out).tag([["She", "reads", "."]]) == Tagger.load().tag([["She", "reads", "."]])
 
 
 def test_a_bundled_model_is_taken_by_its_name_wherever_a_model_is():
@@ -145,7 +141,7 @@ def test_a_bundled_model_is_taken_by_its_name_wherever_a_model_is():
     assert BUNDLED["en-upos"] == DEFAULT_MODEL and model_folder("en-upos") == default_model_path()
     assert model_folder("runs/en-upos") == Path("runs/en-upos")  # a path is a path
     sentence = [["She", "reads", "a", "book", "."]]
-    assert Tagger.load("en-upos").tag(sentence, records=True) == Tagger.load().tag(sentence, records=True)
+    assert Tagger.load("en-upos").tag(sentence) == Tagger.load().tag(sentence)
     by_name = run_cli("tag", "--text", "She reads a book.", "-m", "en-upos")
     default = run_cli("tag", "--text", "She reads a book.")
     assert by_name.returncode == 0 and by_name.stdout == default.stdout
@@ -156,5 +152,5 @@ def test_the_bundled_ner_model_finds_the_entities_of_a_plain_sentence():
     tagger = Tagger.load("en-ner")
     assert tagger.config.data.task == "ner" and tagger.config.model.output.crf
     words = "John Smith visited Paris with the European Union delegation .".split()
-    tags = tagger.tag([words], records=True)[0].tags
+    tags = tagger.tag([words])[0].tags
     assert tags == ["B-PER", "I-PER", "O", "B-LOC", "O", "O", "B-ORG", "I-ORG", "O", "O"]

@@ -59,7 +59,7 @@ def test_text_as_json_lines_with_offsets_and_entities(ner):
     ]
     assert found[1]["offsets"][:5] == [[45, 48], [49, 53], [54, 61], [62, 69], [70, 73]]
     assert [list(s) for s in found] == [["tokens", "offsets", "tags", "entities"]] * 2
-    assert [s["tags"] for s in found] == [t.tags for t in ner.tag(TEXT, records=True)]
+    assert [s["tags"] for s in found] == [t.tags for t in ner.tag(TEXT)]
     assert [(e["label"], e["text"]) for e in found[0]["entities"]] == [
         ("PER", "Angela Merkel"), ("PER", "Emmanuel Macron"), ("LOC", "Paris"),
     ]  # fmt: skip

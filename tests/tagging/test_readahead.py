@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import SAMPLE, run_cli
+from conftest import SAMPLE, run_cli, said
 from easyfirst.data import detect
 from easyfirst.errors import InputError
 from easyfirst.parallel.cores import available_cores
@@ -146,7 +146,7 @@ def test_a_malformed_line_read_ahead_is_reported_with_its_place_and_nothing_is_w
     bad.write_text("".join(lines), encoding="utf-8")
     done = run_cli("tag", bad, "-o", tmp_path / "out.conllu", process=True)
     assert done.returncode == 2
-    assert done.stderr.decode().strip() == f"{bad}:{number}: expected 10 tab-separated columns, found 9"
+    assert said(done.stderr).strip() == f"{bad}:{number}: expected 10 tab-separated columns, found 9"
     assert not (tmp_path / "out.conllu").exists()
 
 

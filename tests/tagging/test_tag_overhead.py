@@ -32,7 +32,7 @@ def test_tags_are_those_of_each_sentence_encoded_and_collated():
                 expected[keep[index]] = [tagger.tags[i] for i in ids]
     assert len(jobs) > 3
     for _ in range(2):  # the words looked up, then remembered
-        assert [t.tags for t in tagger.tag(words, batch_size=5, max_tokens=40, records=True)] == expected
+        assert [t.tags for t in tagger.tag(words, batch_size=5, max_tokens=40)] == expected
 
 
 def vocabularies() -> Vocabularies:
@@ -63,10 +63,10 @@ def test_a_remembered_word_is_looked_up_again_in_vocabularies_that_changed():
 
 def test_an_empty_sentence_gets_empty_attention_and_probabilities_only_when_asked():
     tagger = Tagger.load()
-    asked = tagger.tag([["Hi", "!"], []], records=True, attention=True, probabilities=True)
+    asked = tagger.tag([["Hi", "!"], []], attention=True, probabilities=True)
     assert asked[1].tags == [] and tuple(asked[1].attention.shape) == (0, 0)
     assert tuple(asked[1].probabilities.shape) == (0, len(tagger.tags))
-    plain = tagger.tag([["Hi", "!"], []], records=True)
+    plain = tagger.tag([["Hi", "!"], []])
     assert [t.tags for t in plain] == [t.tags for t in asked]
     assert plain[1].attention is None and plain[1].probabilities is None
 
@@ -80,9 +80,9 @@ def test_a_small_group_gets_the_tags_of_one_sentence_at_a_time_whatever_its_batc
     tagger = Tagger.load()
     sentences = [s.words for s in read_conllu(SAMPLE)]
     sentences = sorted(sentences, key=len)[::3][:13] + [sentences[0][:1]]  # short to long, and one word
-    alone = [tagger.tag([words], records=True)[0].tags for words in sentences]
+    alone = [tagger.tag([words])[0].tags for words in sentences]
     for max_tokens in (None, GROUP_TOKENS, 256, 64):
-        tagged = tagger.tag(sentences, batch_size=len(sentences), max_tokens=max_tokens, records=True)
+        tagged = tagger.tag(sentences, batch_size=len(sentences), max_tokens=max_tokens)
         assert [t.tags for t in tagged] == alone
     assert len({len(words) for words in sentences}) > 5
 

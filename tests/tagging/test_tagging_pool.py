@@ -9,7 +9,7 @@ import multiprocessing
 import pytest
 import torch
 
-from conftest import SAMPLE
+from conftest import SAMPLE, said
 from easyfirst import Tagger
 from easyfirst.data.batching import collate, encode, unpack
 from easyfirst.data.buckets import INFERENCE_MAX_TOKENS, pack_batches
@@ -48,24 +48,22 @@ def test_two_processes_tag_as_one_does_bit_for_bit(sentences):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one core's run (taskset -c 0): one torch thread, as each worker has
     try:
-        expected = one.tag(sentences, attention=True, probabilities=True, batch_size=8, records=True)
+        expected = one.tag(sentences, attention=True, probabilities=True, batch_size=8)
     finally:
         torch.set_num_threads(threads)
     assert one._pool is None
     two = Tagger.load()
     two.processes = 2
-    found = two.tag(sentences, attention=True, probabilities=True, batch_size=8, records=True)
+    found = two.tag(sentences, attention=True, probabilities=True, batch_size=8)
     pool = two._pool
     assert pool is not None and all(p.is_alive() for p in pool.workers.processes)  # the pool tagged
     assert found == expected  # tags, and attention and probabilities tensors equal bit for bit
     tags = [t.tags for t in expected]
-    assert [
-        t.tags for t in two.tag(sentences, batch_size=8, records=True)
-    ] == tags  # a second call: the same processes
+    assert [t.tags for t in two.tag(sentences, batch_size=8)] == tags  # a second call: the same processes
     assert two._pool is pool
     pool.close()
     assert not any(p.is_alive() for p in pool.workers.processes)
-    assert [t.tags for t in two.tag(sentences[:2], records=True)] == tags[:2]  # small: this process alone
+    assert [t.tags for t in two.tag(sentences[:2])] == tags[:2]  # small: this process alone
 
 
 def test_a_library_call_forks_nothing_unless_it_asks(sentences, monkeypatch):
@@ -82,21 +80,19 @@ def test_a_library_call_forks_nothing_unless_it_asks(sentences, monkeypatch):
     tagger = Tagger.load()
     assert tagger.processes is None and sum(map(len, sentences)) >= cores.MIN_WORDS
     before = set(multiprocessing.active_children())
-    alone = tagger.tag(sentences, batch_size=8, records=True)
+    alone = tagger.tag(sentences, batch_size=8)
     assert tagger._pool is None and made == [] and set(multiprocessing.active_children()) == before
     try:
-        assert tagger.tag(sentences, batch_size=8, processes=2, records=True) == alone
+        assert tagger.tag(sentences, batch_size=8, processes=2) == alone
         assert made == [2] and tagger._pool is not None and not tagger._pool.closed
-        assert (
-            tagger.tag(sentences, batch_size=8, processes=1, records=True) == alone
-        )  # this one, the pool kept
-        assert tagger.tag(sentences, batch_size=8, records=True) == alone and made == [2]
+        assert tagger.tag(sentences, batch_size=8, processes=1) == alone  # this one, the pool kept
+        assert tagger.tag(sentences, batch_size=8) == alone and made == [2]
         tagger.processes = 3
-        assert tagger.tag(sentences, batch_size=8, records=True) == alone and made == [2, 3]
+        assert tagger.tag(sentences, batch_size=8) == alone and made == [2, 3]
     finally:
         tagger.close()
     with pytest.raises(ValueError, match="processes"):
-        tagger.tag(sentences, processes=0, records=True)
+        tagger.tag(sentences, processes=0)
 
 
 def test_the_cli_asks_for_one_process_per_core(sentences, monkeypatch):
@@ -139,7 +135,7 @@ def test_easyfirst_tag_on_every_core_writes_the_bytes_of_one_process(tmp_path):
     words = sum(len(s.words) for s in read_conllu(SAMPLE))
     big.write_bytes(SAMPLE.read_bytes() * (cores.MIN_WORDS // words + 1))
     done = run_cli("tag", big, "-o", tmp_path / "out.conllu", process=True)
-    assert done.returncode == 0 and done.stderr.decode() == f"wrote {tmp_path / 'out.conllu'}\n", (
+    assert done.returncode == 0 and said(done.stderr) == f"wrote {tmp_path / 'out.conllu'}\n", (
         done.stderr.decode()
     )
     one = Tagger.load()
@@ -174,22 +170,14 @@ def test_batches_packed_without_torch_are_the_batches_collate_makes(sentences):
 def test_batches_packed_before_tag_as_the_words_do(sentences):
     """``Tagger._tag_packed`` (easyfirst tag packs the batches ahead): each sentence's row must come
     back to it after the sorting into batches, in one process and in the pool; batches packed with
-    another batch size are refused. The deprecated ``tag(..., batches=)`` still gives its old result."""
+    another batch size are refused."""
     tagger = Tagger.load()
     packed = pack_batches(sentences, tagger.vocabs, batch_size=8)
-    expected = tagger.tag(sentences, probabilities=True, batch_size=8, records=True)
+    expected = tagger.tag(sentences, probabilities=True, batch_size=8)
     for processes in (1, 2):
         tagger.processes = processes
         found = tagger._tag_packed(sentences, packed, batch_size=8)
         assert [t.tags for t in found] == [t.tags for t in expected]
-        with pytest.warns(DeprecationWarning) as caught:
-            tags, probabilities = tagger.tag(
-                sentences, return_probabilities=True, batch_size=8, batches=packed
-            )
-        (said,) = [str(w.message) for w in caught]  # one warning, naming both old keywords
-        assert "for return_probabilities=, " in said and "for batches=, " in said
-        assert tags == [t.tags for t in expected]
-        assert all(torch.equal(a, t.probabilities) for a, t in zip(probabilities, expected, strict=True))
     tagger.close()
     with pytest.raises(ValueError, match="not made for these sentences"):
         tagger._tag_packed(sentences, packed, batch_size=16)
@@ -206,7 +194,7 @@ def test_processes_that_follow_the_windows_tag_as_one_does_and_share_them(senten
     tagger = Tagger.load()
     windows = [sentences, sentences[:2], [], sentences[3:], [[], []], sentences[::2]]
     windows = [(w, pack_batches(w, tagger.vocabs, batch_size=8) if packed else None) for w in windows]
-    one = [tagger.tag(window, batch_size=8, records=True) if window else [] for window, _ in windows]
+    one = [tagger.tag(window, batch_size=8) if window else [] for window, _ in windows]
     ahead = ReadAhead(lambda: iter(windows), copies=1, copy=lambda window: window)
     tagger.processes = 2
     assert tagger.follow(ahead.copies, batch_size=8)
@@ -222,7 +210,7 @@ def test_processes_that_follow_the_windows_tag_as_one_does_and_share_them(senten
     assert pool.claims.next.value == shared  # every batch of the shared windows taken once
     assert len(mine) - batches[1] < shared  # the worker took some (the small window's: this process's)
     with pytest.raises(RuntimeError, match="follow a read-ahead"):
-        tagger.tag(sentences, batch_size=16, records=True)
+        tagger.tag(sentences, batch_size=16)
     pool.close()
     assert not any(p.is_alive() for p in pool.workers.processes)
 
@@ -245,7 +233,7 @@ def test_easyfirst_tag_on_a_file_of_several_windows_writes_the_bytes_of_one_proc
     big = tmp_path / "big.conllu"
     big.write_text("\n".join(lines) + "\n", encoding="utf-8")
     done = run_cli("tag", big, "-o", tmp_path / "out.conllu", process=True)
-    assert done.returncode == 0 and done.stderr.decode() == f"wrote {tmp_path / 'out.conllu'}\n", (
+    assert done.returncode == 0 and said(done.stderr) == f"wrote {tmp_path / 'out.conllu'}\n", (
         done.stderr.decode()
     )
     one = Tagger.load()
@@ -262,12 +250,12 @@ def test_a_worker_that_died_is_reported_as_such(sentences):
 
     tagger = Tagger.load()
     tagger.processes = 2
-    tagger.tag(sentences, batch_size=8, records=True)
+    tagger.tag(sentences, batch_size=8)
     worker = tagger._pool.workers.processes[0]
     worker.kill()
     worker.join()
     with pytest.raises(WorkerFailed, match="worker 1 exited"):
-        tagger.tag(sentences, batch_size=8, records=True)
+        tagger.tag(sentences, batch_size=8)
     tagger._pool.close()
 
 

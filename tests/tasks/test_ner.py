@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IOB1_LATIN1, NER_SAMPLE, SAMPLE, run_cli
+from conftest import IOB1_LATIN1, NER_SAMPLE, SAMPLE, run_cli, said
 from easyfirst.data import schemes
 
 
@@ -83,7 +83,7 @@ def test_analyze_says_where_the_first_focus_goes_against_the_entities(ner_run):
     assert result.returncode == 0, result.stderr.decode()
     entities = json.loads(result.stdout)["entities"]
     sentences = [s for s in read_conll(NER_SAMPLE) if set(s.tags) != {"O"}]
-    tagged = Tagger.load(ner_run).tag([s.words for s in sentences], attention=True, records=True)
+    tagged = Tagger.load(ner_run).tag([s.words for s in sentences], attention=True)
     on_entity = [s.tags[int(t.attention[0].argmax())] != "O" for s, t in zip(sentences, tagged, strict=True)]
     assert entities["sentences"] == len(sentences) > 0
     assert entities["share_on_entity"] == pytest.approx(sum(on_entity) / len(sentences))
@@ -109,7 +109,7 @@ def test_user_errors_on_column_files(ner_run, tmp_path):
     out = tmp_path / "out.conll"
     result = run_cli("tag", bad, "-m", ner_run, "-o", out)
     assert result.returncode == 2 and b"Traceback" not in result.stderr
-    assert result.stderr.decode().strip() == f"{bad}:2: expected 2 columns (as on line 1), found 3"
+    assert said(result.stderr).strip() == f"{bad}:2: expected 2 columns (as on line 1), found 3"
     assert not out.exists()
     result = run_cli("tag", SAMPLE, "--replace", process=True)  # the bundled model is a POS model
     assert result.returncode == 2 and b"--replace: only for column files" in result.stderr
@@ -135,13 +135,13 @@ def test_ner_runs_n_as_a_maximum_and_an_older_run_keeps_n_for_every_sentence(ner
 
     config = json.loads((ner_run / "config.json").read_text())
     assert config["model"]["sketch_steps"] == 5 and config["model"]["steps_beyond_length"] is False
-    (tagged,) = Tagger.load(ner_run).tag([["John", "Smith"]], attention=True, records=True)
+    (tagged,) = Tagger.load(ner_run).tag([["John", "Smith"]], attention=True)
     assert tagged.attention.shape == (2, 2)
     old = tmp_path / "old-run"
     shutil.copytree(ner_run, old)
     del config["model"]["steps_beyond_length"]
     (old / "config.json").write_text(json.dumps(config))
-    (tagged,) = Tagger.load(old).tag([["John", "Smith"]], attention=True, records=True)
+    (tagged,) = Tagger.load(old).tag([["John", "Smith"]], attention=True)
     assert tagged.attention.shape == (5, 2)
 
 
@@ -150,7 +150,7 @@ def test_a_file_of_the_wrong_kind_says_which_model_reads_what(ner_run, tmp_path)
     found 11'; the CoNLL-2003 file given to the pos model 'expected 10 tab-separated columns'."""
     result = run_cli("tag", SAMPLE, "-m", ner_run, "--format", "model")
     assert result.returncode == 2 and b"Traceback" not in result.stderr
-    message = result.stderr.decode().strip()
+    message = said(result.stderr).strip()
     assert message.startswith(f"{SAMPLE}:2: expected ")
     assert "this looks like CoNLL-U" in message
     assert message.endswith(

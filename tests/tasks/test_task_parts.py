@@ -107,7 +107,7 @@ def test_a_task_of_a_new_reader_and_the_shared_scoring_trains_loads_and_tags(tmp
     ]
     assert all(t.split("/")[1] in tagger.tags for line in written for t in line)
     sentences = task.read(data, None)
-    tagged = tagger.tag([s.words for s in sentences], records=True)
+    tagged = tagger.tag([s.words for s in sentences])
     report = task.scoring.score([s.tags for s in sentences], [t.tags for t in tagged])
     pairs = [
         (g, w)
@@ -137,7 +137,7 @@ def test_a_made_up_extra_output_trains_is_scored_returned_and_written(tmp_path, 
     assert "capitalization tags" in (run / "train.log").read_text()  # the output layer's line
     tagger = Tagger.load(run)
     words = [["Dogs", "bark"], [], ["a", "Cat"]]
-    tagged = tagger.tag(words, heads=True, records=True)
+    tagged = tagger.tag(words, heads=True)
     assert [list(t.heads) for t in tagged] == [["capitals"]] * 3
     assert [len(t.heads["capitals"]) for t in tagged] == [2, 0, 2]  # one per word; none for no words
     assert all(tag in ("lower", "upper") for t in tagged for tag in t.heads["capitals"])

@@ -83,7 +83,7 @@ def test_easy_first_help_states_the_recipe():
 
 def first_half_largest_by_hand(tagger, sentences) -> float:
     """Mean over steps n ≤ ⌈N/2⌉ of all sentences of max_i αⁿ_i, from the attention the tagger returns."""
-    tagged = tagger.tag([s.words for s in sentences], attention=True, records=True)
+    tagged = tagger.tag([s.words for s in sentences], attention=True)
     largest = [
         max(row.tolist()) for a in (t.attention for t in tagged) for row in a[: math.ceil(a.shape[0] / 2)]
     ]

@@ -43,7 +43,7 @@ def right_on_dev(folder) -> float:
     from easyfirst.data.conllu import read_conllu
 
     sentences = read_conllu(SAMPLE)
-    predicted = [t.tags for t in Tagger.load(folder).tag([s.words for s in sentences], records=True)]
+    predicted = [t.tags for t in Tagger.load(folder).tag([s.words for s in sentences])]
     pairs = [
         (g, p) for s, t in zip(sentences, predicted, strict=True) for g, p in zip(s.tags, t, strict=True)
     ]

@@ -7,7 +7,7 @@ import shlex
 
 import pytest
 
-from conftest import SAMPLE, run_cli
+from conftest import SAMPLE, run_cli, said
 from easyfirst.cli.flags import FLAG_OF
 from easyfirst.config import Config
 from easyfirst.training.loop import train
@@ -159,7 +159,7 @@ def test_export_drops_the_affix_vocabularies_a_model_without_affixes_never_reads
     assert exported["words"] == vocab["words"]
     assert "| affix n-grams | none |" in (tmp_path / "out" / "README.md").read_text()
     text = "The cat sat on the mat . Dogs bark ."
-    assert Tagger.load(tmp_path / "out").tag(text, records=True) == Tagger.load(run).tag(text, records=True)
+    assert Tagger.load(tmp_path / "out").tag(text) == Tagger.load(run).tag(text)
 
 
 def test_export_needs_one_output_folder(run_dir, tmp_path):
@@ -255,7 +255,7 @@ def test_a_run_that_stopped_early_is_exported_evaluated_and_plotted_saying_so(ru
     assert "None: the run stopped after epoch 1 of 20, before its best model was scored" in card
     assert "scores above" not in card
     evaluated = run_cli("evaluate", SAMPLE, "-m", stopped)
-    assert evaluated.returncode == 0 and evaluated.stderr.decode().splitlines() == [note]
+    assert evaluated.returncode == 0 and said(evaluated.stderr).splitlines() == [note]
     plotted = run_cli("plot", "-m", stopped, "--text", "She reads .", "--terminal")
     assert plotted.returncode == 0 and plotted.stderr.decode().splitlines()[0] == note
     finished = run_cli("evaluate", SAMPLE, "-m", run_dir)  # a run that finished its epochs: no note

@@ -32,7 +32,7 @@ def run_dir(tmp_path_factory):
 def test_figure_draws_the_models_attention_with_tagged_labels(run_dir):
     tagger = Tagger.load(run_dir)
     sentence = read_conllu(SAMPLE)[2]
-    tagged = tagger.tag([sentence.words], attention=True, records=True)
+    tagged = tagger.tag([sentence.words], attention=True)
     tags, attention = [t.tags for t in tagged], [t.attention for t in tagged]
     drop = Drop(sentence.words, tags[0], attention[0], sentence.tags, "t")
     fig = figure([drop], tagger.tags)
@@ -83,7 +83,7 @@ def test_compare_draws_one_panel_per_model(run_dir, tmp_path):
     result = run_cli("plot", "-m", run_dir, "--compare", run_dir, "--text", "The dog barks .", "-o", fig_path)
     assert result.returncode == 0, result.stderr.decode()
     tagger = Tagger.load(run_dir)
-    (tagged,) = tagger.tag([["The", "dog", "barks", "."]], attention=True, records=True)
+    (tagged,) = tagger.tag([["The", "dog", "barks", "."]], attention=True)
     fig = figure([Drop(["The", "dog", "barks", "."], ["X"] * 4, tagged.attention)] * 2, tagger.tags)
     assert len([ax for ax in fig.axes if ax.get_images()]) == 4  # two heatmaps, two β panels
 
@@ -91,7 +91,7 @@ def test_compare_draws_one_panel_per_model(run_dir, tmp_path):
 def test_terminal_rendering_lists_words_and_one_row_per_step(run_dir):
     tagger = Tagger.load(run_dir)
     words = ["The", "dog", "barks", "."]
-    (tagged,) = tagger.tag([words], attention=True, records=True)
+    (tagged,) = tagger.tag([words], attention=True)
     console = Console(record=True, width=200)
     console.print(terminal(Drop(words, tagged.tags, tagged.attention), tagger.tags))
     text = console.export_text()
@@ -121,7 +121,7 @@ def test_analyze_matches_a_direct_count(run_dir, analyzed):
     tagger = Tagger.load(run_dir)
     sentences = read_conllu(SAMPLE)
     stats = analyze(tagger, [s.words for s in sentences], [s.tags for s in sentences])
-    tagged = tagger.tag([s.words for s in sentences], attention=True, records=True)
+    tagged = tagger.tag([s.words for s in sentences], attention=True)
     verbs = sum(
         s.tags[int(t.attention[0].argmax())] == "VERB" for s, t in zip(sentences, tagged, strict=True)
     )
@@ -167,8 +167,8 @@ class _FixedAttention:
         self.matrices = [torch.tensor(m, dtype=torch.float64) for m in matrices]
         self.model = type("Model", (), {"decoder": object(), "steps": steps})()
 
-    def tag(self, words, *, records, attention, batch_size, extras):
-        assert records is True and attention is True  # what analyze asks of Tagger.tag
+    def tag(self, words, *, attention, batch_size, extras):
+        assert attention is True  # what analyze asks of Tagger.tag
         return [Tagged(list(w), ["X"] * len(w), m) for w, m in zip(words, self.matrices, strict=True)]
 
 

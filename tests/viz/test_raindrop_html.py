@@ -40,7 +40,7 @@ def test_the_notebook_fragment_carries_the_apis_tokens_tags_and_attention(tagger
     [(_, [view])] = embedded(raindrop._repr_html_())
     words = ["It", "paid", "in", "cash", "."]
     assert view["tokens"] == words
-    (tagged,) = tagger.tag([words], attention=True, records=True)
+    (tagged,) = tagger.tag([words], attention=True)
     assert view["tags"] == tagged.tags
     assert len(view["attention"]) == tagged.attention.shape[0]
     for row, expected in zip(view["attention"], tagged.attention.tolist(), strict=True):
@@ -130,7 +130,7 @@ def test_compare_puts_one_view_per_model_side_by_side_on_the_page(tagger, tmp_pa
     assert result.returncode == 0, result.stderr.decode()
     [(_, views)] = embedded(out.read_text(encoding="utf-8"))
     assert [v["title"].split(":")[0] for v in views] == ["bundled model", default_model_path().name]
-    (tagged,) = tagger.tag([words], attention=True, records=True)
+    (tagged,) = tagger.tag([words], attention=True)
     for view in views:
         assert view["tokens"] == words
         for row, expected in zip(view["attention"], tagged.attention.tolist(), strict=True):

@@ -58,7 +58,7 @@ def test_plot_html_file_renders_one_cell_per_step_and_word_with_the_apis_alpha(t
     assert result.returncode == 0, result.stderr.decode()
     page.goto(out.as_uri())
     words = TEXT.split()
-    attention = tagger.tag([words], attention=True, records=True)[0].attention
+    attention = tagger.tag([words], attention=True)[0].attention
     assert attention.shape == (len(words), len(words))  # the bundled model: N = L
     assert_cells_equal(page.locator(".efr").evaluate(CELLS), attention)
     labels = page.locator(".efr-word .efr-token").all_text_contents()
@@ -75,7 +75,7 @@ def test_notebook_fragment_has_the_same_cells_and_two_fragments_do_not_clash(tag
     assert page.locator(".efr-fallback").count() == 0  # the words for a notebook whose scripts do not run
     assert len(set(roots.evaluate_all("nodes => nodes.map(n => n.id)"))) == 2
     for root, words in zip(roots.all(), (TEXT.split(), short), strict=True):
-        attention = tagger.tag([words], attention=True, records=True)[0].attention
+        attention = tagger.tag([words], attention=True)[0].attention
         assert_cells_equal(root.evaluate(CELLS), attention)
     # each fragment's controls drive its own grid only
     roots.nth(1).locator(".efr-first").click()
@@ -102,7 +102,7 @@ def test_pointing_at_or_focusing_a_cell_shows_word_tag_gold_step_alpha_and_beta(
     sentence = read_conllu(SAMPLE)[2]
     raindrop = tagger.raindrop(sentence.words, gold=sentence.tags)
     page.set_content(raindrop.html())
-    tagged = tagger.tag([sentence.words], attention=True, records=True)[0]
+    tagged = tagger.tag([sentence.words], attention=True)[0]
     tags, attention = tagged.tags, tagged.attention
     n, i = 3, 2
     assert "α =" not in page.locator(".efr-readout").text_content()  # nothing pointed at yet
@@ -133,7 +133,7 @@ def test_pointing_at_or_focusing_a_cell_shows_word_tag_gold_step_alpha_and_beta(
 def test_the_step_control_replays_the_decoder_and_beta_follows(tagger, page):
     words = TEXT.split()
     page.set_content(tagger.raindrop(words).html())
-    attention = tagger.tag([words], attention=True, records=True)[0].attention
+    attention = tagger.tag([words], attention=True)[0].attention
     steps = attention.shape[0]
 
     def shown():
@@ -323,7 +323,7 @@ def test_cells_fill_the_window_text_is_11_px_and_the_read_out_is_beside_or_below
 
 def test_mistakes_alone_are_red_and_the_legend_explains_the_mark_only_with_gold(tagger, page, tmp_path):
     words, _ = sample_words(30)
-    tags = tagger.tag([words], records=True)[0].tags
+    tags = tagger.tag([words])[0].tags
     wrong = [2, 5]  # gold differs there: the two labels in red
     gold = [("X" if tag != "X" else "NOUN") if i in wrong else tag for i, tag in enumerate(tags)]
     assert any(tags[i] == gold[i] == "VERB" for i in range(30))  # a right VERB: not red
