@@ -59,11 +59,11 @@ def evaluate(
     check_option("--encoding", encoding, known_encoding())
     check_input(gold, "no such file (nor a QE prefix: PREFIX.mt is missing too)")
     tagger = load_tagger(model, device, note=True, backend=backend)
-    say_backend(tagger)
     task, data = task_of(tagger)
     if encoding is not None:
         data.encoding = encoding
     sentences = task.read(gold, data)
+    say_backend(tagger)  # once the gold file is read: a refused file says that alone
     report = score(tagger, task, sentences, batch_size)
     if as_json:
         print(json.dumps(report, indent=2))

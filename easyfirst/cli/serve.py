@@ -22,6 +22,28 @@ GracefulOption = Annotated[
         help="Seconds a stop (SIGTERM, Ctrl-C) waits for the requests in flight to be answered.",
     ),
 ]
+MaxQueueOption = Annotated[
+    int,
+    typer.Option(
+        metavar="WORDS",
+        help="Most words waiting to be tagged in each worker process: a request beyond them is refused "
+        "with 503 and Retry-After (one is always taken when none waits).",
+    ),
+]
+DeadlineOption = Annotated[
+    float | None,
+    typer.Option(
+        metavar="SECONDS",
+        help="Answer each request within this long: one that the words waiting would keep past it "
+        "is refused (503), one still untagged when it passes gets 504. \\[default: none]",
+    ),
+]
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Server processes sharing the model's weights (default: one per core on the CPU, 1 on a GPU)."
+    ),
+]
 
 
 @app.command()
@@ -46,31 +68,11 @@ def serve(
         float,
         typer.Option(metavar="MS", help="Milliseconds the tagger waits for more requests to tag together."),
     ] = BATCH_WINDOW_MS,
-    max_queue: Annotated[
-        int,
-        typer.Option(
-            metavar="WORDS",
-            help="Most words waiting to be tagged in each worker process: a request beyond them is refused "
-            "with 503 and Retry-After (one is always taken when none waits).",
-        ),
-    ] = MAX_QUEUE_WORDS,
-    deadline: Annotated[
-        float | None,
-        typer.Option(
-            metavar="SECONDS",
-            help="Answer each request within this long: one that the words waiting would keep past it "
-            "is refused (503), one still untagged when it passes gets 504. \\[default: none]",
-        ),
-    ] = None,
+    max_queue: MaxQueueOption = MAX_QUEUE_WORDS,
+    deadline: DeadlineOption = None,
     graceful_timeout: GracefulOption = 20.0,
     access_log: Annotated[bool, typer.Option(help="Log each request (uvicorn's access log).")] = True,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            help="Server processes sharing the model's weights (default: one per core on the CPU, "
-            "1 on a GPU)."
-        ),
-    ] = None,
+    workers: WorkersOption = None,
 ) -> None:
     """Serve the model over HTTP: a page and a JSON API.
 
@@ -78,8 +80,9 @@ def serve(
     POST /tag (JSON: text, tokenized sentences or QE pairs in; tags, attention, probabilities out).
     Requests that arrive together are tagged together; --workers processes, forked after the model is
     loaded, share its weights. Under more load than it can tag, each process lets --max-queue words
-    wait and refuses the rest (503 with Retry-After), so that latency and memory stay bounded. SIGTERM or Ctrl-C stops taking connections, answers every request
-    received (within --graceful-timeout seconds) and closes idle connections, then exits.
+    wait and refuses the rest (503 with Retry-After), so that latency and memory stay bounded. SIGTERM
+    or Ctrl-C stops taking connections, answers every request received (within --graceful-timeout
+    seconds) and closes idle connections, then exits.
     See docs/serve.md."""
     from easyfirst.parallel.cores import available_cores
     from easyfirst.serve import Admission, Limits, create_app, require

@@ -131,7 +131,6 @@ def tag(
     in MISC for ner models.
 
     --output-format jsonl: one JSON object per sentence (offsets, entities), as the server answers.
-
     Many inputs (FILE... or folders, -o DIR): one model, each input written to DIR/its name as if alone;
     those done already are skipped, a bad one reported and the others tagged (exit status 2).
     """
@@ -147,13 +146,13 @@ def tag(
         if device == "cpu":  # before torch is imported (by load_tagger): a second core reads ahead
             source.read_ahead(model, batch_size)
         tagger = load_tagger(model, device, backend=backend)
-        say_backend(tagger)
         write = source.writer(tagger, task_options, batch_size=batch_size, output=output, model=model)
         if output is not None:
             remove_stale_temporaries([output])  # one a killed run left
         write_output(output, write)
     finally:
         source.close()
+    say_backend(tagger)  # once the tags are written: a refused input or an interrupt says that alone
     if output is not None:  # what a verb writes it says, in one line (stdout carries the tags otherwise)
         err.print(f"wrote {output}", markup=False, highlight=False, soft_wrap=True)
 
@@ -197,7 +196,6 @@ def tag_corpus(corpus: Corpus, loading: tuple, task_options, format, writes: dic
                     source.read_ahead(model, batch_size)
                 if tagger is None:
                     tagger = load_tagger(model, device, backend=backend)
-                    say_backend(tagger)
                 try:
                     write = source.writer(
                         tagger,
@@ -216,6 +214,8 @@ def tag_corpus(corpus: Corpus, loading: tuple, task_options, format, writes: dic
                 if tagger is not None:
                     tagger.close()  # its processes followed this input's read-ahead
             progress.done(given)
+    if tagger is not None:
+        say_backend(tagger)
     if failed:
         done = len(corpus.todo) - failed
         said = f"{failed} of {corpus.total} inputs failed (above); {done} tagged into {corpus.folder}"

@@ -56,8 +56,8 @@ ADDED = {  # new since: generic config overrides (issue #14); plain text, pretra
     "plot": {"--pretokenized"},
     "export": {"--overwrite", "--no-overwrite", "--output", "-o"},  # -o OUT beside the positional OUT (#28)
     "data": {"--vectors"},  # the named sets of pretrained vectors (#36)
-    # worker processes (#38), the attention cap (#39), the drain's bound (#47)
-    "serve": {"--workers", "--max-attention", "--graceful-timeout"},
+    # worker processes (#38), the attention cap (#39), the drain's bound (#47), admission control (#64)
+    "serve": {"--workers", "--max-attention", "--graceful-timeout", "--max-queue", "--deadline"},
 }
 REMOVED = {"tag": {"--tags"}}  # issue #16: tagging never reads gold tags, so a tags file is no input
 
