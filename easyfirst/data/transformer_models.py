@@ -19,8 +19,6 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from easyfirst.data.datasets import cache_root
 from easyfirst.errors import InputError
 
@@ -99,8 +97,9 @@ def resolve(name: str) -> str:
 def load_transformer(name: str):
     """``(model, tokenizer, weights hash)`` of the transformer ``name``; the model in eval mode. Loading
     draws no random numbers that the caller's generator would see (a model's init draws before its
-    weights are read)."""
+    weights are read). Torch is imported here: the registry's names are read without it."""
     where = resolve(name)
+    import torch
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -125,8 +124,11 @@ def load_transformer(name: str):
     return model.eval(), tokenizer, weights_hash(model)
 
 
-def weights_hash(model: torch.nn.Module) -> str:
-    """SHA-256 over the model's state: each tensor's name, shape, type and bytes, in name order."""
+def weights_hash(model) -> str:
+    """SHA-256 over the model's state (a torch module's): each tensor's name, shape, type and bytes, in
+    name order."""
+    import torch
+
     digest = hashlib.sha256()
     for key, value in sorted(model.state_dict().items()):
         digest.update(f"{key} {tuple(value.shape)} {value.dtype}\n".encode())

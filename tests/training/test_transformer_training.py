@@ -83,6 +83,12 @@ def test_a_run_records_its_transformer_tags_through_every_path_and_refuses_other
     tagger = Tagger.load(run)  # the Python API: the same tags as the command line
     api = [tag for record in tagger.tag(sample_sentences(), records=True, processes=1) for tag in record.tags]
     assert api == upos
+    exported = tmp_path / "exported"
+    assert run_cli("export", run, exported).returncode == 0
+    card = (exported / "README.md").read_text(encoding="utf-8")
+    assert (
+        f"| transformer | `{bert}`: layers -2,-1, first_last" in card and model["transformer_sha256"] in card
+    )
     tiny_bert(bert, seed=1)  # other weights under the same name
     refused = run_cli("tag", "--model", run, SAMPLE, "-o", tmp_path / "other.conllu", process=True)
     assert refused.returncode == 2
