@@ -306,6 +306,11 @@ class Config(Freezable):
                 *where("data.scheme"),
             )
         self.model.validate(where)
+        if self.model.embedder.transformer_source and "source" not in task.format.extra:
+            raise InputError(
+                f"model.transformer_source is for QE's source words, not {self.data.task}",
+                *where("model.transformer_source"),
+            )
         self.loss.validate(self.model.output.crf, where)
         m, t = self.model, self.train
         if t.momentum and t.optimizer != "sgd":

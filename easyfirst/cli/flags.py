@@ -147,6 +147,9 @@ FLAGS = (
               "truncated."),
     Flag("--transformer-stride", "model.transformer_stride", metavar="P", show=lambda v: "half a window" if not v else str(v),
          help="With --transformer: sub-words from one window's start to the next's (at most the window)."),
+    Flag("--transformer-source", "model.transformer_source",
+         help="QE, with --transformer: the source sentence through the same transformer too, each MT word "
+              "given the vectors of its aligned source words, averaged."),
     Flag("--hidden-dim", "model.hidden_dim", metavar="D", help="BiLSTM units per direction (each layer)."),
     Flag("--encoder-layers", "model.encoder_layers", metavar="K",
          help="Stacked BiLSTM layers, each reading the one below (--encoder-dropout between them)."),

@@ -13,7 +13,8 @@ A :class:`Batch` holds, for ``B`` sentences padded to the longest length ``L`` o
   ``(B, S, L)`` 1 where source word i is aligned to word j, and when known ``gaps`` ``(B, L + 1)`` and
   ``source_tags`` ``(B, S)`` gold ids (``IGNORE`` on padding);
 - ``tokens``: the sentences' words as written (a list of B lists of strings), for a transformer
-  (easyfirst.model.transformer), or None.
+  (easyfirst.model.transformer), or None; ``sources``: for quality estimation, each sentence's source
+  words and its alignment (``(i, j)`` pairs: source word i, MT word j), or None.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class Batch:
     features: dict[str, torch.Tensor] = field(default_factory=dict)
     heads: dict[str, torch.Tensor] = field(default_factory=dict)
     tokens: list | None = None
+    sources: list | None = None
 
     @property
     def lengths(self) -> torch.Tensor:
@@ -60,6 +62,7 @@ class Batch:
             {name: move(ids) for name, ids in self.features.items()},
             {name: move(t) for name, t in self.heads.items()},
             self.tokens,
+            self.sources,
         )
 
 
@@ -75,6 +78,7 @@ class Encoded:
     features: dict[str, torch.Tensor] = field(default_factory=dict)
     heads: dict[str, torch.Tensor] = field(default_factory=dict)
     tokens: tuple[str, ...] | None = None
+    source: tuple | None = None  # (source words, alignment pairs), for quality estimation
 
     def __len__(self) -> int:
         return len(self.words)
@@ -106,6 +110,9 @@ def encode(
         encode_features(vocabs.features, words, extra),
         encode_heads(vocabs, heads, len(words), extra, targets),
         tuple(words),
+        (tuple(extra["source"]), tuple(map(tuple, extra["alignment"])))
+        if extra and "source" in extra
+        else None,
     )
 
 
@@ -153,7 +160,8 @@ def collate(items: Sequence[Encoded], order: list[int]) -> Batch:
         for b, item in enumerate(items):
             ids[b, : len(item), : item.features[name].shape[1]] = item.features[name]
     tokens = [list(item.tokens) for item in items] if items and items[0].tokens is not None else None
-    return Batch(words, pre, suf, mask, gold, order, features, collate_heads(items, length), tokens)
+    sources = [item.source for item in items] if items and items[0].source is not None else None
+    return Batch(words, pre, suf, mask, gold, order, features, collate_heads(items, length), tokens, sources)
 
 
 def iterate_batches(

@@ -55,6 +55,7 @@ TRANSFORMER_KEYS = (
     "transformer_finetune",
     "transformer_window",
     "transformer_stride",
+    "transformer_source",
 )
 MODELS = ("nef-f", "nef-s", "bilstm")
 CHAR_ENCODERS = ("cnn", "bilstm")
@@ -120,6 +121,9 @@ class EmbedderSettings(Freezable):
     transformer_finetune: bool = False
     transformer_window: int = field(default=0, metadata=checked(at_least(0)))
     transformer_stride: int = field(default=0, metadata=checked(at_least(0)))
+    # QE: the source sentence through the same transformer, each MT word given its aligned source words'
+    # vectors averaged (zeros when it has none)
+    transformer_source: bool = False
     # written by training: the SHA-256 of the transformer's weights (easyfirst.data.transformer_models)
     transformer_sha256: str | None = None
     # the dropout on the embeddings; unset: the model's ``dropout`` (ModelConfig.dropout_at)

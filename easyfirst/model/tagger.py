@@ -123,7 +123,9 @@ class EasyFirstTagger(nn.Module):
         ``plan``: the backends that compute the encoder and the decoder for this batch
         (easyfirst.backends.chooser.plan_for); None runs the model's own modules, the reference."""
         x = self.embedding_dropout(
-            self.embedder(batch.words, batch.prefixes, batch.suffixes, batch.features, batch.tokens)
+            self.embedder(
+                batch.words, batch.prefixes, batch.suffixes, batch.features, batch.tokens, batch.sources
+            )
         )
         encoded = self.encoder(x, batch.mask) if plan is None else plan.encode(self.encoder, x, batch.mask)
         states = self.dropout(encoded)

@@ -149,7 +149,8 @@ class TransformerEmbedder(nn.Module):
         return (
             f"{e.transformer}, {self.output_dim}-d: layer{'s' * (len(self.layers) > 1)} {layers}{combined}, "
             f"{self.pooling} of each word's sub-words, windows of {self.window} sub-words every {self.stride}; "
-            f"{how}; weights SHA-256 {self.sha256[:16]}…"
+            f"{how}{'; the source words too' if e.transformer_source else ''}; weights SHA-256 "
+            f"{self.sha256[:16]}…"
         )
 
     @property
@@ -187,6 +188,18 @@ class TransformerEmbedder(nn.Module):
         if self.mix is None:
             return out
         return (torch.softmax(self.mix, 0)[:, None] * out).sum(2) * self.mix_scale
+
+    def aligned(self, sources: Sequence, length: int, device: torch.device) -> torch.Tensor:
+        """QE: ``sources``, each MT sentence's source words and alignment pairs ``(i, j)`` → for each of
+        its ``length`` (padded) MT words the mean of its aligned source words' vectors ``(B, length, D)``,
+        zeros for a word with none."""
+        longest = max((len(words) for words, _ in sources), default=0)
+        vectors = self([words for words, _ in sources], max(longest, 1), device)  # (B, S, D)
+        links = torch.zeros(len(sources), length, vectors.shape[1], device=device)
+        for b, (_, pairs) in enumerate(sources):
+            for i, j in pairs:
+                links[b, j, i] = 1.0
+        return links @ vectors / links.sum(2, keepdim=True).clamp(min=1)
 
     def warm(self, sentences: Sequence[Sequence[str]], device: torch.device, batch_size: int = 32) -> int:
         """Fill the cache with the vectors of ``sentences``, batches of similar length together; returns

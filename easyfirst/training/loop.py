@@ -361,6 +361,8 @@ def warm_transformer(run: Run) -> None:
     transformer.start_cache(run.config.train.transformer_cache_mb)
     started = time.perf_counter()
     sentences = [s.words for s in run.train_sents] + [s.words for s in run.splits.dev]
+    if run.model.embedder.transformer_source:  # QE: the source sentences too
+        sentences += [s.extra["source"] for s in [*run.train_sents, *run.splits.dev]]
     count = transformer.warm(sentences, run.device)
     if transformer.cache is not None:
         run.log(

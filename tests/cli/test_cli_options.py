@@ -54,7 +54,8 @@ ADDED = {  # new since: generic config overrides (issue #14); plain text, pretra
     # a transformer's vectors beside the others (#61)
     | {"--transformer", "--transformer-pooling", "--transformer-layers", "--transformer-mix"}
     | {"--no-transformer-mix", "--transformer-finetune", "--no-transformer-finetune"}
-    | {"--transformer-window", "--transformer-stride", "--transformer-lr", "--transformer-cache-mb"},
+    | {"--transformer-window", "--transformer-stride", "--transformer-lr", "--transformer-cache-mb"}
+    | {"--transformer-source", "--no-transformer-source"},
     "tag": {"--format", "--pretokenized", "--backend"},
     "evaluate": {"--backend"},
     "plot": {"--pretokenized"},

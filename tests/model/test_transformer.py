@@ -88,6 +88,26 @@ def test_chosen_layers_are_averaged_and_a_learned_mix_weighs_them(folder):
     assert mixed.mix.grad is not None and mixed.mix.grad.abs().sum() > 0
 
 
+def test_qe_words_get_the_mean_of_their_aligned_source_words_vectors(folder):
+    source, mt = SENTENCE[:5], ["a", "b", "c", "d"]
+    pairs = ((0, 0), (2, 0), (4, 2), (1, 3))  # MT word 1 has none
+    frozen = embedder(folder)
+    vectors = frozen([source], 5, CPU)[0]
+    got = frozen.aligned([(source, pairs)], 6, CPU)[0]
+    expected = torch.stack(
+        [
+            (vectors[0] + vectors[2]) / 2,
+            torch.zeros(16),
+            vectors[4],
+            vectors[1],
+            torch.zeros(16),
+            torch.zeros(16),
+        ]
+    )
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+    assert len(mt) == 4
+
+
 def test_a_sentence_longer_than_the_window_gets_a_vector_per_word_each_from_a_window_of_its_own(folder):
     """With windows of 6 pieces every 3, a word's vector is what the transformer gives it inside the one
     window of 6 words where it has the most context on its shorter side: the same as running those 6

@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from conftest import SAMPLE, extra, run_cli, sample_training
+from conftest import QE_SAMPLE, SAMPLE, extra, run_cli, sample_training
 from easyfirst.api import Tagger
 from easyfirst.data import transformer_models
 from tiny_transformer import tiny_bert
@@ -111,6 +111,24 @@ def test_a_fine_tuned_transformer_is_trained_at_its_rate_and_saved_with_the_mode
     assert key in state and not torch.allclose(state[key], before)
     tagger = Tagger.load(run)  # loads the base weights, checks them, then the tuned ones
     assert len(tagger.tag(sample_sentences()[:2], records=True, processes=1)) == 2
+
+
+def test_quality_estimation_reads_the_source_sentence_through_the_transformer_too(tmp_path):
+    bert = tiny_bert(tmp_path / "bert")
+    run = tmp_path / "run"
+    data = ("--train", QE_SAMPLE, "--dev", QE_SAMPLE, "--epochs", "1", "--output", run)
+    done = run_cli("train", "--task", "qe", *data, "--transformer", bert, "--transformer-source")
+    assert done.returncode == 0, done.stderr.decode()
+    assert "the source words too" in done.stderr.decode()
+    tagger = Tagger.load(run)
+    assert tagger.model.embedder.transformer_source
+    mt, source = ["das", "Haus"], ["the", "house"]
+    extras = [{"source": source, "alignment": [(0, 0), (1, 1)]}]
+    (record,) = tagger.tag([mt], records=True, extras=extras, processes=1)
+    assert set(record.tags) <= {"OK", "BAD"} and len(record.tags) == 2
+    pos = sample_training(tmp_path / "pos")[1:]
+    refused = run_cli("train", "--task", "pos", *pos, "--transformer", bert, "--transformer-source")
+    assert refused.returncode == 2 and "for QE's source words" in refused.stderr.decode()
 
 
 @pytest.mark.realdata
