@@ -363,6 +363,10 @@ def warm_transformer(run: Run) -> None:
     sentences = [s.words for s in run.train_sents] + [s.words for s in run.splits.dev]
     if run.model.embedder.transformer_source:  # QE: the source sentences too
         sentences += [s.extra["source"] for s in [*run.train_sents, *run.splits.dev]]
+    if transformer.cache is not None:
+        run.log(
+            f"[bold]transformer[/] computing the vectors of {len(sentences):,} sentences, once for the run"
+        )
     count = transformer.warm(sentences, run.device)
     if transformer.cache is not None:
         run.log(
