@@ -182,7 +182,8 @@ class TransformerEmbedder(nn.Module):
                 if self.cache is not None:
                     self.cache.put(tuple(tokens[b]), vectors.detach().cpu())
         width = (len(self.layers),) * (self.mix is not None) + (self.output_dim,)
-        out = torch.zeros(len(tokens), length, *width, device=device)
+        dtype = found[0].dtype if found else torch.get_default_dtype()
+        out = torch.zeros(len(tokens), length, *width, device=device, dtype=dtype)
         for b, vectors in enumerate(found):
             out[b, : len(vectors)] = vectors.to(device)
         if self.mix is None:
@@ -195,7 +196,7 @@ class TransformerEmbedder(nn.Module):
         zeros for a word with none."""
         longest = max((len(words) for words, _ in sources), default=0)
         vectors = self([words for words, _ in sources], max(longest, 1), device)  # (B, S, D)
-        links = torch.zeros(len(sources), length, vectors.shape[1], device=device)
+        links = vectors.new_zeros(len(sources), length, vectors.shape[1])
         for b, (_, pairs) in enumerate(sources):
             for i, j in pairs:
                 links[b, j, i] = 1.0

@@ -88,6 +88,22 @@ def test_chosen_layers_are_averaged_and_a_learned_mix_weighs_them(folder):
     assert mixed.mix.grad is not None and mixed.mix.grad.abs().sum() > 0
 
 
+def test_the_mix_and_the_mean_pooling_pass_gradcheck_in_float64(folder):
+    """The learned mix's gradient through the model in float64 (the frozen transformer converted with
+    it), against finite differences; and the words' vectors come out in the model's dtype."""
+    mixed = embedder(folder, transformer_layers="0,1,-1", transformer_mix=True).double()
+    words = [SENTENCE, SENTENCE[:5]]
+
+    def mix(weights, scale):
+        out = torch.func.functional_call(mixed, {"mix": weights, "mix_scale": scale}, (words, 13, CPU))
+        return out[:, :, :3]
+
+    start = (torch.tensor([0.3, -0.2, 0.5], dtype=torch.float64, requires_grad=True),)
+    start += (torch.tensor(1.5, dtype=torch.float64, requires_grad=True),)
+    assert mix(*start).dtype == torch.float64
+    assert torch.autograd.gradcheck(mix, start)
+
+
 def test_qe_words_get_the_mean_of_their_aligned_source_words_vectors(folder):
     source, mt = SENTENCE[:5], ["a", "b", "c", "d"]
     pairs = ((0, 0), (2, 0), (4, 2), (1, 3))  # MT word 1 has none
