@@ -196,10 +196,11 @@ class TransformerEmbedder(nn.Module):
         zeros for a word with none."""
         longest = max((len(words) for words, _ in sources), default=0)
         vectors = self([words for words, _ in sources], max(longest, 1), device)  # (B, S, D)
-        links = vectors.new_zeros(len(sources), length, vectors.shape[1])
-        for b, (_, pairs) in enumerate(sources):
+        links = torch.zeros(len(sources), length, vectors.shape[1], dtype=vectors.dtype)
+        for b, (_, pairs) in enumerate(sources):  # built on the CPU, moved once
             for i, j in pairs:
                 links[b, j, i] = 1.0
+        links = links.to(device)
         return links @ vectors / links.sum(2, keepdim=True).clamp(min=1)
 
     def warm(self, sentences: Sequence[Sequence[str]], device: torch.device, batch_size: int = 32) -> int:
@@ -264,9 +265,16 @@ class TransformerEmbedder(nn.Module):
         for start in range(0, len(runs), CHUNK):
             states += self.run(runs[start : start + CHUNK], device)
         out = []
-        for first, starts, chosen in plans:
-            rows = [states[first + w][self.offset + p - starts[w]] for p, w in enumerate(chosen)]
-            out.append(torch.stack(rows) if rows else states[first][:0])
+        for first, starts, chosen in plans:  # a window's chosen pieces are consecutive: one slice each
+            parts, p = [], 0
+            while p < len(chosen):
+                w, end = chosen[p], p
+                while end < len(chosen) and chosen[end] == w:
+                    end += 1
+                at = self.offset - starts[w]
+                parts.append(states[first + w][at + p : at + end])
+                p = end
+            out.append(torch.cat(parts) if parts else states[first][:0])
         return out
 
     def run(self, windows: list[list[int]], device: torch.device) -> list[torch.Tensor]:
