@@ -11,14 +11,14 @@ PIECES = (
 ).split()
 
 
-def tiny_bert(folder: Path, positions: int = 64, seed: int = 0) -> Path:
+def tiny_bert(folder: Path, positions: int = 64, seed: int = 0, cased: bool = False) -> Path:
     """Save a random BertModel (2 layers, hidden 16, ``positions`` positions) and its fast WordPiece
-    tokenizer (uncased) in ``folder``; returns it."""
+    tokenizer (uncased unless ``cased``) in ``folder``; returns it."""
     import torch
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     folder.mkdir(parents=True, exist_ok=True)
-    tokenizer = BertTokenizerFast(vocab={piece: i for i, piece in enumerate(PIECES)}, do_lower_case=True)
+    tokenizer = BertTokenizerFast(vocab={piece: i for i, piece in enumerate(PIECES)}, do_lower_case=not cased)
     config = BertConfig(
         vocab_size=len(PIECES),
         hidden_size=16,

@@ -106,6 +106,8 @@ class TransformerEmbedder(nn.Module):
                 f"model.transformer_stride = {self.stride} is longer than the window ({self.window} pieces): "
                 "pieces between windows would have no vectors"
             )
+        # an uncased vocabulary splits "The" as "the": the word's other parts must carry the case
+        self.uncased = tokenizer.tokenize("The Paris") == tokenizer.tokenize("the paris")
         self.output_dim = net.config.hidden_size * (2 if pooling == "first_last" else 1)
         self.mix = None
         if mix:
@@ -149,9 +151,18 @@ class TransformerEmbedder(nn.Module):
         return (
             f"{e.transformer}, {self.output_dim}-d: layer{'s' * (len(self.layers) > 1)} {layers}{combined}, "
             f"{self.pooling} of each word's sub-words, windows of {self.window} sub-words every {self.stride}; "
-            f"{how}{'; the source words too' if e.transformer_source else ''}; weights SHA-256 "
-            f"{self.sha256[:16]}…"
+            f"{how}{'; the source words too' if e.transformer_source else ''}{self.case_note(e)}; weights "
+            f"SHA-256 {self.sha256[:16]}…"
         )
+
+    def case_note(self, e) -> str:
+        """For an uncased transformer: which other parts of the word keep the case (``e``: the embedder's
+        settings), or that none does."""
+        if not self.uncased:
+            return ""
+        parts = e.spelling()
+        kept = ", ".join(parts) + " keep" if len(parts) > 1 else f"{parts[0]} keeps" if parts else ""
+        return f"; uncased: {kept or 'no other part of the word keeps'} the case"
 
     @property
     def transformer(self) -> nn.Module:

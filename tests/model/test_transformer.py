@@ -144,6 +144,18 @@ def test_a_sentence_longer_than_the_window_gets_a_vector_per_word_each_from_a_wi
     assert not torch.allclose(got[5], other, atol=1e-4)
 
 
+def test_the_log_says_which_parts_of_the_word_keep_the_case_an_uncased_transformer_drops(folder, tmp_path):
+    from easyfirst.config import TrainConfig
+
+    uncased = embedder(folder)
+    settings = EmbedderSettings(transformer=str(folder), affix_dim=0, case_dim=20)
+    assert "uncased: case feature keeps the case" in uncased.describe(settings, TrainConfig())
+    bare = EmbedderSettings(transformer=str(folder), affix_dim=0)
+    assert "uncased: no other part of the word keeps the case" in uncased.describe(bare, TrainConfig())
+    cased = embedder(tiny_bert(tmp_path / "cased", cased=True))
+    assert not cased.uncased and "uncased" not in cased.describe(bare, TrainConfig())
+
+
 def test_a_window_longer_than_the_transformer_or_a_stride_past_the_window_is_refused(tmp_path):
     small = tiny_bert(tmp_path / "small", positions=12)
     with pytest.raises(InputError, match="at most 10 pieces"):
