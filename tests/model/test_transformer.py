@@ -192,6 +192,26 @@ def test_frozen_weights_are_not_the_models_and_fine_tuned_ones_are(folder):
     assert tuned.net.embeddings.word_embeddings.weight.grad is not None
 
 
+def test_a_fine_tuned_transformer_is_its_own_optimizer_group_with_dense_gradients(folder):
+    from torch import nn
+
+    from easyfirst.training.optim import embedding_tables, make_optimizer
+
+    model = nn.Module()
+    model.embedder = nn.Module()
+    model.embedder.transformer = embedder(folder, transformer_finetune=True)
+    model.embedder.words = nn.Embedding(5, 3)
+    model.output = nn.Linear(3, 2)
+    optimizer = make_optimizer("adagrad", 0.1, model, sparse=True, transformer_lr=0.001)
+    own, tuned = optimizer.param_groups
+    assert tuned["lr"] == 0.001 and own["lr"] == 0.1
+    assert {id(p) for p in tuned["params"]} == {id(p) for p in model.embedder.transformer.parameters()}
+    assert embedding_tables(model) == [model.embedder.words]  # BERT's own tables stay dense, at its rate
+    assert (
+        model.embedder.words.sparse and not model.embedder.transformer.net.embeddings.word_embeddings.sparse
+    )
+
+
 def test_other_weights_under_the_same_name_are_refused(folder, tmp_path):
     recorded = embedder(folder).sha256
     other = tiny_bert(tmp_path / "other", positions=64, seed=1)
