@@ -103,6 +103,10 @@ class TrainConfig(Freezable):
     patience: int = field(default=0, metadata=checked(at_least(0)))
     # the learning rate of the embedding tables (words, affixes, features); unset: lr, like the rest
     embedding_lr: float | None = field(default=None, metadata=checked(non_negative()))
+    # a fine-tuned transformer's learning rate (model.transformer_finetune; the rest train at lr)
+    transformer_lr: float = field(default=2e-5, metadata=checked(positive()))
+    # MB of a frozen transformer's vectors kept for the sentences seen, so that each is computed once a run
+    transformer_cache_mb: int = field(default=2048, metadata=checked(at_least(0)))
     batch_size: int = field(default=16, metadata=checked(at_least(1)))
     # how an update's loss combines its words; "sum" with batch_size = 1 is the paper's own code
     # (configs/pos-reference.toml), where clipping then acts on a sentence's summed gradient
@@ -302,6 +306,11 @@ class Config(Freezable):
                 *where("data.scheme"),
             )
         self.model.validate(where)
+        if self.model.embedder.transformer_source and "source" not in task.format.extra:
+            raise InputError(
+                f"model.transformer_source is for QE's source words, not {self.data.task}",
+                *where("model.transformer_source"),
+            )
         self.loss.validate(self.model.output.crf, where)
         m, t = self.model, self.train
         if t.momentum and t.optimizer != "sgd":

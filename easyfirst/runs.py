@@ -58,9 +58,12 @@ def _load_model(folder: Path, device) -> tuple[EasyFirstTagger, Config, Vocabula
         vocabs = Vocabularies.from_json(read_json(folder / VOCAB_FILE))
     except (KeyError, TypeError, ValueError) as error:
         raise InputError(f"malformed vocabulary: {error}", folder / VOCAB_FILE) from None
-    model = EasyFirstTagger(
-        config.model, config.loss, vocabs, get_task(config.data.task).outputs, drawn=False
-    )
+    try:  # a transformer is loaded here, and refused when its weights are not the run's
+        model = EasyFirstTagger(
+            config.model, config.loss, vocabs, get_task(config.data.task).outputs, drawn=False
+        )
+    except InputError as error:
+        raise InputError(error.message, error.path or folder / CONFIG_FILE, error.line) from None
     path = folder / MODEL_FILE
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)

@@ -32,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 
+from contextual_rows import NER_ROWS as CONTEXTUAL_NER_ROWS
+from contextual_rows import POS_ROWS as CONTEXTUAL_POS_ROWS
 from pos_table import BATCHED, NER_SECTION_5_2, cell, train_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -315,7 +317,9 @@ ROWS |= {
 for _name, (_what, _flags, _epochs) in NER_ROWS.items():
     if "--pretrained" in _flags and "--pretrained-words" not in _flags:
         NER_ROWS[_name] = (_what, [*_flags, "--pretrained-words", "50000"], _epochs)
+NER_ROWS.update(CONTEXTUAL_NER_ROWS)  # issue #61: MiniLM under the decoder (contextual_rows.py)
 ROWS.update(NER_ROWS)
+ROWS.update(CONTEXTUAL_POS_ROWS)
 RESULTS = ROOT / "benchmarks" / "results" / "attention-study"
 DEV_FILES = {
     "pos": "ud/UD_English-EWT/en_ewt-ud-dev.conllu",

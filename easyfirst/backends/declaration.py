@@ -33,8 +33,19 @@ ANY = "any value"  # a declared setting with no restriction
 REVISIONS = {"encoder": 1, "decoder": 1}
 
 # the settings each part's computation reads (``revision``: the number above); a new setting of the
-# encoder or the decoder goes here, and every fast backend declines it until it declares it
-ENCODER_SETTINGS = ("revision", "encoder_layers", "dropout_kind", "sentences", "device", "dtype", "training")
+# encoder or the decoder goes here, and every fast backend declines it until it declares it.
+# ``transformer`` (model.transformer, a name or None): a backend that computes any of the embedder's parts
+# itself, or that was not checked with a transformer's vectors in its input, declares {None}
+ENCODER_SETTINGS = (
+    "revision",
+    "encoder_layers",
+    "dropout_kind",
+    "sentences",
+    "device",
+    "dtype",
+    "training",
+    "transformer",
+)
 DECODER_SETTINGS = (
     "revision",
     "model",

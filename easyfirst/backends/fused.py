@@ -408,6 +408,7 @@ FUSED = Backend(  # a batch's csoftmax step loop as one autograd Function; in ta
         "device": {"cpu"},
         "dtype": ANY,
         "training": {False},
+        "transformer": {None},
     },
     decoder=decode,
     decoder_supports={

@@ -116,6 +116,7 @@ _ENCODER = {
     "dropout_kind": ANY,
     "sentences": {ONE},
     "device": {"cpu"},
+    "transformer": {None},
 }
 _DECODER = {
     "revision": {1},

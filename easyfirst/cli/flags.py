@@ -22,6 +22,7 @@ from easyfirst.model.settings import (
     DROPOUT_KINDS,
     LOSS_ALPHA,
     MODELS,
+    POOLINGS,
     LossConfig,
     ModelConfig,
 )
@@ -125,6 +126,30 @@ FLAGS = (
     Flag("--freeze-vectors", "model.freeze_vectors",
          help="With --pretrained: the words that have a vector keep it as it is; only the others (UNK, "
               "training words the vectors lack) learn theirs. Default: every word's embedding is trained."),
+    Flag("--transformer", "model.transformer", metavar="NAME|PATH",
+         help="A transformer's vectors for each word beside its other inputs: a registry name "
+              "(all-minilm-l6-v2), a folder saved by transformers' save_pretrained, or a hub id (needs the "
+              "extra transformers). Frozen unless --transformer-finetune; the run folder records a hash of "
+              "its weights."),
+    Flag("--transformer-pooling", "model.transformer_pooling", choices=lambda: list(POOLINGS),
+         help="With --transformer: a word's vector from its sub-words' (first, last, mean, or first_last: "
+              "the first and last concatenated)."),
+    Flag("--transformer-layers", "model.transformer_layers", metavar="K,K,...",
+         help="With --transformer: the hidden layers used, averaged (0: the embeddings, -1: the last; e.g. "
+              "-4,-3,-2,-1)."),
+    Flag("--transformer-mix", "model.transformer_mix",
+         help="With --transformer: a learned scalar mix of --transformer-layers instead of their average."),
+    Flag("--transformer-finetune", "model.transformer_finetune",
+         help="With --transformer: train the transformer too, at --transformer-lr (it is then saved with "
+              "the model); default: frozen, each sentence's vectors computed once per run."),
+    Flag("--transformer-window", "model.transformer_window", metavar="P", show=lambda v: "the transformer's length" if not v else str(v),
+         help="With --transformer: sub-words per window; longer sentences run in overlapping windows, never "
+              "truncated."),
+    Flag("--transformer-stride", "model.transformer_stride", metavar="P", show=lambda v: "half a window" if not v else str(v),
+         help="With --transformer: sub-words from one window's start to the next's (at most the window)."),
+    Flag("--transformer-source", "model.transformer_source",
+         help="QE, with --transformer: the source sentence through the same transformer too, each MT word "
+              "given the vectors of its aligned source words, averaged."),
     Flag("--hidden-dim", "model.hidden_dim", metavar="D", help="BiLSTM units per direction (each layer)."),
     Flag("--encoder-layers", "model.encoder_layers", metavar="K",
          help="Stacked BiLSTM layers, each reading the one below (--encoder-dropout between them)."),
@@ -208,6 +233,11 @@ FLAGS = (
          help="Rescale the gradient to this global norm when it is larger (inf: never)."),
     Flag("--patience", "train.patience", metavar="P",
          help="Stop when the dev score has not improved for P epochs (0: train all --epochs)."),
+    Flag("--transformer-lr", "train.transformer_lr", metavar="LR",
+         help="The learning rate of a fine-tuned transformer (--transformer-finetune)."),
+    Flag("--transformer-cache-mb", "train.transformer_cache_mb", metavar="MB",
+         help="With a frozen --transformer: MB of sentences' vectors kept, so that training computes each "
+              "sentence once per run, not once per epoch (0: none kept)."),
     Flag("--batch-size", "train.batch_size", help="Sentences per update."),
     Flag("--reduction", "train.reduction", choices=lambda: list(REDUCTIONS),
          help="An update's loss: the mean over its words, or their sum (the paper's code: one sentence per "

@@ -11,7 +11,10 @@ A :class:`Batch` holds, for ``B`` sentences padded to the longest length ``L`` o
 - ``heads``: the inputs and gold tags of the model's extra outputs (easyfirst.data.heads), e.g. for
   quality estimation ``source`` ``(B, S)`` source word ids (0 = padding), ``source:alignment``
   ``(B, S, L)`` 1 where source word i is aligned to word j, and when known ``gaps`` ``(B, L + 1)`` and
-  ``source_tags`` ``(B, S)`` gold ids (``IGNORE`` on padding).
+  ``source_tags`` ``(B, S)`` gold ids (``IGNORE`` on padding);
+- ``tokens``: the sentences' words as written (a list of B lists of strings), for a transformer
+  (easyfirst.model.transformer), or None; ``sources``: for quality estimation, each sentence's source
+  words and its alignment (``(i, j)`` pairs: source word i, MT word j), or None.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ class Batch:
     order: list[int]
     features: dict[str, torch.Tensor] = field(default_factory=dict)
     heads: dict[str, torch.Tensor] = field(default_factory=dict)
+    tokens: list | None = None
+    sources: list | None = None
 
     @property
     def lengths(self) -> torch.Tensor:
@@ -56,6 +61,8 @@ class Batch:
             self.order,
             {name: move(ids) for name, ids in self.features.items()},
             {name: move(t) for name, t in self.heads.items()},
+            self.tokens,
+            self.sources,
         )
 
 
@@ -70,6 +77,8 @@ class Encoded:
     tags: torch.Tensor | None
     features: dict[str, torch.Tensor] = field(default_factory=dict)
     heads: dict[str, torch.Tensor] = field(default_factory=dict)
+    tokens: tuple[str, ...] | None = None
+    source: tuple | None = None  # (source words, alignment pairs), for quality estimation
 
     def __len__(self) -> int:
         return len(self.words)
@@ -100,12 +109,16 @@ def encode(
         else torch.tensor([vocabs.tags.stoi.get(t, IGNORE) for t in tags], dtype=torch.long),
         encode_features(vocabs.features, words, extra),
         encode_heads(vocabs, heads, len(words), extra, targets),
+        tuple(words),
+        (tuple(extra["source"]), tuple(map(tuple, extra["alignment"])))
+        if extra and "source" in extra
+        else None,
     )
 
 
-def unpack(packed: Packed, order: list[int]) -> Batch:
+def unpack(packed: Packed, order: list[int], tokens: list | None = None) -> Batch:
     """The :class:`Batch` of ids padded by easyfirst.data.buckets.pack (read ahead, without torch): what
-    :func:`collate` makes of the same sentences, its tensors made without a copy."""
+    :func:`collate` makes of the same sentences (``tokens``: their words), its tensors made without a copy."""
     size, length, k = packed.size, packed.length, packed.affixes
 
     def tensor(ids, *shape: int) -> torch.Tensor:
@@ -121,6 +134,7 @@ def unpack(packed: Packed, order: list[int]) -> Batch:
         None,
         order,
         {name: tensor(ids, size, length, width) for name, (width, ids) in packed.features.items()},
+        tokens=tokens,
     )
 
 
@@ -145,7 +159,9 @@ def collate(items: Sequence[Encoded], order: list[int]) -> Batch:
         ids = features[name] = torch.zeros(size, length, width, dtype=torch.long)
         for b, item in enumerate(items):
             ids[b, : len(item), : item.features[name].shape[1]] = item.features[name]
-    return Batch(words, pre, suf, mask, gold, order, features, collate_heads(items, length))
+    tokens = [list(item.tokens) for item in items] if items and items[0].tokens is not None else None
+    sources = [item.source for item in items] if items and items[0].source is not None else None
+    return Batch(words, pre, suf, mask, gold, order, features, collate_heads(items, length), tokens, sources)
 
 
 def iterate_batches(

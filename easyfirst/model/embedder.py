@@ -27,11 +27,15 @@ class Embedder(nn.Module):
         characters: tuple[str, int, int] = ("cnn", 30, 3),
         freeze_vectors: bool = False,
         drawn: bool = True,
+        transformer: nn.Module | None = None,
+        transformer_source: bool = False,
     ):
         """``feature_dims``: name → embedding size of each active feature; the ``chars`` feature's
         embeddings go through a :class:`CharacterEncoder` of ``characters`` (kind, size, window). With
         ``freeze_vectors`` the rows that :meth:`load_pretrained` fills take no updates: their gradient is
-        zeroed (the mask, ``fixed_words``, is saved with the model, so that a resumed run keeps it)."""
+        zeroed (the mask, ``fixed_words``, is saved with the model, so that a resumed run keeps it).
+        ``transformer``: a :class:`~easyfirst.model.transformer.TransformerEmbedder`, whose vectors come
+        last; with ``transformer_source`` (QE) followed by those of each word's aligned source words."""
         super().__init__()
         trained = min(vocabs.vector_words_from or len(vocabs.words), len(vocabs.words))
         # drawn as one table of every word, so that the random draws after it are a one-table model's
@@ -63,12 +67,32 @@ class Embedder(nn.Module):
         self.chars = CharacterEncoder(feature_dims[CHARS], *characters) if CHARS in feature_dims else None
         averaged = sum(dim for name, dim in feature_dims.items() if name != CHARS)
         self.output_dim = word_dim + 2 * affix_dim + averaged + (self.chars.size if self.chars else 0)
+        self.transformer = transformer  # registered last: the other tables' random draws are unchanged
+        self.transformer_source = transformer is not None and transformer_source
+        if transformer is not None:
+            self.output_dim += transformer.output_dim * (2 if self.transformer_source else 1)
 
     @classmethod
     def from_settings(cls, vocabs: Vocabularies, e: EmbedderSettings, drawn: bool = True) -> Embedder:
         """The embedder of the ``[model]`` settings ``e`` (its part ``embedder``) over ``vocabs``."""
         characters = (e.char_encoder, e.char_filters, e.char_window)
-        return cls(vocabs, e.word_dim, e.affix_dim, active_features(e), characters, e.freeze_vectors, drawn)
+        transformer = None
+        if e.transformer:
+            from easyfirst.model.transformer import TransformerEmbedder
+
+            transformer = TransformerEmbedder.from_settings(e)
+        features = active_features(e)
+        return cls(
+            vocabs,
+            e.word_dim,
+            e.affix_dim,
+            features,
+            characters,
+            e.freeze_vectors,
+            drawn,
+            transformer,
+            e.transformer_source,
+        )
 
     def forward(
         self,
@@ -76,9 +100,12 @@ class Embedder(nn.Module):
         prefixes: torch.Tensor,
         suffixes: torch.Tensor,
         features: dict[str, torch.Tensor] | None = None,
+        tokens: list | None = None,
+        sources: list | None = None,
     ) -> torch.Tensor:
         """``words`` ``(B, L)``, ``prefixes``/``suffixes`` ``(B, L, n)``, ``features`` name → ``(B, L, k)``
-        → ``(B, L, output_dim)``."""
+        → ``(B, L, output_dim)``; ``tokens``: the B sentences' words as written (for the transformer), and
+        ``sources`` their source words and alignments (QE, for ``transformer_source``)."""
         parts = [self.word_vectors(words)]
         if self.affixes:  # each word's n-gram embeddings summed, one operation per table
             parts += [self._summed(self.prefixes, prefixes), self._summed(self.suffixes, suffixes)]
@@ -91,6 +118,16 @@ class Embedder(nn.Module):
                 continue
             count = (ids != 0).sum(2, keepdim=True).clamp(min=1)
             parts.append(table(ids).sum(2) / count)
+        if self.transformer is not None:
+            if tokens is None:
+                raise ValueError(
+                    "a model with a transformer needs each batch's words as written (Batch.tokens)"
+                )
+            parts.append(self.transformer(tokens, words.shape[1], words.device))
+            if self.transformer_source:
+                if sources is None:
+                    raise ValueError("transformer_source needs each sentence's source words and alignment")
+                parts.append(self.transformer.aligned(sources, words.shape[1], words.device))
         return torch.cat(parts, dim=-1)
 
     def word_vectors(self, words: torch.Tensor) -> torch.Tensor:

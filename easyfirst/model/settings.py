@@ -16,6 +16,7 @@ from easyfirst.data.vocab import DEFAULT_PRETRAINED_WORDS
 from easyfirst.errors import InputError
 from easyfirst.fields import (
     Freezable,
+    Rule,
     Where,
     at_least,
     checked,
@@ -27,6 +28,35 @@ from easyfirst.fields import (
 )
 from easyfirst.ops.kinds import KINDS
 
+POOLINGS = ("first", "last", "mean", "first_last")
+
+
+def parse_layers(text: str) -> tuple[int, ...]:
+    """``"-4,-3,-2,-1"`` → ``(-4, -3, -2, -1)``; ValueError for anything else."""
+    layers = tuple(int(part) for part in text.split(","))
+    if not layers or len(set(layers)) != len(layers):
+        raise ValueError(text)
+    return layers
+
+
+def layers_valid(text: str) -> bool:
+    try:
+        parse_layers(text)
+    except ValueError:
+        return False
+    return True
+
+
+# the keys that say how a transformer is used (EmbedderSettings): each needs model.transformer
+TRANSFORMER_KEYS = (
+    "transformer_pooling",
+    "transformer_layers",
+    "transformer_mix",
+    "transformer_finetune",
+    "transformer_window",
+    "transformer_stride",
+    "transformer_source",
+)
 MODELS = ("nef-f", "nef-s", "bilstm")
 CHAR_ENCODERS = ("cnn", "bilstm")
 # naive: a fresh dropout mask at every word; locked (variational, Gal & Ghahramani 2016): one mask per
@@ -75,6 +105,27 @@ class EmbedderSettings(Freezable):
     # written by training: how many of the aligned-source vocabulary's words the source vectors covered
     source_pretrained_covered: int | None = field(default=None, metadata=checked(at_least(0)))
     qe_context_dim: int = field(default=0, metadata=checked(at_least(0)))
+    # a transformer's word vectors beside the others (easyfirst.model.transformer): a registry name, a
+    # folder or a hub id; its sub-words pooled per word, the hidden layers averaged (or mixed), frozen or
+    # fine-tuned; long sentences in windows of transformer_window pieces (0: the model's length), each
+    # transformer_stride pieces after the one before (0: half a window)
+    transformer: str | None = None
+    transformer_pooling: str = field(default="mean", metadata=checked(one_of(lambda: list(POOLINGS))))
+    transformer_layers: str = field(
+        default="-1",
+        metadata=checked(
+            Rule(layers_valid, "distinct layer numbers separated by commas (-1: the last)", "x")
+        ),
+    )
+    transformer_mix: bool = False  # a learned scalar mix of the layers, not their average
+    transformer_finetune: bool = False
+    transformer_window: int = field(default=0, metadata=checked(at_least(0)))
+    transformer_stride: int = field(default=0, metadata=checked(at_least(0)))
+    # QE: the source sentence through the same transformer, each MT word given its aligned source words'
+    # vectors averaged (zeros when it has none)
+    transformer_source: bool = False
+    # written by training: the SHA-256 of the transformer's weights (easyfirst.data.transformer_models)
+    transformer_sha256: str | None = None
     # the dropout on the embeddings; unset: the model's ``dropout`` (ModelConfig.dropout_at)
     embedding_dropout: float | None = field(default=None, metadata=checked(fraction()))
 
@@ -90,6 +141,22 @@ class EmbedderSettings(Freezable):
                 f"model.char_filters = {self.char_filters}: a character BiLSTM has char_filters / 2 units per "
                 "direction, so it must be even",
                 *where("model.char_filters", "model.char_encoder"),
+            )
+        tuned = [key for key in TRANSFORMER_KEYS if getattr(self, key) != getattr(EmbedderSettings, key)]
+        if tuned and not self.transformer:
+            raise InputError(
+                f"model.{tuned[0]} sets how the transformer is used: it needs a transformer (--transformer)",
+                *where(*(f"model.{key}" for key in tuned)),
+            )
+        if (
+            self.transformer_stride
+            and self.transformer_window
+            and self.transformer_stride > self.transformer_window
+        ):
+            raise InputError(
+                "model.transformer_stride must be at most transformer_window: pieces between two windows "
+                "would have no vectors",
+                *where("model.transformer_stride", "model.transformer_window"),
             )
         if self.freeze_vectors and not self.pretrained:
             raise InputError(

@@ -98,6 +98,8 @@ class EasyFirstTagger(nn.Module):
         baseline reached 93.2% dev UPOS on EWT after 6 epochs with them, 94.6% with Glorot.
         """
         for name, parameter in self.named_parameters():
+            if name.startswith("embedder.transformer."):  # pretrained weights, or the mix's own start
+                continue
             if parameter is self.embedder.words.weight:
                 self.embedder.reset_words()
             elif parameter.dim() >= 2:
@@ -120,7 +122,11 @@ class EasyFirstTagger(nn.Module):
 
         ``plan``: the backends that compute the encoder and the decoder for this batch
         (easyfirst.backends.chooser.plan_for); None runs the model's own modules, the reference."""
-        x = self.embedding_dropout(self.embedder(batch.words, batch.prefixes, batch.suffixes, batch.features))
+        x = self.embedding_dropout(
+            self.embedder(
+                batch.words, batch.prefixes, batch.suffixes, batch.features, batch.tokens, batch.sources
+            )
+        )
         encoded = self.encoder(x, batch.mask) if plan is None else plan.encode(self.encoder, x, batch.mask)
         states = self.dropout(encoded)
         attention = None

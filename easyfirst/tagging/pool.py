@@ -114,7 +114,7 @@ def tag_job(model, vocabs, job: Job, device: torch.device, asked: tuple[bool, bo
         features = [feature_rows(vocabs.features, w) for w in words] if vocabs.features else ()
         packed = pack([vocabs.index(w) for w in words], vocabs.max_affix, features)
     if packed is not None:
-        return tag_batch(model, unpack(packed, indices), device, asked)
+        return tag_batch(model, unpack(packed, indices, words), device, asked)
     items = [encode(vocabs, w, extra=x, heads=model.outputs) for w, x in zip(words, extras, strict=True)]
     return tag_batch(model, collate(items, indices), device, asked)
 

@@ -70,6 +70,7 @@ def start_epoch(run: Run, epoch: int) -> None:
     t = run.config.train
     anneal.start_epoch(run.config, run.model, epoch)
     base = [t.embedding_lr, t.lr] if t.embedding_lr is not None else [t.lr]
+    base += [t.transformer_lr] if len(run.optimizer.param_groups) > len(base) else []  # fine-tuned
     schedule_lr(run.optimizer, base, t.lr_decay, epoch)
 
 

@@ -203,6 +203,9 @@ def build_model(
             f"{', uncased, matched case-insensitively' if source.uncased else ''}: they cover "
             f"{m.source_pretrained_covered:,} of the {len(vocabs.features['source']) - 2:,} aligned source words"
         )
+    if model.embedder.transformer is not None:  # the run folder records which weights it was given
+        config = config.replaced("model", transformer_sha256=model.embedder.transformer.sha256)
+        model.settings = config.model
     return config, vocabs, model
 
 
@@ -235,6 +238,8 @@ def log_settings(
         f"({f'{e.affix_dim}-d affixes' if e.affix_dim else 'no affixes'}), "
         f"{len(vocabs.tags)} tags{chars if e.char_dim else ''}"
     )
+    if model.embedder.transformer is not None:
+        log(f"[bold]transformer[/] {model.embedder.transformer.describe(e, t)}")
     log(f"[bold]output[/] {model.describe_output()}")
     per_update = "1 sentence" if t.batch_size == 1 else f"{t.batch_size} sentences"
     embedding_lr = "" if t.embedding_lr is None else f" (embedding tables {t.embedding_lr:g})"
@@ -310,7 +315,7 @@ def prepare_run(
             counts, vocabs.words, config.model.embedder.word_dropout
         )
     optimizer = make_optimizer(
-        t.optimizer, t.lr, model, sparse=not group.parallel, embedding_lr=t.embedding_lr, momentum=t.momentum
+        t.optimizer, t.lr, model, not group.parallel, t.embedding_lr, t.momentum, t.transformer_lr
     )
     run = Run(
         config=config,
@@ -341,9 +346,34 @@ def prepare_run(
     count = hogwild.choose_workers(t.workers, t.batch_size, device, len(train_sents), group.parallel)
     if checkpoint is not None:
         restore_checkpoint(run, checkpoint, count)
+    warm_transformer(run)  # before Hogwild's workers fork: they share what it computed
     if count > 1:
         start_hogwild(run, count)
     return run
+
+
+def warm_transformer(run: Run) -> None:
+    """A frozen transformer's vectors of every training and dev sentence, computed once for the run
+    (easyfirst.model.transformer), within ``transformer_cache_mb``."""
+    transformer = run.model.embedder.transformer
+    if transformer is None or transformer.finetune:
+        return
+    transformer.start_cache(run.config.train.transformer_cache_mb)
+    started = time.perf_counter()
+    sentences = [s.words for s in run.train_sents] + [s.words for s in run.splits.dev]
+    if run.model.embedder.transformer_source:  # QE: the source sentences too
+        sentences += [s.extra["source"] for s in [*run.train_sents, *run.splits.dev]]
+    if transformer.cache is not None:
+        run.log(
+            f"[bold]transformer[/] computing the vectors of {len(sentences):,} sentences, once for the run"
+        )
+    count = transformer.warm(sentences, run.device)
+    if transformer.cache is not None:
+        run.log(
+            f"[bold]transformer[/] the vectors of {count:,} sentences computed in "
+            f"{time.perf_counter() - started:.1f} s and kept for the run "
+            f"({transformer.cache.size / 2**20:,.0f} MB of {run.config.train.transformer_cache_mb:,})"
+        )
 
 
 def check_metric(metric: str, task, columns) -> None:

@@ -92,24 +92,31 @@ def make_optimizer(
     sparse: bool = True,
     embedding_lr: float | None = None,
     momentum: float = 0.0,
+    transformer_lr: float | None = None,
 ) -> torch.optim.Optimizer:
     """The optimizer ``name`` (see :data:`easyfirst.config.OPTIMIZERS`) over ``model``'s parameters. With
     ``sparse`` (and Adagrad, or SGD without momentum) the model's embedding tables switch to sparse
     gradients (see module). With ``embedding_lr`` the embedding tables form a parameter group of their own
     at that learning rate (the rest at ``lr``); unset, all parameters are one group, as a checkpoint
-    without it expects. ``momentum``: SGD's."""
+    without it expects. ``momentum``: SGD's. A fine-tuned transformer's parameters (easyfirst.model.
+    transformer) form the last group, at ``transformer_lr``."""
     if name not in OPTIMIZERS:
         raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, not {name!r}")
     if momentum and name != "sgd":
         raise ValueError("momentum is SGD's")
     sparse_embeddings(model, sparse and name in SPARSE_SAFE and not momentum)
-    params = model.parameters()
+    tuned = {id(p) for p in transformer_parameters(model)}
+    own = [p for p in model.parameters() if id(p) not in tuned]
+    params: list = own
     if embedding_lr is not None:
         tables = {id(table.weight) for table in embedding_tables(model)}
         params = [
-            {"params": [p for p in model.parameters() if id(p) in tables], "lr": embedding_lr},
-            {"params": [p for p in model.parameters() if id(p) not in tables]},
+            {"params": [p for p in own if id(p) in tables], "lr": embedding_lr},
+            {"params": [p for p in own if id(p) not in tables]},
         ]
+    if tuned:
+        params = params if embedding_lr is not None else [{"params": own}]
+        params.append({"params": transformer_parameters(model), "lr": transformer_lr or lr})
     if name == "sgd":
         return torch.optim.SGD(params, lr=lr, momentum=momentum)
     kind = {
@@ -130,8 +137,18 @@ def schedule_lr(optimizer: torch.optim.Optimizer, lrs: list[float], decay: float
 
 
 def embedding_tables(model: nn.Module) -> list[nn.Embedding]:
-    """The embedding tables of ``model``: what takes sparse gradients and ``embedding_lr``."""
-    return [module for module in model.modules() if isinstance(module, nn.Embedding)]
+    """The embedding tables of ``model``: what takes sparse gradients and ``embedding_lr`` (a fine-tuned
+    transformer's own tables are the transformer's, at its rate)."""
+    return [
+        module
+        for name, module in model.named_modules()
+        if isinstance(module, nn.Embedding) and not name.startswith("embedder.transformer.")
+    ]
+
+
+def transformer_parameters(model: nn.Module) -> list[nn.Parameter]:
+    """A fine-tuned transformer's parameters in ``model`` (none when frozen: they are not the model's)."""
+    return [p for name, p in model.named_parameters() if name.startswith("embedder.transformer.net.")]
 
 
 def sparse_embeddings(model: nn.Module, on: bool) -> None:

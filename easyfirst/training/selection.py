@@ -92,6 +92,8 @@ def finish(run: Run, started: float) -> dict:
     config, task, splits, p = run.config, run.task, run.splits, run.progress
     batch_size = config.train.eval_batch_size
     model, _, _ = load_model(run.output, run.device)
+    if model.embedder.transformer is not None:  # a frozen transformer's vectors of dev, computed already
+        model.embedder.transformer.cache = run.model.embedder.transformer.cache
     metrics: dict = {
         "dev": evaluate_sentences(
             model,

@@ -17,6 +17,7 @@ from typing import Any
 from easyfirst import __version__
 from easyfirst.config import Config
 from easyfirst.data.datasets import DATASETS
+from easyfirst.data.transformer_models import NAMED as TRANSFORMERS
 from easyfirst.data.vectors import NAMED
 from easyfirst.tasks import get_task
 
@@ -84,6 +85,7 @@ def _summary(config: Config, sizes: dict[str, int], parameters: int, half: bool)
             f"{sizes['words']:,} words (those seen at least {e.word_min_freq} times{added}){kept}",
         ),
         ("pretrained vectors", _vectors(config, sizes)),
+        ("transformer", _transformer(config)),
         ("affix n-grams", _affixes(config)),
         ("character features", _characters(config)),
         ("parameters", f"{parameters:,}"),
@@ -115,6 +117,21 @@ def _vectors(config: Config, sizes: dict[str, int]) -> str:
         share = "" if covered is None else f", covering {covered:,} of them"
         rows.append(f"source words: `{model.source_pretrained}`, {model.source_dim} dimensions{share}")
     return "; ".join(rows) or "none"
+
+
+def _transformer(config: Config) -> str:
+    """The transformer's row: which one, how its vectors are made, and the hash of the weights it needs."""
+    e = config.model.embedder
+    if not e.transformer:
+        return "none"
+    named = TRANSFORMERS.get(e.transformer)
+    layers = e.transformer_layers + (", a learned mix" if e.transformer_mix else "")
+    return (
+        f"`{e.transformer}`" + (f" ({named.about})" if named else "") + f": layers {layers}, "
+        f"{e.transformer_pooling} of each word's sub-words, "
+        + ("fine-tuned (saved with the model)" if e.transformer_finetune else "frozen (loaded by name)")
+        + (f"; its weights' SHA-256 {e.transformer_sha256}" if e.transformer_sha256 else "")
+    )
 
 
 DROPOUT_PLACES = {"embedding": "on the embeddings", "encoder": "between layers", "output": "on the outputs"}
@@ -227,6 +244,7 @@ def training_command(config: Config, flags: Mapping[str, Any] | None = None) -> 
     unset = []
     # what training wrote from the pretrained vectors: their coverage, their size, lower-cased lookups
     derived = {("model", "pretrained_covered"), ("model", "source_pretrained_covered")}
+    derived |= {("model", "transformer_sha256")}
     derived |= {("model", "word_dim")} if e.pretrained else set()
     derived |= {("model", "source_dim")} if e.source_pretrained else set()
     named = NAMED.get(e.pretrained or "")

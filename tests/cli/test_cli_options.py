@@ -50,7 +50,12 @@ ADDED = {  # new since: generic config overrides (issue #14); plain text, pretra
     | {"--patience", "--scheme"}
     | {"--checkpoint-minutes"}  # a checkpoint every few minutes of training (#47)
     | {"--freeze-vectors", "--no-freeze-vectors"}  # the vectors kept as read (#44)
-    | {"--backend"},  # force a backend (#45)
+    | {"--backend"}  # force a backend (#45)
+    # a transformer's vectors beside the others (#61)
+    | {"--transformer", "--transformer-pooling", "--transformer-layers", "--transformer-mix"}
+    | {"--no-transformer-mix", "--transformer-finetune", "--no-transformer-finetune"}
+    | {"--transformer-window", "--transformer-stride", "--transformer-lr", "--transformer-cache-mb"}
+    | {"--transformer-source", "--no-transformer-source"},
     "tag": {"--format", "--pretokenized", "--backend", "--output-format", "--attention"},  # JSON out (#63)
     "evaluate": {"--backend"},
     "plot": {"--pretokenized"},

@@ -1,0 +1,66 @@
+"""The rows of issue #61's study: the registry's MiniLM (``--transformer all-minilm-l6-v2``) under the
+easy-first decoder, beside the English recipes, for attention_study.py to train and keep.
+
+    python benchmarks/paper/attention_study.py --rows pos-minilm pos-bilstm-minilm --seeds 1 2 3 4 5
+    python benchmarks/paper/attention_study.py --report
+
+Each row is the English recipe of its task (POS: the POS defaults with GloVe 6B 50-d, temperature 0.25
+with vectors; NER: the NER defaults with GloVe, ``--task ner --pretrained glove-6b-50d``) with MiniLM's
+vectors added under the BiLSTM, frozen, the last layer, mean of each word's sub-words (the defaults),
+unless the row varies one of them. attention_study.py trains each row in one process on one thread,
+continues an interrupted row from its checkpoint, skips a finished one, and writes
+benchmarks/results/attention-study/ROW[-seedK].json, from which ``--report`` rebuilds the tables.
+"""
+
+from __future__ import annotations
+
+MINILM = ["--transformer", "all-minilm-l6-v2"]
+POS_RECIPE = ["--pretrained", "glove-6b-50d", *MINILM]
+NER_RECIPE = ["--pretrained", "glove-6b-50d", *MINILM]
+
+# row → (what it varies, flags, epochs)
+POS_ROWS: dict[str, tuple[str, list[str], int]] = {
+    "pos-minilm": (
+        "NEF-F, N = L, the POS English recipe with MiniLM (frozen, last layer, mean)",
+        POS_RECIPE,
+        20,
+    ),
+    "pos-bilstm-minilm": ("BiLSTM (N = 0), the same with MiniLM", [*POS_RECIPE, "--model", "bilstm"], 20),
+    "pos-minilm-first": ("MiniLM, first sub-word", [*POS_RECIPE, "--transformer-pooling", "first"], 20),
+    "pos-minilm-last": ("MiniLM, last sub-word", [*POS_RECIPE, "--transformer-pooling", "last"], 20),
+    "pos-minilm-first-last": (
+        "MiniLM, first and last sub-words",
+        [*POS_RECIPE, "--transformer-pooling", "first_last"],
+        20,
+    ),
+    "pos-minilm-last4": (
+        "MiniLM, layers -4..-1 averaged",
+        [*POS_RECIPE, "--transformer-layers", "-4,-3,-2,-1"],
+        20,
+    ),
+    "pos-minilm-mix": (
+        "MiniLM, a learned mix of all 7 hidden states",
+        [*POS_RECIPE, "--transformer-layers", "0,1,2,3,4,5,6", "--transformer-mix"],
+        20,
+    ),
+    # fine-tuning costs the transformer's backward pass at every update: 16 sentences per update, Adam
+    "pos-minilm-finetune": (
+        "MiniLM fine-tuned (lr 2e-5), 16 sentences per update, Adam lr 0.001",
+        [
+            *POS_RECIPE,
+            *("--transformer-finetune", "--batch-size", "16", "--reduction", "mean", "--shuffle"),
+            *("--optimizer", "adam", "--lr", "0.001"),
+        ],
+        5,
+    ),
+}
+NER_ROWS: dict[str, tuple[str, list[str], int]] = {
+    "ner-minilm": ("NEF-CRF-F, N = 5, the NER English recipe with MiniLM", NER_RECIPE, 50),
+    "ner-bilstm-crf-minilm": ("BiLSTM-CRF, the same with MiniLM", [*NER_RECIPE, "--model", "bilstm"], 50),
+    # what the uncased model costs: the case feature and the characters carry capitalisation
+    "ner-minilm-nocase": (
+        "NER with MiniLM, no case feature, no characters",
+        [*NER_RECIPE, "--set", "model.case_dim=0", "--char-dim", "0"],
+        50,
+    ),
+}
