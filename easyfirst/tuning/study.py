@@ -102,7 +102,10 @@ def open_study(folder: Path, storage: str | None, directions: list[str], pruner=
             **{stale: queue_again},
         )
     except Exception as error:  # noqa: BLE001 (SQLAlchemy's errors: a bad URL, no driver, no server)
-        raise InputError(f"--storage: cannot open {url}: {error}") from None
+        # SQLAlchemy's message goes on with the SQL it ran and a link: its first line says what failed
+        said = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+        where = f"--storage: cannot open {url}" if storage else f"{folder / 'study.db'}: cannot write"
+        raise InputError(f"{where}: {said}") from None
     return optuna.create_study(
         storage=rdb,
         study_name=folder.resolve().name,

@@ -235,3 +235,17 @@ def test_a_real_full_disk_then_room_again(small_disk):
     finished = run_cli("train", "--resume", out, process=True)
     assert finished.returncode == 0, finished.stderr.decode()
     assert (out / "metrics.json").is_file() and load_model(out)
+
+
+def test_a_search_on_a_full_disk_is_one_line(small_disk):
+    """`easyfirst tune` whose study.db cannot be written: one line naming the file and SQLite's reason,
+    status 2 (it printed SQLAlchemy's message, the SQL it ran and a link, 14 lines, under --storage's
+    name that the user never gave)."""
+    (small_disk / "filler").write_bytes(b"\0" * (600 * 1024 - 16 * 1024))  # all but 16 kB
+    space = Path(__file__).resolve().parents[2] / "configs" / "tune" / "pos-sample.toml"
+    args = ("--space", space, "--task", "pos", "--train", SAMPLE, "--dev", SAMPLE, "--epochs", 1)
+    result = run_cli("tune", small_disk / "study", *args, "--trials", 1, process=True)
+    lines = result.stderr.decode().strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"{small_disk / 'study' / 'study.db'}: cannot write: "), lines
+    assert "full" in lines[0], lines
