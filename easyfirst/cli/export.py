@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Annotated
@@ -72,14 +73,21 @@ def export(
     parameters = sum(p.numel() for p in model.parameters())
     early = note_stopped(Path(run_dir), config)
     card = model_card(config, metrics, sizes, parameters, str(run_dir), half, early, FLAG_OF)
-    created = not output.exists()
+    # every file is written into a folder beside OUT first, then each renamed into OUT: a full disk
+    # while writing leaves OUT as it was (no half-exported folder, no new weights beside an old card)
+    staged = output.parent / f".{output.name}.export-tmp"
+    shutil.rmtree(staged, ignore_errors=True)  # one a killed export left
     try:
-        save_model(output, model, config, vocabs, half=half)
-        atomic_write(output / "README.md", lambda out: out.write(card.encode()))
-    except WriteFailed:  # a full disk: no half-exported folder (one that was there keeps its files)
-        if created:
-            shutil.rmtree(output, ignore_errors=True)
+        save_model(staged, model, config, vocabs, half=half)
+        atomic_write(staged / "README.md", lambda out: out.write(card.encode()))
+        output.mkdir(parents=True, exist_ok=True)
+        for written in sorted(staged.iterdir()):
+            os.replace(written, output / written.name)
+    except WriteFailed as error:  # named as the file it was to become
+        error.path = str(output / Path(error.path).name)
         raise
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
     size = sum(f.stat().st_size for f in output.iterdir()) / 2**20
     err.print(
         f"exported {run_dir} to {output} ({size:.1f} MiB{', float16' if half else ''}), with its card README.md"

@@ -176,7 +176,21 @@ def test_export_on_a_full_disk_is_one_line_and_leaves_no_half_folder(tiny_run, d
     assert stderr.strip().splitlines() == [
         f"{tmp_path / 'out' / disk.refused[0]}: cannot write: No space left on device"
     ]
-    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("full_at", [1, 4])
+def test_export_over_an_export_on_a_full_disk_keeps_the_old_one_whole(tiny_run, disk, tmp_path, full_at):
+    """--overwrite into a folder that holds an export: a full disk at any write leaves every file of the
+    old export as it was (no new weights beside an old card), and nothing beside the folder."""
+    out = tmp_path / "out"
+    assert run_cli("export", tiny_run, "-o", out).returncode == 0
+    before = {f.name: f.read_bytes() for f in out.iterdir()}
+    disk.full_at = full_at
+    result = run_cli("export", tiny_run, "-o", out, "--half", "--overwrite")
+    assert result.returncode == 2, result.stderr.decode()
+    assert {f.name: f.read_bytes() for f in out.iterdir()} == before
+    assert list(tmp_path.iterdir()) == [out]
 
 
 def test_plot_and_tag_on_a_full_disk_are_one_line_and_leave_nothing(tiny_run, disk, tmp_path, monkeypatch):
