@@ -58,8 +58,13 @@ def test_the_quickstart_runs(tmp_path):
         done = subprocess.run(["bash", "-c", shell], cwd=tmp_path, env=env, capture_output=True, timeout=600)
         assert done.returncode == 0, (command, done.stderr.decode()[-2000:])
         assert b"Traceback" not in done.stderr, command
-        if command.startswith("easyfirst tag -m en-ner --text"):
+        if command.startswith("easyfirst tag -m en-ner --text") and "jsonl" not in command:
             assert b"Angela\tB-PER" in done.stdout and b"Paris\tB-LOC" in done.stdout
+        elif command.startswith("easyfirst tag -m en-ner --text"):  # the JSON lines: Paris where it is
+            (line,) = done.stdout.decode().splitlines()
+            assert {"label": "LOC", "first": 4, "last": 4, "start": 21, "end": 26, "text": "Paris"} in (
+                json.loads(line)["entities"]
+            )
     for written in ("tagged.conllu", "notes.conllu", "raindrop.png", "raindrop.html", "tiny/model.pt"):
         assert (tmp_path / "runs" / written).stat().st_size > 0, written
     assert (tmp_path / "runs" / "exported" / "tiny" / "README.md").is_file()
