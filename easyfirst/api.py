@@ -112,10 +112,10 @@ class Tagger:
     @property
     def backend(self) -> str:
         """The backend forced for tagging: ``"auto"`` (the default) lets easyfirst.backends.chooser take
-        the fastest that supports each batch; a name (``"numpy"``, ``"fused"``, ``"reference"``, ...)
+        the fastest that supports each batch; a name (``"numba"``, ``"fused"``, ``"reference"``)
         takes that one where it supports the batch and the reference elsewhere. The tags are the same.
-        ``"numba"`` loads its compiled tagging loops (Numba compiles them once after an install, 30–45 s),
-        which ``"auto"`` then takes too (easyfirst.backends.chooser.load_tagging_loops)."""
+        ``"numba"`` compiles its loops now (once after an install; easyfirst.backends.chooser.
+        load_tagging_loops), which changes no other tagger's choice."""
         return self.model.backend
 
     @backend.setter
