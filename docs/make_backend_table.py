@@ -69,9 +69,8 @@ def render() -> str:
     lines += [
         "",
         "— : the backend does not compute that part; *declines*: it was not written for that setting, so\n"
-        "the chooser passes it over. A backend also needs what it imports: `numba` runs only where Numba\n"
-        "is installed (the extra `fast`), and in tagging (`training` `false`) once its compiled loops are\n"
-        "loaded in the process (`easyfirst serve` and `--backend numba` load them).",
+        "the chooser passes it over. A backend also needs what it imports: `numba` runs where Numba can be\n"
+        "imported (a core dependency; its loops are compiled once after an install, which is announced).",
         "",
         END,
     ]

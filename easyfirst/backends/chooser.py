@@ -113,10 +113,15 @@ def forget_choices() -> None:
     _choose.cache_clear()
 
 
-def load_tagging_loops() -> bool:
+def load_tagging_loops(model=None) -> bool:
     """Compile (after an install: once, then read from Numba's cache) or load backend numba's loops now,
-    so that no request waits for them (``easyfirst serve`` calls this at its start); it changes no
-    choice. False where Numba cannot be imported."""
+    so that no request waits for them and processes forked later inherit them (``easyfirst serve`` and
+    ``easyfirst tag`` call this before they tag); it changes no choice. With ``model``, only where its
+    batches take numba. False where nothing was loaded."""
+    if model is not None:
+        plan = _tagging_plan(model)
+        if NUMBA not in (plan.encoder, plan.decoder):
+            return False
     return compiled.warm_up()
 
 
@@ -142,10 +147,14 @@ def waits_for_compiler(plan: Plan) -> bool:
     return NUMBA in (plan.encoder, plan.decoder) and bool(compiled.kernels()) and compiled.kernels().cold()
 
 
-def backend_line(model, training: bool = False) -> str:
-    """The one line that says which backend computes ``model``'s batches (an EasyFirstTagger on its
-    device, with its forced ``backend``), for the verbs (tag, evaluate, serve) and the Tagger: a batch of
-    many sentences, as they tag, in the model's dtype."""
+def _tagging_plan(model, training: bool = False) -> Plan:
+    """The plan of ``model``'s batches of many sentences (as it tags) in its dtype, on its device."""
     dtype = str(model.output.weight.dtype).removeprefix("torch.")
     device = model.output.weight.device.type
-    return choose_backend(model.settings, MANY, device, dtype, training, model.backend).describe()
+    return choose_backend(model.settings, MANY, device, dtype, training, model.backend)
+
+
+def backend_line(model, training: bool = False) -> str:
+    """The one line that says which backend computes ``model``'s batches (an EasyFirstTagger on its
+    device, with its forced ``backend``), for the verbs (tag, evaluate, serve) and the Tagger."""
+    return _tagging_plan(model, training).describe()

@@ -316,3 +316,16 @@ def test_warming_up_compiles_every_loop_and_changes_no_choice():
     module = compiled.kernels()
     assert module is kernels
     assert module.bilstm.signatures and module.decoder_forward.signatures  # compiled, or read from the cache
+
+
+def test_a_tagger_loads_the_compiled_loops_only_where_its_batches_take_them():
+    from easyfirst.api import Tagger
+
+    tagger = Tagger.load()
+    assert chooser.load_tagging_loops(tagger.model)  # auto: numba, on the CPU
+    tagger.backend = "fused"
+    assert not chooser.load_tagging_loops(tagger.model)
+    assert (
+        chooser.backend_line(tagger.model)
+        == "fused (csoftmax step loop as one autograd Function: BiLSTM and decoder)"
+    )
