@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from easyfirst.backends.chooser import BACKENDS, REFERENCE
-from easyfirst.backends.declaration import ANY, DECODER_SETTINGS, ENCODER_SETTINGS
+from easyfirst.backends.declaration import ANY, DECODER_SETTINGS, ENCODER_SETTINGS, AtMost
 
 PAGE = Path(__file__).with_name("architecture.md")
 BEGIN = "<!-- backends: written by `python docs/make_backend_table.py` from the declarations -->"
@@ -33,6 +33,8 @@ MEANING = {
 def _values(allowed) -> str:
     if allowed is ANY:
         return "any"
+    if isinstance(allowed, AtMost):
+        return str(allowed)
     return ", ".join(f"`{str(v).lower()}`" for v in sorted(allowed, key=str))
 
 

@@ -108,11 +108,6 @@ def _choose(encoder: tuple, decoder: tuple | None, force: str) -> Plan:
     return Plan(chosen["encoder"], chosen["decoder"], tuple(passed))
 
 
-def forget_choices() -> None:
-    """Choose afresh from now on (what a backend can run in this process changed)."""
-    _choose.cache_clear()
-
-
 def load_tagging_loops(model=None) -> bool:
     """Compile (after an install: once, then read from Numba's cache) or load backend numba's loops now,
     so that no request waits for them and processes forked later inherit them (``easyfirst serve`` and

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from easyfirst.backends.declaration import ANY, CSOFTMAX, LEARNED, MANY, ONE, ROW_ATTENTIONS, Backend
+from easyfirst.backends.declaration import ANY, CSOFTMAX, LEARNED, MANY, ONE, ROW_ATTENTIONS, AtMost, Backend
 from easyfirst.ops.constrained import _EXP_RANGE
 from easyfirst.ops.kinds import KINDS
 from easyfirst.ops.window import flat_weight, window_columns
@@ -36,7 +36,8 @@ _blas: list = []  # threadpoolctl's controllers of the BLAS libraries loaded wit
 def kernels():
     """The compiled loops, imported on first use (importing Numba and SciPy takes about 0.4 s, which a
     run on the GPU need not pay); None where Numba cannot be imported. The first import after an
-    install says, once, that the first call compiles them."""
+    install says so, once, and compiles every loop (float32, forward and backward), so that the next
+    process finds them all in Numba's cache."""
     global _module
     if _module is None:
         try:
@@ -47,13 +48,31 @@ def kernels():
         from threadpoolctl import ThreadpoolController
 
         _blas[:] = ThreadpoolController().select(user_api="blas").lib_controllers
+        _module = compiled
         if compiled.cold():
             logging.getLogger("easyfirst").warning(
-                "easyfirst: compiling the CPU loops (once after an install, about a minute on 2 cores); "
+                "easyfirst: compiling the CPU loops (once after an install, about 25 s on 2 cores); "
                 "later runs read them from Numba's cache"
             )
-        _module = compiled
+            _compile_every_loop()
     return _module or None
+
+
+def _compile_every_loop() -> None:
+    """Run each compiled loop once on tiny float32 inputs, with and without records, and each backward."""
+    one, two = torch.ones(1, dtype=torch.long), torch.full((1,), 2)
+    with torch.enable_grad():
+        inputs, w_hh_t = torch.zeros(1, 2, 2, 8, requires_grad=True), torch.zeros(2, 2, 8, requires_grad=True)
+        BiLSTMFunction.apply(inputs, w_hh_t, two).sum().backward()
+        fixed, weight = torch.zeros(1, 2, 2, requires_grad=True), torch.zeros(2, 1, 1, requires_grad=True)
+        sketch, history = SketchFunction.apply(
+            fixed, weight, torch.ones(1, 1, requires_grad=True), two, two, 2, (True, 1.0, 0.0, CSOFTMAX), None
+        )
+        (sketch.sum() + history.sum()).backward()
+    with torch.no_grad():
+        _bilstm(torch.zeros(1, 1, 2, 4), torch.zeros(2, 1, 4), one, store=False)
+        _sketch(torch.zeros(1, 1, 2), torch.zeros(2, 1, 1), torch.ones(1, 1), one, one, 1, (True, 1.0, 0.0, CSOFTMAX),
+                None, False)  # fmt: skip
 
 
 @contextmanager
@@ -111,9 +130,8 @@ def encode(encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         bias = torch.cat(
             [getattr(lstm, f"bias_ih_l0{d}") + getattr(lstm, f"bias_hh_l0{d}") for d in directions]
         )
-        # every step's input part, both directions in one product: (2, B, L, 4H)
-        inputs = _on_words(mask, x.reshape(size * length, -1), weight, bias)
-        inputs = inputs.view(size, length, 2, -1).permute(2, 0, 1, 3)
+        # every step's input part, both directions in one product: (B, L, 2, 4H)
+        inputs = _on_words(mask, x.reshape(size * length, -1), weight, bias).view(size, length, 2, -1)
         w_hh_t = torch.stack([getattr(lstm, f"weight_hh_l0{d}").T for d in directions])  # (2, H, 4H)
         if gradients:
             x = BiLSTMFunction.apply(inputs, w_hh_t, lengths)
@@ -126,7 +144,7 @@ def _bilstm(inputs: torch.Tensor, w_hh_t: torch.Tensor, lengths: torch.Tensor, s
     """The time loops of one layer (kernels.bilstm): the states ``(B, L, 2H)`` and, with ``store``, the
     records of the backward (gates, cells, tanh(cells), each direction in its reading order)."""
     values, counts = _numpy(inputs), _numpy(lengths)
-    _, size, length, four = values.shape
+    size, length, _, four = values.shape
     hidden = four // 4
     dtype = values.dtype
     out = np.zeros((size, length, 2 * hidden), dtype)
@@ -141,7 +159,7 @@ def _bilstm(inputs: torch.Tensor, w_hh_t: torch.Tensor, lengths: torch.Tensor, s
 
 class BiLSTMFunction(torch.autograd.Function):
     """One bidirectional layer's time loops with their backward (backpropagation through time by hand):
-    the states from the input parts ``(2, B, L, 4H)`` and ``W_hhᵀ`` ``(2, H, 4H)``."""
+    the states from the input parts ``(B, L, 2, 4H)`` and ``W_hhᵀ`` ``(2, H, 4H)``."""
 
     @staticmethod
     def forward(ctx, inputs, w_hh_t, lengths):
@@ -160,7 +178,8 @@ class BiLSTMFunction(torch.autograd.Function):
         gates, cells, tanhs, out, counts = ctx.records
         grad = grad.numpy()
         hidden = out.shape[2] // 2
-        d_inputs = np.zeros(gates.shape, gates.dtype)
+        size, length, _ = out.shape
+        d_inputs = np.zeros((size, length, 2, 4 * hidden), gates.dtype)
         d_w_hh = np.zeros(ctx.w_hh.shape, gates.dtype)
         for b, n in enumerate(counts):
             if not n:
@@ -177,7 +196,7 @@ class BiLSTMFunction(torch.autograd.Function):
                 ctx.w_hh,
                 d_gates,
             )
-            d_inputs[0, b, :n], d_inputs[1, b, :n] = d_gates[0], d_gates[1, ::-1]
+            d_inputs[b, :n, 0], d_inputs[b, :n, 1] = d_gates[0], d_gates[1, ::-1]
             d_w_hh[:, :, :] += d_gates[:, 1:].transpose(0, 2, 1) @ states[:, :-1]  # h₀ = 0 adds nothing
         return torch.from_numpy(d_inputs), torch.from_numpy(d_w_hh.transpose(0, 2, 1).copy()), None
 
@@ -336,7 +355,7 @@ def warm_up() -> bool:
         return False
     with torch.no_grad():
         one = torch.ones(1, dtype=torch.long)
-        _bilstm(torch.zeros(2, 1, 1, 4), torch.zeros(2, 1, 4), one, store=False)
+        _bilstm(torch.zeros(1, 1, 2, 4), torch.zeros(2, 1, 4), one, store=False)
         _sketch(torch.zeros(1, 1, 2), torch.zeros(2, 1, 1), torch.ones(1, 1), one, one, 1, (True, 1.0, 0.0, CSOFTMAX),
                 None, False)  # fmt: skip
     return True
@@ -357,7 +376,9 @@ NUMBA = Backend(  # the compiled CPU path: one sentence per update in training, 
     "numba",
     encoder=encode,
     decoder=decode,
-    encoder_supports=_SUPPORTS | {"encoder_layers": ANY, "dropout_kind": ANY},
+    # wider layers run faster in torch's LSTM (oneDNN): 64 × 25 words, one thread, the time loops alone
+    # took 0.75× torch's whole layer at 50 units, 1.05× at 100, 1.14× at 150 and 200 (docs/architecture.md)
+    encoder_supports=_SUPPORTS | {"encoder_layers": ANY, "hidden_dim": AtMost(64), "dropout_kind": ANY},
     decoder_supports=_SUPPORTS
     | {
         "model": {"nef-f", "nef-s"},

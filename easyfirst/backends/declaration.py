@@ -25,6 +25,20 @@ from easyfirst.ops.kinds import KINDS
 
 ANY = "any value"  # a declared setting with no restriction
 
+
+@dataclass(frozen=True)
+class AtMost:
+    """A declared setting's values up to ``limit`` (a size where a backend stops being the faster)."""
+
+    limit: int
+
+    def __contains__(self, value) -> bool:
+        return isinstance(value, int) and value <= self.limit
+
+    def __str__(self) -> str:
+        return f"at most {self.limit}"
+
+
 # The revision of the reference's equations, per part: the encoder is easyfirst/model/encoder.py, the
 # decoder easyfirst/model/sketch.py with what it calls in easyfirst/ops (window.py, attention.py,
 # constrained.py). A change to what the reference computes bumps its part's number here; every fast
@@ -36,7 +50,16 @@ REVISIONS = {"encoder": 1, "decoder": 1}
 
 # the settings each part's computation reads (``revision``: the number above); a new setting of the
 # encoder or the decoder goes here, and every fast backend declines it until it declares it
-ENCODER_SETTINGS = ("revision", "encoder_layers", "dropout_kind", "sentences", "device", "dtype", "training")
+ENCODER_SETTINGS = (
+    "revision",
+    "encoder_layers",
+    "hidden_dim",
+    "dropout_kind",
+    "sentences",
+    "device",
+    "dtype",
+    "training",
+)
 DECODER_SETTINGS = (
     "revision",
     "model",
@@ -97,6 +120,8 @@ class Backend:
                 return (
                     f"not ported to revision {value} of the reference's {part} (computes {_listed(allowed)})"
                 )
+            if isinstance(allowed, AtMost) and value not in allowed:
+                return f"{key} = {value} ({allowed})"
             if allowed is not ANY and value not in allowed:
                 listed = (
                     " or ".join(sorted(map(str, allowed))) + " only" if len(allowed) <= 3 else "not supported"

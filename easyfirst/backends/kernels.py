@@ -25,7 +25,7 @@ import scipy.linalg.cython_blas  # noqa: F401  (Numba's np.dot calls it: loaded 
 
 from easyfirst.backends import rows
 from easyfirst.backends.declaration import CSOFTMAX, SPARSEMAX
-from easyfirst.backends.rows import _jit, _tanh_any, attend
+from easyfirst.backends.rows import _jit, _tanh_any, attend, tanh_range
 
 
 def cold() -> bool:
@@ -275,7 +275,7 @@ def decoder_backward(
 @_jit
 def bilstm(inputs, w_hh_t, lengths, fast, out, gate_record, cell_record, tanh_record):
     """Both directions of a bidirectional ``nn.LSTM`` layer over each sentence b's first ``lengths[b]``
-    rows: ``inputs`` ``(2, B, L, 4H)`` (x W_ihᵀ + both biases, per direction, gates i, f, g, o, in the
+    rows: ``inputs`` ``(B, L, 2, 4H)`` (x W_ihᵀ + both biases, per direction, gates i, f, g, o, in the
     words' order), ``w_hh_t`` ``(2, H, 4H)``; the states into ``out`` ``(B, L, 2H)`` (forward, then
     backward direction; zeros on entry, left so on padding). At time step t the sentences still running
     (the longest first) take one product together. With records (training: ``gate_record`` ``(2, B, L,
@@ -285,12 +285,12 @@ def bilstm(inputs, w_hh_t, lengths, fast, out, gate_record, cell_record, tanh_re
     hidden = w_hh_t.shape[1]
     dtype = inputs.dtype
     two = dtype.type(2.0)
-    half = dtype.type(0.5)
     store = gate_record.shape[0] > 0
     order = np.argsort(-lengths, kind="mergesort")
     state = np.empty((size, hidden), dtype)
     cell = np.empty((size, hidden), dtype)
     gates = np.empty((size, 4 * hidden), dtype)
+    squashed = np.empty(hidden, dtype)  # tanh(c) of one sentence's step
     for direction in range(2):
         state[:] = 0
         cell[:] = 0
@@ -302,23 +302,23 @@ def bilstm(inputs, w_hh_t, lengths, fast, out, gate_record, cell_record, tanh_re
             for k in range(active):
                 b = order[k]
                 t = step if direction == 0 else lengths[b] - 1 - step
+                gate, given = gates[k], inputs[b, t, direction]
                 for j in range(4 * hidden):
-                    a = gates[k, j] + inputs[direction, b, t, j]
-                    if 2 * hidden <= j < 3 * hidden:
-                        gates[k, j] = _tanh_any(a, fast, two)
-                    else:  # σ(a) = (1 + tanh(a/2)) / 2
-                        gates[k, j] = _tanh_any(a * half, fast, two) * half + half
+                    gate[j] += given[j]
+                tanh_range(gate, 0, 2 * hidden, fast, two, True)  # i, f
+                tanh_range(gate, 2 * hidden, 3 * hidden, fast, two, False)  # g
+                tanh_range(gate, 3 * hidden, 4 * hidden, fast, two, True)  # o
                 for j in range(hidden):
-                    c = gates[k, hidden + j] * cell[k, j] + gates[k, j] * gates[k, 2 * hidden + j]
-                    cell[k, j] = c
-                    tanh_cell = _tanh_any(c, fast, two)
-                    state[k, j] = gates[k, 3 * hidden + j] * tanh_cell
+                    cell[k, j] = gate[hidden + j] * cell[k, j] + gate[j] * gate[2 * hidden + j]
+                    squashed[j] = cell[k, j]
+                tanh_range(squashed, 0, hidden, fast, two, False)
+                for j in range(hidden):
+                    state[k, j] = gate[3 * hidden + j] * squashed[j]
                     out[b, t, direction * hidden + j] = state[k, j]
-                    if store:
-                        cell_record[direction, b, step + 1, j] = c
-                        tanh_record[direction, b, step, j] = tanh_cell
                 if store:
-                    gate_record[direction, b, step] = gates[k]
+                    cell_record[direction, b, step + 1] = cell[k]
+                    tanh_record[direction, b, step] = squashed
+                    gate_record[direction, b, step] = gate
 
 
 @_jit

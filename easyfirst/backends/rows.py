@@ -73,6 +73,25 @@ def _tanh_any(x, fast, two):
 
 
 @_jit
+def tanh_range(values, lo, hi, fast, two, sigmoid):
+    """values[lo:hi] = tanh(values[lo:hi]) in place, or with ``sigmoid`` σ = (1 + tanh(x/2)) / 2, by
+    :func:`_tanh_any`; the choice of tanh made once, outside the loop, so that LLVM vectorizes it."""
+    half = two / (two + two)
+    if fast and sigmoid:
+        for j in range(lo, hi):
+            values[j] = _rational_tanh(values[j] * half) * half + half
+    elif fast:
+        for j in range(lo, hi):
+            values[j] = _rational_tanh(values[j])
+    elif sigmoid:
+        for j in range(lo, hi):
+            values[j] = _tanh(values[j] * half, two) * half + half
+    else:
+        for j in range(lo, hi):
+            values[j] = _tanh(values[j], two)
+
+
+@_jit
 def csoftmax_row(z, u, exp_range, alpha, free):
     """csoftmax(z; u) of one row (Eq. 11, easyfirst.ops.constrained) into ``alpha`` and its free set A
     into ``free``: α = min(exp(z) τ, u) with τ = max_k r_k / T_k over the words sorted by decreasing

@@ -27,7 +27,7 @@ from easyfirst.config import Config
 from easyfirst.data.batching import collate, encode
 from easyfirst.data.conllu import read_conllu
 from easyfirst.model.encoder import BiLSTMEncoder
-from easyfirst.model.settings import ModelConfig
+from easyfirst.model.settings import EncoderSettings, ModelConfig
 from easyfirst.model.sketch import SketchDecoder
 from easyfirst.model.tagger import EasyFirstTagger
 from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_forward
@@ -141,7 +141,7 @@ def test_the_bilstm_matches_nn_lstm_with_gradients(layers):
 
 def test_the_bilstm_function_passes_gradcheck():
     torch.manual_seed(0)
-    inputs = torch.randn(2, 2, 4, 12, dtype=torch.float64, requires_grad=True)  # (2, B, L, 4H), H = 3
+    inputs = torch.randn(2, 4, 2, 12, dtype=torch.float64, requires_grad=True)  # (B, L, 2, 4H), H = 3
     w_hh_t = torch.randn(2, 3, 12, dtype=torch.float64, requires_grad=True)
     lengths = torch.tensor([4, 2])
     assert torch.autograd.gradcheck(lambda a, w: BiLSTMFunction.apply(a, w, lengths), (inputs, w_hh_t))
@@ -278,6 +278,12 @@ def test_the_chooser_takes_the_compiled_path_wherever_it_runs():
     )
     assert choose_backend(config, "many", "cuda", "float32", False).decoder.name == "fused"
     assert choose_backend(config, "many", "cpu", "float32", False, force="fused").decoder.name == "fused"
+    # a wide BiLSTM runs faster in torch's LSTM: the compiled path keeps the decoder
+    wide = choose_backend(
+        ModelConfig(encoder=EncoderSettings(hidden_dim=200)), "many", "cpu", "float32", False
+    )
+    assert (wide.encoder.name, wide.decoder.name) == ("reference", "numba")
+    assert wide.describe().endswith("— numba: hidden_dim = 200 (at most 64)")
 
 
 def test_a_call_leaves_the_callers_blas_threads_as_they_were():
@@ -300,12 +306,15 @@ def test_the_first_compile_is_announced_once(monkeypatch, caplog):
     module = compiled.kernels()
     monkeypatch.setattr(module, "cold", lambda: True)
     monkeypatch.setattr(compiled, "_module", None)
+    compiled_all = []
+    monkeypatch.setattr(compiled, "_compile_every_loop", lambda: compiled_all.append(1))
     with caplog.at_level(logging.WARNING, logger="easyfirst"):
         assert compiled.kernels() is module
         assert compiled.kernels() is module
+    assert compiled_all == [1]  # every loop, so that no later process finds one missing from the cache
     assert [r.getMessage() for r in caplog.records if "compiling" in r.getMessage()] == [
-        "easyfirst: compiling the CPU loops (once after an install, about a minute on 2 cores); later runs "
-        "read them from Numba's cache"
+        "easyfirst: compiling the CPU loops (once after an install, about 25 s on 2 cores); later runs read "
+        "them from Numba's cache"
     ]
 
 
@@ -325,7 +334,7 @@ def test_a_tagger_loads_the_compiled_loops_only_where_its_batches_take_them():
     assert chooser.load_tagging_loops(tagger.model)  # auto: numba, on the CPU
     tagger.backend = "fused"
     assert not chooser.load_tagging_loops(tagger.model)
-    assert (
-        chooser.backend_line(tagger.model)
-        == "fused (csoftmax step loop as one autograd Function: BiLSTM and decoder)"
+    assert chooser.backend_line(tagger.model) == (
+        "reference (the model's torch modules: BiLSTM), fused (csoftmax step loop as one autograd Function: "
+        "decoder)"
     )
