@@ -30,7 +30,7 @@ assert tuple(BACKENDS) == NAMES
 # what each backend computes, for the one line the verbs print
 _WHAT = {
     "numba": "compiled CPU loops",
-    "fused": "csoftmax step loop as one autograd Function",
+    "fused": "batched torch loops",
     "reference": "the model's torch modules",
 }
 
@@ -54,7 +54,7 @@ class Plan:
         """One line for the log, the model card and the verbs: what runs each part, and, where a part
         runs on a slower backend than the first one, the first one's reason in words, e.g. "numba
         (compiled CPU loops: BiLSTM and decoder)", or "reference (the model's torch modules: BiLSTM),
-        fused (csoftmax step loop as one autograd Function: decoder) — numba: sentences = many only
+        fused (batched torch loops: decoder) — numba: sentences = many only
         with training = false"."""
         parts = {"BiLSTM": self.encoder, "decoder": self.decoder}
         ran: dict[str, list[str]] = {}

@@ -213,9 +213,13 @@ def decode(decoder, states, mask, steps, score_words, beyond_length):
     lengths, n_steps, total, _ = decoder.step_counts(mask, steps, beyond_length)
     if not total or not length:  # no step to run
         return states.new_zeros(size, length, decoder.sketch_dim), states.new_zeros(size, total, length)
-    half = decoder.input_half  # Eq. 1's H half, (B, L, O), over the windows of the words only
-    cols = window_columns(states.transpose(1, 2), half.weight.shape[-1])
-    fixed = _on_words(mask, cols, flat_weight(half.weight), half.bias).view(size, length, -1)
+    half = decoder.input_half  # Eq. 1's H half, (B, L, O)
+    gradients = _wants_gradients(decoder, states)
+    if gradients:  # one autograd node (the reference's own module)
+        fixed = half(states.transpose(1, 2)).transpose(1, 2)
+    else:  # over the windows of the words only
+        cols = window_columns(states.transpose(1, 2), half.weight.shape[-1])
+        fixed = _on_words(mask, cols, flat_weight(half.weight), half.bias).view(size, length, -1)
     kind = decoder.attention
     settings = (
         decoder.full_state,
@@ -227,7 +231,7 @@ def decode(decoder, states, mask, steps, score_words, beyond_length):
     if kind.scores == "output":  # hard attention: the output layer's parts, no gradient through it
         word_scores = (_numpy(score_words.fixed), _numpy(score_words.weight.T))
     weight, v = decoder.sketch_half.weight, decoder.v.weight
-    if _wants_gradients(decoder, states):
+    if gradients:
         return SketchFunction.apply(fixed, weight, v, lengths, n_steps, total, settings, word_scores)
     with torch.no_grad():
         return _sketch(fixed, weight, v, lengths, n_steps, total, settings, word_scores, False)[:2]

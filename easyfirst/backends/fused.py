@@ -4,9 +4,9 @@ Backend ``fused`` (:data:`FUSED`): the same mathematics as :class:`easyfirst.mod
 step loop, which stays the reference (and serves every other attention), for ``attention = "csoftmax"``,
 the default: NEF-F and NEF-S, N fixed or N = L, N > L with a fresh unit of budget every L steps,
 temperature and coverage penalty, any batch, device and dtype: what trains batches of sentences and
-what runs on the GPU, where the compiled CPU path (easyfirst.backends.compiled) does not. (Its padded
-BiLSTM for tagging went when the compiled BiLSTM took tagging on the CPU: it measured 1.02-1.10x the
-reference's packed one, docs/speed.md, below the 1.2x a third copy must pay.)
+what runs on the GPU, where the compiled CPU path (easyfirst.backends.compiled) does not. In tagging on
+the CPU it also computes a BiLSTM wider than the compiled one takes (:func:`encode`: the padded batch
+through oneDNN's LSTM, where the reference packs it; no copy of the LSTM's equations).
 
 Why: at the sizes the decoder runs at (16 sentences × ~20 words), a sketch step of the generic loop is
 about a hundred small tensor operations, each with an autograd node, around three matrix products, and
@@ -364,8 +364,54 @@ def decode(decoder, states: torch.Tensor, mask: torch.Tensor, steps, score_words
     )
 
 
-FUSED = Backend(  # a batch's csoftmax step loop as one autograd Function
+# one direction's weights of an nn.LSTM layer, in torch.lstm's order (with "_reverse": the backward's)
+LSTM_WEIGHTS = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
+
+
+def encode(encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """easyfirst.model.encoder.BiLSTMEncoder.forward without gradients, on padded batches: ``(B, L, 2H)``,
+    zeros on padding.
+
+    The reference packs the batch (``pack_padded_sequence``), and torch's CPU LSTM runs packed input
+    through its generic time loop; padded input goes to oneDNN's, 1.1-1.4x faster for the BiLSTM alone
+    at the sizes tagging runs (docs/speed.md). Each direction runs on its own: the forward one
+    reads the padded batch as it is (a word's state does not depend on the padding after it), the
+    backward one the batch with each sentence's words reversed in place (its padding still last), its
+    states then put back in order."""
+    size, length = mask.shape
+    steps = torch.arange(length, device=mask.device)
+    lengths = mask.sum(1, keepdim=True)
+    # position t of sentence b ↔ position n_b − 1 − t (padding stays): its own inverse
+    reverse = torch.where(steps < lengths, lengths - 1 - steps, steps).unsqueeze(-1)
+    keep = mask.unsqueeze(-1).to(x.dtype)
+    for k, lstm in enumerate(encoder.layers):
+        if k:
+            x = encoder.between(x)
+        start = x.new_zeros(1, size, lstm.hidden_size)
+        states = []
+        for direction in ("", "_reverse"):
+            weights = [getattr(lstm, name + direction) for name in LSTM_WEIGHTS]
+            read = x if not direction else x.gather(1, reverse.expand(-1, -1, x.shape[2]))
+            # (input, (h₀, c₀), weights, biases, layers, dropout, training, bidirectional, batch_first)
+            out = torch.lstm(read, (start, start), weights, True, 1, 0.0, False, False, True)[0]
+            states.append(out if not direction else out.gather(1, reverse.expand(-1, -1, out.shape[2])))
+        x = torch.cat(states, dim=-1).mul_(keep)
+    return x
+
+
+FUSED = Backend(  # a batch's csoftmax step loop as one autograd Function; in tagging, the BiLSTM padded
     "fused",
+    encoder=encode,
+    encoder_supports={
+        "revision": {1},
+        "encoder_layers": ANY,
+        "hidden_dim": ANY,
+        "dropout_kind": ANY,
+        "sentences": ANY,
+        "device": {"cpu"},
+        "dtype": ANY,
+        "training": {False},
+    },
     decoder=decode,
     decoder_supports={
         "revision": {1},

@@ -70,16 +70,20 @@ def _pack(fixed, lengths, steps):
 
 
 @_jit
-def _add_sketch(full_state, alpha, affine, state, lo, hi, score_dim, fast, two, pooled):
+def _add_sketch(full_state, alpha, affine, squashed, state, lo, hi, fast, two, pooled):
     """Sⁿ = Sⁿ⁻¹ + αⁿ ⊙ … on the rows ``lo:hi`` of one sentence: Eq. 7 (NEF-F, each attended word's own
-    tanh(aⁿ)) or Eq. 4 (NEF-S, the pooled tanh(Σ_j α_j a_s,j), kept in ``pooled``); a word with α = 0
-    is left as it is (it would add zeros)."""
+    tanh(aⁿ), read from ``squashed`` where it was kept, else computed) or Eq. 4 (NEF-S, the pooled
+    tanh(Σ_j α_j a_s,j), kept in ``pooled``); a word with α = 0 is left as it is (it would add zeros)."""
     sketch_dim = state.shape[1]
+    score_dim = affine.shape[1] - sketch_dim
     if full_state:  # Eq. 7
         for i in range(lo, hi):
             if alpha[i] != 0:
                 for d in range(sketch_dim):
-                    state[i, d] += alpha[i] * _tanh_any(affine[i, score_dim + d], fast, two)
+                    if squashed.shape[0]:
+                        state[i, d] += alpha[i] * squashed[i, score_dim + d]
+                    else:
+                        state[i, d] += alpha[i] * _tanh_any(affine[i, score_dim + d], fast, two)
         return
     for d in range(sketch_dim):  # Eq. 4
         total = 0.0
@@ -88,6 +92,22 @@ def _add_sketch(full_state, alpha, affine, state, lo, hi, score_dim, fast, two, 
         pooled[d] = _tanh_any(total, fast, two)
         for i in range(lo, hi):
             state[i, d] += alpha[i] * pooled[d]
+
+
+@_jit
+def _squash(affine, squashed, tanhs, used, fast, two):
+    """tanh of the rows ``:used`` of aⁿ: the score half into ``tanhs``, and where ``squashed`` has rows
+    (the records), every column into it; else the sketch half's only where attention falls (see
+    :func:`_add_sketch`)."""
+    score_dim = tanhs.shape[1]
+    for i in range(used):
+        if squashed.shape[0]:
+            squashed[i] = affine[i]
+            tanh_range(squashed[i], 0, affine.shape[1], fast, two, False)
+            tanhs[i] = squashed[i, :score_dim]
+        else:
+            tanhs[i] = affine[i, :score_dim]
+            tanh_range(tanhs[i], 0, score_dim, fast, two, False)
 
 
 @_jit
@@ -149,12 +169,8 @@ def decoder_forward(
                 cols_record[n - 2, :used] = cols[:used]
             if not full_state:
                 affine_record[n - 1, :used] = affine[:used]
-            for i in range(used):
-                for d in range(out):
-                    tanh_record[n - 1, i, d] = _tanh_any(affine[i, d], fast, two)
-        for i in range(used):
-            for d in range(score_dim):
-                tanhs[i, d] = _tanh_any(affine[i, d], fast, two)
+        squashed = tanh_record[n - 1] if store else affine[:0]  # tanh(aⁿ) of every column, kept
+        _squash(affine, squashed, tanhs, used, fast, two)
         z[:used] = np.dot(tanhs[:used], v)  # Eq. 2
         for k in range(active):
             b, lo, hi = order[k], starts[k], starts[k + 1]
@@ -170,7 +186,7 @@ def decoder_forward(
             attend(transform, n, z[lo:hi], budget[lo:hi], exp_range, state[lo:hi], scores_fixed,
                     scores_weight_t, b, alpha[lo:hi], free[lo:hi])  # fmt: skip
             history[b, n - 1, : hi - lo] = alpha[lo:hi]
-            _add_sketch(full_state, alpha, affine, state, lo, hi, score_dim, fast, two, pooled)
+            _add_sketch(full_state, alpha, affine, squashed, state, lo, hi, fast, two, pooled)
             beta[lo:hi] += alpha[lo:hi]
             if store:
                 free_record[n - 1, lo:hi] = free[lo:hi]

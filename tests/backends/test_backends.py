@@ -56,7 +56,7 @@ def test_backend_names_are_one_list():
         ("nef-s", "csoftmax", "many", "cpu", "float64", False, ("numba", "numba")),  # tagging: any batch
         ("nef-f", "csoftmax", "one", "cuda", "float32", True, ("reference", "fused")),
         ("nef-f", "csoftmax", "many", "cuda", "float32", False, ("reference", "fused")),  # cuDNN packs
-        ("nef-f", "csoftmax", "one", "cpu", "bfloat16", False, ("reference", "fused")),
+        ("nef-f", "csoftmax", "one", "cpu", "bfloat16", False, ("fused", "fused")),
         ("bilstm", "csoftmax", "many", "cpu", "float32", False, ("numba", None)),
         ("nef-f", "sparsemax", "many", "cpu", "float32", True, ("reference", "reference")),
         ("nef-f", "csparsemax", "one", "cpu", "float32", True, ("numba", "reference")),
@@ -77,12 +77,13 @@ def test_a_forced_backend_runs_where_it_supports_the_batch_and_the_reference_els
     config = ModelConfig(decoder=DecoderSettings(attention="sparsemax"))
     plan = choose_backend(config, "many", "cpu", "float32", True, force="fused")
     assert (plan.encoder.name, plan.decoder.name) == ("reference", "reference")
-    # it computes no BiLSTM, and its decoder csoftmax only
+    # its BiLSTM tags only, its decoder computes csoftmax only
     assert plan.describe() == (
-        "reference (the model's torch modules: BiLSTM and decoder) — fused: attention = sparsemax (csoftmax only)"
+        "reference (the model's torch modules: BiLSTM and decoder) — fused: training = True (False only); "
+        "attention = sparsemax (csoftmax only)"
     )
     plan = choose_backend(ModelConfig(), "many", "cpu", "float32", False, force="fused")
-    assert (plan.encoder.name, plan.decoder.name) == ("reference", "fused")  # numba never considered
+    assert (plan.encoder.name, plan.decoder.name) == ("fused", "fused")  # numba never considered
     plan = choose_backend(ModelConfig(), "many", "cpu", "float32", True, force="reference")
     assert (plan.encoder.name, plan.decoder.name) == ("reference", "reference")
     with pytest.raises(ValueError, match="unknown backend 'fast'"):

@@ -273,8 +273,8 @@ def test_the_chooser_takes_the_compiled_path_wherever_it_runs():
     batches = choose_backend(config, "many", "cpu", "float32", True)  # training batches: fused's loop
     assert (batches.encoder.name, batches.decoder.name) == ("reference", "fused")
     assert batches.describe() == (
-        "reference (the model's torch modules: BiLSTM), fused (csoftmax step loop as one autograd "
-        "Function: decoder) — numba: sentences = many only with training = false"
+        "reference (the model's torch modules: BiLSTM), fused (batched torch loops: decoder) — numba: "
+        "sentences = many only with training = false"
     )
     assert choose_backend(config, "many", "cuda", "float32", False).decoder.name == "fused"
     assert choose_backend(config, "many", "cpu", "float32", False, force="fused").decoder.name == "fused"
@@ -282,7 +282,7 @@ def test_the_chooser_takes_the_compiled_path_wherever_it_runs():
     wide = choose_backend(
         ModelConfig(encoder=EncoderSettings(hidden_dim=200)), "many", "cpu", "float32", False
     )
-    assert (wide.encoder.name, wide.decoder.name) == ("reference", "numba")
+    assert (wide.encoder.name, wide.decoder.name) == ("fused", "numba")  # torch's LSTM, padded
     assert wide.describe().endswith("— numba: hidden_dim = 200 (at most 64)")
 
 
@@ -334,7 +334,4 @@ def test_a_tagger_loads_the_compiled_loops_only_where_its_batches_take_them():
     assert chooser.load_tagging_loops(tagger.model)  # auto: numba, on the CPU
     tagger.backend = "fused"
     assert not chooser.load_tagging_loops(tagger.model)
-    assert chooser.backend_line(tagger.model) == (
-        "reference (the model's torch modules: BiLSTM), fused (csoftmax step loop as one autograd Function: "
-        "decoder)"
-    )
+    assert chooser.backend_line(tagger.model) == "fused (batched torch loops: BiLSTM and decoder)"
