@@ -7,11 +7,11 @@ setting. A backend computes the same function as a part of it, for the settings 
 
 - ``numba``: the compiled CPU path (:mod:`~easyfirst.backends.compiled` on the Numba loops of
   :mod:`~easyfirst.backends.kernels` and :mod:`~easyfirst.backends.rows`): the BiLSTM and the sketch
-  loop, one forward for training and tagging and one backward; one sentence per update in training, any
-  batch in tagging, each sentence on its own rows;
+  loop, one forward for training and tagging and one backward; any batch on the CPU, each sentence on
+  its own rows (its BiLSTM up to 64 units per direction);
 - ``fused``: the decoder for csoftmax attention, any batch and device, as one autograd Function with
-  Prop. 1's backward written out, and in tagging the BiLSTM over the padded batch
-  (:mod:`~easyfirst.backends.fused`): what runs batches in training and on the GPU;
+  Prop. 1's backward written out, and in tagging the BiLSTM over the padded batch through torch's LSTM
+  (:mod:`~easyfirst.backends.fused`): what runs on the GPU, and wider BiLSTMs in tagging;
 - ``reference``: the model's own modules.
 
 :func:`easyfirst.backends.chooser.choose_backend` picks, for each batch, the first of these (in that order)

@@ -3,8 +3,8 @@
 Backend ``fused`` (:data:`FUSED`): the same mathematics as :class:`easyfirst.model.sketch.SketchDecoder`'s
 step loop, which stays the reference (and serves every other attention), for ``attention = "csoftmax"``,
 the default: NEF-F and NEF-S, N fixed or N = L, N > L with a fresh unit of budget every L steps,
-temperature and coverage penalty, any batch, device and dtype: what trains batches of sentences and
-what runs on the GPU, where the compiled CPU path (easyfirst.backends.compiled) does not. In tagging on
+temperature and coverage penalty, any batch, device and dtype: what runs on the GPU, where the
+compiled CPU path (easyfirst.backends.compiled) does not. In tagging on
 the CPU it also computes a BiLSTM wider than the compiled one takes (:func:`encode`: the padded batch
 through oneDNN's LSTM, where the reference packs it; no copy of the LSTM's equations).
 

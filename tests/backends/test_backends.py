@@ -52,13 +52,13 @@ def test_backend_names_are_one_list():
         ("nef-s", "hard", "one", "cpu", "float64", True, ("numba", "numba")),
         ("nef-f", "csoftmax", "one", "cpu", "float32", False, ("numba", "numba")),
         ("nef-f", "entmax15", "one", "cpu", "float32", True, ("numba", "reference")),
-        ("nef-f", "csoftmax", "many", "cpu", "float32", True, ("reference", "fused")),
+        ("nef-f", "csoftmax", "many", "cpu", "float32", True, ("numba", "numba")),
         ("nef-s", "csoftmax", "many", "cpu", "float64", False, ("numba", "numba")),  # tagging: any batch
         ("nef-f", "csoftmax", "one", "cuda", "float32", True, ("reference", "fused")),
         ("nef-f", "csoftmax", "many", "cuda", "float32", False, ("reference", "fused")),  # cuDNN packs
         ("nef-f", "csoftmax", "one", "cpu", "bfloat16", False, ("fused", "fused")),
         ("bilstm", "csoftmax", "many", "cpu", "float32", False, ("numba", None)),
-        ("nef-f", "sparsemax", "many", "cpu", "float32", True, ("reference", "reference")),
+        ("nef-f", "sparsemax", "many", "cpu", "float32", True, ("numba", "numba")),
         ("nef-f", "csparsemax", "one", "cpu", "float32", True, ("numba", "reference")),
         ("bilstm", "csoftmax", "one", "cpu", "float32", False, ("numba", None)),
     ],
@@ -161,13 +161,13 @@ def test_a_new_revision_of_the_reference_runs_the_reference_until_the_backends_a
     """Revision 2 of the decoder's equations, which no fast backend declares: the decoder runs the
     reference on every batch, the encoder keeps its fast backend, and the plan says why."""
     monkeypatch.setitem(REVISIONS, "decoder", 2)
-    for sentences, encoder in (("one", "numba"), ("many", "reference")):
+    for sentences, encoder in (("one", "numba"), ("many", "numba")):
         plan = choose_backend(ModelConfig(), sentences, "cpu", "float32", True)
         assert (plan.encoder.name, plan.decoder.name) == (encoder, "reference")
     assert "not ported to revision 2 of the reference's decoder (computes 1)" in plan.describe()
     monkeypatch.setitem(REVISIONS, "decoder", 1)
     assert (
-        choose_backend(ModelConfig(), "many", "cpu", "float32", True).decoder.name == "fused"
+        choose_backend(ModelConfig(), "many", "cpu", "float32", True).decoder.name == "numba"
     )  # the control
 
 

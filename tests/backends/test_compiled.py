@@ -198,21 +198,22 @@ def test_the_sparsemax_and_softmax_rows():
     np.testing.assert_allclose(alpha, [0.75, 0.25, 0.0])
 
 
+@pytest.mark.parametrize("count", [1, 3], ids=["one-sentence", "batch-of-3"])
 @pytest.mark.parametrize("attention", ATTENTIONS)
-def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, attention):
-    """The whole tagger at one sentence per update, with dropout, sparse embedding gradients and a clip
-    that acts: gradients after clipping are equal whichever path computed them."""
-    sentence = read_conllu(SAMPLE)[0]
+def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, attention, count):
+    """The whole tagger at one sentence per update and on a padded batch, with dropout, sparse embedding
+    gradients and a clip that acts: gradients after clipping are equal whichever path computed them."""
+    sentences = read_conllu(SAMPLE)[:count]
     config = Config()
-    config.train.batch_size, config.train.reduction, config.train.clip = 1, "sum", 0.5
+    config.train.batch_size, config.train.reduction, config.train.clip = count, "sum", 0.5
     config.model.decoder.attention = attention
-    vocabs = build_vocabularies(config, [sentence])
+    vocabs = build_vocabularies(config, sentences)
     torch.manual_seed(1)
     model = EasyFirstTagger(config.model, config.loss, vocabs).double()
     model.train()
     optimizer = make_optimizer("adagrad", 0.1, model)
     parameters = list(model.parameters())
-    batch = collate([encode(vocabs, sentence.words, sentence.tags)], [0])
+    batch = collate([encode(vocabs, s.words, s.tags) for s in sentences], list(range(count)))
     found = []
     for backend in (NUMBA, REFERENCE):
         model.backend = backend.name  # forced: backward_step runs plan_for's plan
@@ -269,12 +270,14 @@ def test_the_chooser_takes_the_compiled_path_wherever_it_runs():
         for dtype in ("float32", "float64"):
             plan = choose_backend(config, sentences, "cpu", dtype, False)
             assert (plan.encoder, plan.decoder) == (NUMBA, NUMBA)
-    assert choose_backend(config, "one", "cpu", "float32", True).decoder is NUMBA  # one sentence per update
-    batches = choose_backend(config, "many", "cpu", "float32", True)  # training batches: fused's loop
-    assert (batches.encoder.name, batches.decoder.name) == ("reference", "fused")
-    assert batches.describe() == (
+    for sentences in ("one", "many"):  # training: one sentence per update, and batches
+        plan = choose_backend(config, sentences, "cpu", "float32", True)
+        assert (plan.encoder, plan.decoder) == (NUMBA, NUMBA)
+    on_the_gpu = choose_backend(config, "many", "cuda", "float32", True)
+    assert (on_the_gpu.encoder.name, on_the_gpu.decoder.name) == ("reference", "fused")
+    assert on_the_gpu.describe() == (
         "reference (the model's torch modules: BiLSTM), fused (batched torch loops: decoder) — numba: "
-        "sentences = many only with training = false"
+        "device = cuda (cpu only)"
     )
     assert choose_backend(config, "many", "cuda", "float32", False).decoder.name == "fused"
     assert choose_backend(config, "many", "cpu", "float32", False, force="fused").decoder.name == "fused"
