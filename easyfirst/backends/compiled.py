@@ -60,7 +60,7 @@ def kernels():
 
 def _compile_every_loop() -> None:
     """Run each compiled loop once on tiny float32 inputs, with and without records, and each backward."""
-    one, two = torch.ones(1, dtype=torch.long), torch.full((1,), 2)
+    one, two = np.ones(1, np.int64), np.full(1, 2, np.int64)
     with torch.enable_grad():
         inputs, w_hh_t = torch.zeros(1, 2, 2, 8, requires_grad=True), torch.zeros(2, 2, 8, requires_grad=True)
         BiLSTMFunction.apply(inputs, w_hh_t, two).sum().backward()
@@ -120,7 +120,7 @@ def _on_words(mask: torch.Tensor, rows: torch.Tensor, weight: torch.Tensor, bias
 def encode(encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """easyfirst.model.encoder.BiLSTMEncoder.forward: ``(B, L, 2H)``, zeros on padding, layer by layer."""
     size, length = mask.shape
-    lengths = mask.sum(1)
+    lengths = mask.sum(1).numpy()  # (B,) int64, L_b
     gradients = _wants_gradients(encoder, x)
     for k, lstm in enumerate(encoder.layers):
         if k:
@@ -140,10 +140,10 @@ def encode(encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return x
 
 
-def _bilstm(inputs: torch.Tensor, w_hh_t: torch.Tensor, lengths: torch.Tensor, store: bool):
+def _bilstm(inputs: torch.Tensor, w_hh_t: torch.Tensor, lengths: np.ndarray, store: bool):
     """The time loops of one layer (kernels.bilstm): the states ``(B, L, 2H)`` and, with ``store``, the
     records of the backward (gates, cells, tanh(cells), each direction in its reading order)."""
-    values, counts = _numpy(inputs), _numpy(lengths)
+    values, counts = _numpy(inputs), lengths
     size, length, _, four = values.shape
     hidden = four // 4
     dtype = values.dtype
@@ -210,7 +210,15 @@ def decode(decoder, states, mask, steps, score_words, beyond_length):
     """easyfirst.model.sketch.SketchDecoder.forward: Sᴺ ``(B, L, D_s)`` and the history ``(B, N_max,
     L)``, each sentence running its own N_b steps over its own words."""
     size, length = mask.shape
-    lengths, n_steps, total, _ = decoder.step_counts(mask, steps, beyond_length)
+    lengths = mask.sum(1).numpy()  # L_b, and N_b as easyfirst.model.sketch.sentence_steps counts them
+    n_steps = (
+        lengths
+        if steps is None
+        else np.full_like(lengths, steps)
+        if beyond_length
+        else lengths.clip(max=steps)
+    )
+    total = int(n_steps.max()) if size else 0
     if not total or not length:  # no step to run
         return states.new_zeros(size, length, decoder.sketch_dim), states.new_zeros(size, total, length)
     half = decoder.input_half  # Eq. 1's H half, (B, L, O)
@@ -238,12 +246,13 @@ def decode(decoder, states, mask, steps, score_words, beyond_length):
 
 
 def _sketch(fixed, weight, v, lengths, n_steps, total: int, settings: tuple, word_scores, store: bool):
-    """kernels.decoder_forward on tensors: Sᴺ, the history and (``store``) the records by packed row."""
+    """kernels.decoder_forward on tensors (``lengths`` and ``n_steps`` NumPy): Sᴺ, the history and
+    (``store``) the records by packed row."""
     values = _numpy(fixed)
     size, length, out = values.shape
     sketch_dim, width = weight.shape[1], weight.shape[2]
     dtype = values.dtype
-    counts = _numpy(lengths)
+    counts = lengths
     if word_scores is None:
         word_scores = (np.empty((0, 0, 0), dtype), np.empty((0, 0), dtype))
     sketch = np.zeros((size, length, sketch_dim), dtype)
@@ -265,7 +274,7 @@ def _sketch(fixed, weight, v, lengths, n_steps, total: int, settings: tuple, wor
             _numpy(flat_weight(weight).T),  # (K·D_s, O)
             _numpy(v[0]),
             counts,
-            _numpy(n_steps),
+            n_steps,
             settings,
             _EXP_RANGE,
             fast,
@@ -288,7 +297,7 @@ class SketchFunction(torch.autograd.Function):
             fixed, weight, v, lengths, n_steps, total, settings, word_scores, True
         )
         ctx.records, ctx.settings, ctx.history = records, settings, history.numpy()
-        ctx.weight, ctx.v, ctx.counts = _numpy(weight), _numpy(v[0]), (_numpy(lengths), _numpy(n_steps))
+        ctx.weight, ctx.v, ctx.counts = _numpy(weight), _numpy(v[0]), (lengths, n_steps)
         return sketch, history
 
     @staticmethod
@@ -358,7 +367,7 @@ def warm_up() -> bool:
     if kernels() is None:
         return False
     with torch.no_grad():
-        one = torch.ones(1, dtype=torch.long)
+        one = np.ones(1, np.int64)
         _bilstm(torch.zeros(1, 1, 2, 4), torch.zeros(2, 1, 4), one, store=False)
         _sketch(torch.zeros(1, 1, 2), torch.zeros(2, 1, 1), torch.ones(1, 1), one, one, 1, (True, 1.0, 0.0, CSOFTMAX),
                 None, False)  # fmt: skip

@@ -95,19 +95,25 @@ def _add_sketch(full_state, alpha, affine, squashed, state, lo, hi, fast, two, p
 
 
 @_jit
-def _squash(affine, squashed, tanhs, used, fast, two):
-    """tanh of the rows ``:used`` of aⁿ: the score half into ``tanhs``, and where ``squashed`` has rows
-    (the records), every column into it; else the sketch half's only where attention falls (see
-    :func:`_add_sketch`)."""
+def _squash(affine, squashed, tanhs, v, z, used, fast, two):
+    """tanh of the rows ``:used`` of aⁿ and the scores zⁿ = tanh(a_z) v (Eq. 2) into ``z``: where
+    ``squashed`` has rows (the records), every column into it and each score summed in float64 (a BLAS
+    call a step costs more than its sum at one sentence); else the score half into ``tanhs`` and the
+    scores in one product, the sketch half's tanh left for where attention falls (:func:`_add_sketch`)."""
     score_dim = tanhs.shape[1]
-    for i in range(used):
-        if squashed.shape[0]:
+    if squashed.shape[0]:
+        for i in range(used):
             squashed[i] = affine[i]
             tanh_range(squashed[i], 0, affine.shape[1], fast, two, False)
-            tanhs[i] = squashed[i, :score_dim]
-        else:
-            tanhs[i] = affine[i, :score_dim]
-            tanh_range(tanhs[i], 0, score_dim, fast, two, False)
+            score = 0.0
+            for d in range(score_dim):
+                score += squashed[i, d] * v[d]
+            z[i] = score
+        return
+    for i in range(used):
+        tanhs[i] = affine[i, :score_dim]
+        tanh_range(tanhs[i], 0, score_dim, fast, two, False)
+    z[:used] = np.dot(tanhs[:used], v)
 
 
 @_jit
@@ -170,8 +176,7 @@ def decoder_forward(
             if not full_state:
                 affine_record[n - 1, :used] = affine[:used]
         squashed = tanh_record[n - 1] if store else affine[:0]  # tanh(aⁿ) of every column, kept
-        _squash(affine, squashed, tanhs, used, fast, two)
-        z[:used] = np.dot(tanhs[:used], v)  # Eq. 2
+        _squash(affine, squashed, tanhs, v, z, used, fast, two)
         for k in range(active):
             b, lo, hi = order[k], starts[k], starts[k + 1]
             if hi == lo:

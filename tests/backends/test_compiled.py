@@ -143,7 +143,7 @@ def test_the_bilstm_function_passes_gradcheck():
     torch.manual_seed(0)
     inputs = torch.randn(2, 4, 2, 12, dtype=torch.float64, requires_grad=True)  # (B, L, 2, 4H), H = 3
     w_hh_t = torch.randn(2, 3, 12, dtype=torch.float64, requires_grad=True)
-    lengths = torch.tensor([4, 2])
+    lengths = np.array([4, 2])
     assert torch.autograd.gradcheck(lambda a, w: BiLSTMFunction.apply(a, w, lengths), (inputs, w_hh_t))
 
 
