@@ -2,11 +2,12 @@
 :mod:`easyfirst.backends.kernels`, in training (with the backward written out) and in tagging, any
 batch, each sentence on its own rows.
 
-The products that do not change across steps stay in torch, with autograd: the input part of each LSTM
-gate and the encoder half of Eq. 1, over the rows that hold words only (a group of one-sentence requests
-is padded to its longest sentence: on EWT dev, groups of 16, about 60% of the rows are padding). Only
-the time loops and the sketch loop are compiled: :class:`BiLSTMFunction` and :class:`SketchFunction`
-take the results of those products and give their gradients back to autograd.
+The products that do not change across steps are not compiled: the input part of each LSTM gate (in
+torch, with autograd) and the encoder half of Eq. 1 (in tagging in torch over the rows that hold words
+only: a group of one-sentence requests is padded to its longest sentence, on EWT dev in groups of 16
+about 60% of the rows; in training in NumPy inside :class:`SketchFunction`). Only the time loops and
+the sketch loop are compiled; :class:`BiLSTMFunction` and :class:`SketchFunction` give their gradients
+back to autograd.
 
 Numba compiles the loops on their first use after an install and keeps them in its cache on disk; that
 first compile is announced once (on the logger ``easyfirst``). During a compiled call SciPy's BLAS,
@@ -64,9 +65,18 @@ def _compile_every_loop() -> None:
     with torch.enable_grad():
         inputs, w_hh_t = torch.zeros(1, 2, 2, 8, requires_grad=True), torch.zeros(2, 2, 8, requires_grad=True)
         BiLSTMFunction.apply(inputs, w_hh_t, two).sum().backward()
-        fixed, weight = torch.zeros(1, 2, 2, requires_grad=True), torch.zeros(2, 1, 1, requires_grad=True)
+        states, weight = torch.zeros(1, 2, 1, requires_grad=True), torch.zeros(2, 1, 1, requires_grad=True)
+        half = (torch.zeros(2, 1, 1, requires_grad=True), torch.zeros(2, requires_grad=True))
         sketch, history = SketchFunction.apply(
-            fixed, weight, torch.ones(1, 1, requires_grad=True), two, two, 2, (True, 1.0, 0.0, CSOFTMAX), None
+            states,
+            *half,
+            weight,
+            torch.ones(1, 1, requires_grad=True),
+            two,
+            two,
+            2,
+            (True, 1.0, 0.0, CSOFTMAX),
+            None,
         )
         (sketch.sum() + history.sum()).backward()
     with torch.no_grad():
@@ -221,13 +231,7 @@ def decode(decoder, states, mask, steps, score_words, beyond_length):
     total = int(n_steps.max()) if size else 0
     if not total or not length:  # no step to run
         return states.new_zeros(size, length, decoder.sketch_dim), states.new_zeros(size, total, length)
-    half = decoder.input_half  # Eq. 1's H half, (B, L, O)
-    gradients = _wants_gradients(decoder, states)
-    if gradients:  # one autograd node (the reference's own module)
-        fixed = half(states.transpose(1, 2)).transpose(1, 2)
-    else:  # over the windows of the words only
-        cols = window_columns(states.transpose(1, 2), half.weight.shape[-1])
-        fixed = _on_words(mask, cols, flat_weight(half.weight), half.bias).view(size, length, -1)
+    half = decoder.input_half  # Eq. 1's H half
     kind = decoder.attention
     settings = (
         decoder.full_state,
@@ -239,9 +243,13 @@ def decode(decoder, states, mask, steps, score_words, beyond_length):
     if kind.scores == "output":  # hard attention: the output layer's parts, no gradient through it
         word_scores = (_numpy(score_words.fixed), _numpy(score_words.weight.T))
     weight, v = decoder.sketch_half.weight, decoder.v.weight
-    if gradients:
-        return SketchFunction.apply(fixed, weight, v, lengths, n_steps, total, settings, word_scores)
-    with torch.no_grad():
+    if _wants_gradients(decoder, states):
+        return SketchFunction.apply(
+            states, half.weight, half.bias, weight, v, lengths, n_steps, total, settings, word_scores
+        )
+    with torch.no_grad():  # Eq. 1's H half (B, L, O) over the windows of the words only
+        cols = window_columns(states.transpose(1, 2), half.weight.shape[-1])
+        fixed = _on_words(mask, cols, flat_weight(half.weight), half.bias).view(size, length, -1)
         return _sketch(fixed, weight, v, lengths, n_steps, total, settings, word_scores, False)[:2]
 
 
@@ -287,14 +295,21 @@ def _sketch(fixed, weight, v, lengths, n_steps, total: int, settings: tuple, wor
 
 
 class SketchFunction(torch.autograd.Function):
-    """Sᴺ and the history from the encoder half ``fixed`` ``(B, L, O)``, the sketch half's weight
-    ``(O, D_s, K)`` and v ``(1, D_z)``, with the backward of the step loop written out (Prop. 1's
-    Jacobian for csoftmax); the sums over steps (the weight and v gradients) are one product each."""
+    """Sᴺ and the history from the states H ``(B, L, D_h)``, the input half's weight ``(O, D_h, K)`` and
+    bias, the sketch half's weight ``(O, D_s, K)`` and v ``(1, D_z)``: Eq. 1's H half once, in NumPy,
+    then the step loop, with its backward written out (Prop. 1's Jacobian for csoftmax); the sums over
+    steps (the weights' and v's gradients) are one product each."""
 
     @staticmethod
-    def forward(ctx, fixed, weight, v, lengths, n_steps, total, settings, word_scores):
+    def forward(ctx, states, in_weight, in_bias, weight, v, lengths, n_steps, total, settings, word_scores):
+        size, length, _ = states.shape
+        in_cols = _numpy(window_columns(states.detach().transpose(1, 2), in_weight.shape[2]))  # (B·L, K·D_h)
+        in_flat = _numpy(flat_weight(in_weight.detach()))  # (O, K·D_h)
+        with _one_blas_thread():
+            fixed = (in_cols @ in_flat.T + _numpy(in_bias)).reshape(size, length, -1)
+        ctx.half = (in_cols, in_flat, states.shape)
         sketch, history, records = _sketch(
-            fixed, weight, v, lengths, n_steps, total, settings, word_scores, True
+            torch.from_numpy(fixed), weight, v, lengths, n_steps, total, settings, word_scores, True
         )
         ctx.records, ctx.settings, ctx.history = records, settings, history.numpy()
         ctx.weight, ctx.v, ctx.counts = _numpy(weight), _numpy(v[0]), (lengths, n_steps)
@@ -358,7 +373,24 @@ class SketchFunction(torch.autograd.Function):
         d_weight = torch.from_numpy(d_flat).view(out, width, sketch_dim).transpose(1, 2)
         # a prescribed order or hard attention never reads v: no gradient, as in the reference
         d_v = torch.from_numpy(d_v)[None] if transform in LEARNED else None
-        return torch.from_numpy(d_fixed), d_weight, d_v, None, None, None, None, None
+        return (*_input_half_backward(d_fixed, *ctx.half), d_weight, d_v, None, None, None, None, None)
+
+
+def _input_half_backward(d_fixed: np.ndarray, in_cols: np.ndarray, in_flat: np.ndarray, shape) -> tuple:
+    """dH, d weight and d bias of Eq. 1's H half (windows(H) · W_inᵀ + b) from its gradient ``d_fixed``
+    ``(B, L, O)``: the window map transposed, as easyfirst.ops.window.WindowAffineFunction's backward."""
+    size, length, channels = shape
+    out, columns = in_flat.shape
+    width = columns // channels
+    pad = width // 2
+    rows = d_fixed.reshape(-1, out)
+    d_weight = (rows.T @ in_cols).reshape(out, width, channels).transpose(0, 2, 1)
+    d_cols = (rows @ in_flat).reshape(size, length, width, channels)
+    padded = np.zeros((size, length + 2 * pad, channels), d_fixed.dtype)
+    for k in range(width):  # window slot k of word i read word i + k − w, padded row i + k
+        padded[:, k : k + length] += d_cols[:, :, k]
+    d_states = padded[:, pad : pad + length]
+    return torch.from_numpy(d_states.copy()), torch.from_numpy(d_weight.copy()), torch.from_numpy(rows.sum(0))
 
 
 def warm_up() -> bool:

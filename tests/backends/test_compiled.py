@@ -321,6 +321,13 @@ def test_the_first_compile_is_announced_once(monkeypatch, caplog):
     ]
 
 
+def test_compiling_every_loop_runs_each_once():
+    module = compiled.kernels()
+    compiled._compile_every_loop()
+    for kernel in (module.bilstm, module.lstm_backward, module.decoder_forward, module.decoder_backward):
+        assert kernel.signatures, kernel
+
+
 def test_warming_up_compiles_every_loop_and_changes_no_choice():
     before = choose_backend(ModelConfig(), "many", "cpu", "float32", False)
     assert chooser.load_tagging_loops()
