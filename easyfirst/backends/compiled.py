@@ -2,19 +2,15 @@
 :mod:`easyfirst.backends.kernels`, in training (with the backward written out) and in tagging, any
 batch, each sentence on its own rows.
 
-The products that do not change across steps are not compiled: the input part of each LSTM gate (in
-torch, with autograd) and the encoder half of Eq. 1 (in tagging in torch over the rows that hold words
-only: a group of one-sentence requests is padded to its longest sentence, on EWT dev in groups of 16
-about 60% of the rows; in training in NumPy inside :class:`SketchFunction`). Only the time loops and
-the sketch loop are compiled; :class:`BiLSTMFunction` and :class:`SketchFunction` give their gradients
-back to autograd.
+Only the time loops and the sketch loop are compiled. The products that do not change across steps (the
+input part of each LSTM gate, the encoder half of Eq. 1) run in torch in tagging, over the rows that
+hold words only (a server's group of one-sentence requests is mostly padding), and in NumPy inside
+:class:`BiLSTMFunction` and :class:`SketchFunction` in training.
 
-Numba compiles the loops on their first use after an install and keeps them in its cache on disk; that
-first compile is announced once (on the logger ``easyfirst``). During a compiled call SciPy's BLAS,
-which Numba's ``np.dot`` calls, runs on one thread (the products are small, and a multi-threaded
-OpenBLAS that finds the other cores busy waits for them: one sentence per update ran 7× slower on this
-project's 2-core machine with another job on the second core); the caller's setting is restored after
-the call.
+Numba compiles the loops once after an install (announced on the logger ``easyfirst``) and keeps them
+in its cache. During a compiled call BLAS runs on one thread (a multi-threaded OpenBLAS that finds the
+other cores busy waits for them: one sentence per update ran 7× slower on this project's 2-core machine
+with another job on the second core); the caller's setting is restored after the call.
 """
 
 from __future__ import annotations
@@ -61,26 +57,29 @@ def kernels():
 
 def _compile_every_loop() -> None:
     """Run each compiled loop once on tiny float32 inputs, with and without records, and each backward."""
-    one, two = np.ones(1, np.int64), np.full(1, 2, np.int64)
+    two = np.full(1, 2, np.int64)
     with torch.enable_grad():
-        inputs, w_hh_t = torch.zeros(1, 2, 2, 8, requires_grad=True), torch.zeros(2, 2, 8, requires_grad=True)
-        BiLSTMFunction.apply(inputs, w_hh_t, two).sum().backward()
-        states, weight = torch.zeros(1, 2, 1, requires_grad=True), torch.zeros(2, 1, 1, requires_grad=True)
-        half = (torch.zeros(2, 1, 1, requires_grad=True), torch.zeros(2, requires_grad=True))
+        lstm = torch.nn.LSTM(1, 2, bidirectional=True, batch_first=True)
+        x = torch.zeros(1, 2, 1, requires_grad=True)
+        BiLSTMFunction.apply(x, two, *(getattr(lstm, name) for name in LSTM_WEIGHTS)).sum().backward()
+        parts = [
+            torch.zeros(1, 2, 1),
+            torch.zeros(2, 1, 1),
+            torch.zeros(2),
+            torch.zeros(2, 1, 1),
+            torch.ones(1, 1),
+        ]
         sketch, history = SketchFunction.apply(
-            states,
-            *half,
-            weight,
-            torch.ones(1, 1, requires_grad=True),
-            two,
-            two,
-            2,
-            (True, 1.0, 0.0, CSOFTMAX),
-            None,
+            *(part.requires_grad_() for part in parts), two, two, 2, (True, 1.0, 0.0, CSOFTMAX), None
         )
         (sketch.sum() + history.sum()).backward()
+    _run_tagging_loops()
+
+
+def _run_tagging_loops() -> None:
+    one = np.ones(1, np.int64)
     with torch.no_grad():
-        _bilstm(torch.zeros(1, 1, 2, 4), torch.zeros(2, 1, 4), one, store=False)
+        _bilstm(np.zeros((1, 1, 2, 4), np.float32), np.zeros((2, 1, 4), np.float32), one, store=False)
         _sketch(torch.zeros(1, 1, 2), torch.zeros(2, 1, 1), torch.ones(1, 1), one, one, 1, (True, 1.0, 0.0, CSOFTMAX),
                 None, False)  # fmt: skip
 
@@ -122,11 +121,6 @@ def _on_words(mask: torch.Tensor, rows: torch.Tensor, weight: torch.Tensor, bias
     return spread
 
 
-# ---------------------------------------------------------------------------------------------------------
-# The BiLSTM
-# ---------------------------------------------------------------------------------------------------------
-
-
 def encode(encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """easyfirst.model.encoder.BiLSTMEncoder.forward: ``(B, L, 2H)``, zeros on padding, layer by layer."""
     size, length = mask.shape
@@ -135,6 +129,9 @@ def encode(encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     for k, lstm in enumerate(encoder.layers):
         if k:
             x = encoder.between(x)
+        if gradients:  # one autograd node a layer, its products in NumPy
+            x = BiLSTMFunction.apply(x, lengths, *(getattr(lstm, name) for name in LSTM_WEIGHTS))
+            continue
         directions = ("", "_reverse")
         weight = torch.cat([getattr(lstm, f"weight_ih_l0{d}") for d in directions])  # (2·4H, D)
         bias = torch.cat(
@@ -143,17 +140,21 @@ def encode(encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         # every step's input part, both directions in one product: (B, L, 2, 4H)
         inputs = _on_words(mask, x.reshape(size * length, -1), weight, bias).view(size, length, 2, -1)
         w_hh_t = torch.stack([getattr(lstm, f"weight_hh_l0{d}").T for d in directions])  # (2, H, 4H)
-        if gradients:
-            x = BiLSTMFunction.apply(inputs, w_hh_t, lengths)
-        else:
-            x = _bilstm(inputs, w_hh_t, lengths, store=False)[0]
+        x = _bilstm(_numpy(inputs), _numpy(w_hh_t), lengths, store=False)[0]
     return x
 
 
-def _bilstm(inputs: torch.Tensor, w_hh_t: torch.Tensor, lengths: np.ndarray, store: bool):
-    """The time loops of one layer (kernels.bilstm): the states ``(B, L, 2H)`` and, with ``store``, the
-    records of the backward (gates, cells, tanh(cells), each direction in its reading order)."""
-    values, counts = _numpy(inputs), lengths
+# an nn.LSTM layer's parameters in the order BiLSTMFunction takes them: forward direction, then reverse
+LSTM_WEIGHTS = [
+    f"{kind}_l0{d}" for d in ("", "_reverse") for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+]
+
+
+def _bilstm(values: np.ndarray, w_hh_t: np.ndarray, lengths: np.ndarray, store: bool):
+    """The time loops of one layer (kernels.bilstm) from the input parts ``(B, L, 2, 4H)`` and ``W_hhᵀ``
+    ``(2, H, 4H)``: the states ``(B, L, 2H)`` and, with ``store``, the records of the backward (gates,
+    cells, tanh(cells), each direction in its reading order)."""
+    counts = lengths
     size, length, _, four = values.shape
     hidden = four // 4
     dtype = values.dtype
@@ -163,18 +164,26 @@ def _bilstm(inputs: torch.Tensor, w_hh_t: torch.Tensor, lengths: np.ndarray, sto
     cells = np.zeros((2, size, length + 1, hidden) if store else (0, 0, 0, 0), dtype)
     fast = dtype == np.float32 and not store
     with _one_blas_thread():
-        kernels().bilstm(values, _numpy(w_hh_t), counts, fast, out, gates, cells, tanhs)
+        kernels().bilstm(values, w_hh_t, counts, fast, out, gates, cells, tanhs)
     return torch.from_numpy(out), (gates, cells, tanhs, out, counts)
 
 
 class BiLSTMFunction(torch.autograd.Function):
-    """One bidirectional layer's time loops with their backward (backpropagation through time by hand):
-    the states from the input parts ``(B, L, 2, 4H)`` and ``W_hhᵀ`` ``(2, H, 4H)``."""
+    """One bidirectional ``nn.LSTM`` layer over ``x`` ``(B, L, D)`` (sentence b its first ``lengths[b]``
+    rows) from its eight parameters (:data:`LSTM_WEIGHTS`), with backpropagation through time by hand;
+    the input parts (x W_ihᵀ + both biases) and their gradients are one NumPy product each."""
 
     @staticmethod
-    def forward(ctx, inputs, w_hh_t, lengths):
-        out, ctx.records = _bilstm(inputs, w_hh_t, lengths, store=True)
-        ctx.w_hh = np.ascontiguousarray(_numpy(w_hh_t).transpose(0, 2, 1))  # (2, 4H, H)
+    def forward(ctx, x, lengths, *weights):
+        w = [_numpy(weight) for weight in weights]
+        ctx.w_ih = np.concatenate([w[0], w[4]])  # (2·4H, D)
+        ctx.x = _numpy(x).reshape(-1, ctx.w_ih.shape[1])  # (B·L, D)
+        with _one_blas_thread():
+            inputs = ctx.x @ ctx.w_ih.T + np.concatenate([w[2] + w[3], w[6] + w[7]])
+        w_hh_t = np.ascontiguousarray(np.stack([w[1].T, w[5].T]))  # (2, H, 4H)
+        size, length = x.shape[:2]
+        out, ctx.records = _bilstm(inputs.reshape(size, length, 2, -1), w_hh_t, lengths, store=True)
+        ctx.w_hh = np.stack([w[1], w[5]])  # (2, 4H, H)
         return out
 
     @staticmethod
@@ -208,12 +217,21 @@ class BiLSTMFunction(torch.autograd.Function):
             )
             d_inputs[b, :n, 0], d_inputs[b, :n, 1] = d_gates[0], d_gates[1, ::-1]
             d_w_hh[:, :, :] += d_gates[:, 1:].transpose(0, 2, 1) @ states[:, :-1]  # h₀ = 0 adds nothing
-        return torch.from_numpy(d_inputs), torch.from_numpy(d_w_hh.transpose(0, 2, 1).copy()), None
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The sketch loop
-# ---------------------------------------------------------------------------------------------------------
+        rows = d_inputs.reshape(size * length, -1)  # (B·L, 2·4H)
+        d_x = torch.from_numpy((rows @ ctx.w_ih).reshape(size, length, -1))
+        d_w_ih, d_bias = np.split(rows.T @ ctx.x, 2), np.split(rows.sum(0), 2)
+        # each bias gets its own array: the optimizer and clipping change gradients in place
+        found = [
+            d_w_ih[0],
+            d_w_hh[0],
+            d_bias[0],
+            d_bias[0].copy(),
+            d_w_ih[1],
+            d_w_hh[1],
+            d_bias[1],
+            d_bias[1].copy(),
+        ]
+        return d_x, None, *(torch.from_numpy(np.ascontiguousarray(d)) for d in found)
 
 
 def decode(decoder, states, mask, steps, score_words, beyond_length):
@@ -398,11 +416,7 @@ def warm_up() -> bool:
     install; later read from its cache) before a request waits for it; False where Numba is missing."""
     if kernels() is None:
         return False
-    with torch.no_grad():
-        one = np.ones(1, np.int64)
-        _bilstm(torch.zeros(1, 1, 2, 4), torch.zeros(2, 1, 4), one, store=False)
-        _sketch(torch.zeros(1, 1, 2), torch.zeros(2, 1, 1), torch.ones(1, 1), one, one, 1, (True, 1.0, 0.0, CSOFTMAX),
-                None, False)  # fmt: skip
+    _run_tagging_loops()
     return True
 
 
@@ -410,24 +424,18 @@ def _missing(workload) -> str | None:
     return None if kernels() else "Numba cannot be imported (pip install numba)"
 
 
-_SUPPORTS = {
-    "revision": {1},
-    "sentences": {ONE, MANY},
-    "device": {"cpu"},
-    "dtype": {"float32", "float64"},
-    "training": ANY,
-}
-# training batches too: in one process (benchmarks/speed/compiled_batches.py) they trained at 1.00x
-# (16 sentences) and 1.06x (10) the speed of the reference's BiLSTM with fused's batched decoder
-NUMBA = Backend(  # the compiled CPU path: any batch, in training and tagging
+_SUPPORTS = {"revision": {1}, "sentences": {ONE, MANY}, "device": {"cpu"}, "dtype": {"float32", "float64"}}
+# any batch, in training and tagging; wider BiLSTM layers than 64 units run faster in torch's LSTM (the
+# measurements of both choices: docs/architecture.md, "Backends")
+NUMBA = Backend(
     "numba",
     encoder=encode,
     decoder=decode,
-    # wider layers run faster in torch's LSTM (oneDNN): 64 × 25 words, one thread, the time loops alone
-    # took 0.75× torch's whole layer at 50 units, 1.05× at 100, 1.14× at 150 and 200 (docs/architecture.md)
-    encoder_supports=_SUPPORTS | {"encoder_layers": ANY, "hidden_dim": AtMost(64), "dropout_kind": ANY},
+    encoder_supports=_SUPPORTS
+    | {"training": ANY, "encoder_layers": ANY, "hidden_dim": AtMost(64), "dropout_kind": ANY},
     decoder_supports=_SUPPORTS
     | {
+        "training": ANY,
         "model": {"nef-f", "nef-s"},
         "attention": ROW_ATTENTIONS,
         "sketch_steps": ANY,

@@ -21,7 +21,7 @@ from conftest import SAMPLE
 from easyfirst.backends import chooser, compiled, kernels
 from easyfirst.backends import rows as compiled_rows
 from easyfirst.backends.chooser import REFERENCE, choose_backend, plan_for
-from easyfirst.backends.compiled import NUMBA, BiLSTMFunction
+from easyfirst.backends.compiled import LSTM_WEIGHTS, NUMBA, BiLSTMFunction
 from easyfirst.backends.declaration import PRESCRIBED, ROW_ATTENTIONS
 from easyfirst.config import Config
 from easyfirst.data.batching import collate, encode
@@ -141,10 +141,11 @@ def test_the_bilstm_matches_nn_lstm_with_gradients(layers):
 
 def test_the_bilstm_function_passes_gradcheck():
     torch.manual_seed(0)
-    inputs = torch.randn(2, 4, 2, 12, dtype=torch.float64, requires_grad=True)  # (B, L, 2, 4H), H = 3
-    w_hh_t = torch.randn(2, 3, 12, dtype=torch.float64, requires_grad=True)
+    lstm = torch.nn.LSTM(3, 2, bidirectional=True, batch_first=True).double()
+    weights = [getattr(lstm, name).detach().clone().requires_grad_() for name in LSTM_WEIGHTS]
+    x = torch.randn(2, 4, 3, dtype=torch.float64, requires_grad=True)  # the second sentence 2 words long
     lengths = np.array([4, 2])
-    assert torch.autograd.gradcheck(lambda a, w: BiLSTMFunction.apply(a, w, lengths), (inputs, w_hh_t))
+    assert torch.autograd.gradcheck(lambda x, *w: BiLSTMFunction.apply(x, lengths, *w), (x, *weights))
 
 
 def rows(function, *inputs):
