@@ -178,7 +178,10 @@ class BiLSTMFunction(torch.autograd.Function):
         w = [_numpy(weight) for weight in weights]
         ctx.w_ih = np.concatenate([w[0], w[4]])  # (2·4H, D)
         ctx.x = _numpy(x).reshape(-1, ctx.w_ih.shape[1])  # (B·L, D)
-        with _one_blas_thread():
+        with (
+            _one_blas_thread(),
+            np.errstate(over="ignore", invalid="ignore"),
+        ):  # a diverging run: the loop says so
             inputs = ctx.x @ ctx.w_ih.T + np.concatenate([w[2] + w[3], w[6] + w[7]])
         w_hh_t = np.ascontiguousarray(np.stack([w[1].T, w[5].T]))  # (2, H, 4H)
         size, length = x.shape[:2]
@@ -323,7 +326,7 @@ class SketchFunction(torch.autograd.Function):
         size, length, _ = states.shape
         in_cols = _numpy(window_columns(states.detach().transpose(1, 2), in_weight.shape[2]))  # (B·L, K·D_h)
         in_flat = _numpy(flat_weight(in_weight.detach()))  # (O, K·D_h)
-        with _one_blas_thread():
+        with _one_blas_thread(), np.errstate(over="ignore", invalid="ignore"):
             fixed = (in_cols @ in_flat.T + _numpy(in_bias)).reshape(size, length, -1)
         ctx.half = (in_cols, in_flat, states.shape)
         sketch, history, records = _sketch(
