@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from easyfirst.backends.chooser import BACKENDS, REFERENCE
-from easyfirst.backends.declaration import ANY, DECODER_SETTINGS, ENCODER_SETTINGS
+from easyfirst.backends.declaration import ANY, DECODER_SETTINGS, ENCODER_SETTINGS, AtMost
 
 PAGE = Path(__file__).with_name("architecture.md")
 BEGIN = "<!-- backends: written by `python docs/make_backend_table.py` from the declarations -->"
@@ -33,6 +33,8 @@ MEANING = {
 def _values(allowed) -> str:
     if allowed is ANY:
         return "any"
+    if isinstance(allowed, AtMost):
+        return str(allowed)
     return ", ".join(f"`{str(v).lower()}`" for v in sorted(allowed, key=str))
 
 
@@ -69,9 +71,8 @@ def render() -> str:
     lines += [
         "",
         "— : the backend does not compute that part; *declines*: it was not written for that setting, so\n"
-        "the chooser passes it over. A backend also needs what it imports: `numba` runs only where Numba\n"
-        "is installed (the extra `fast`), and in tagging (`training` `false`) once its compiled loops are\n"
-        "loaded in the process (`easyfirst serve` and `--backend numba` load them).",
+        "the chooser passes it over. A backend also needs what it imports: `numba` runs where Numba can be\n"
+        "imported (a core dependency; its loops are compiled once after an install, which is announced).",
         "",
         END,
     ]

@@ -132,11 +132,10 @@ class Tagger:
     @property
     def backend(self) -> str:
         """The backend asked for (:attr:`chosen_backend` is what runs): ``"auto"`` (the default) lets
-        easyfirst.backends.chooser take the fastest that supports each batch; a name (``"numpy"``,
-        ``"fused"``, ``"reference"``, ...) takes that one where it supports the batch and the reference
-        elsewhere. The tags are the same. ``"numba"`` loads its compiled tagging loops (Numba compiles
-        them once after an install, 30–45 s), which ``"auto"`` then takes too, in every tagger of the
-        process (easyfirst.backends.chooser.load_tagging_loops)."""
+        easyfirst.backends.chooser take the fastest that supports each batch; a name (``"numba"``,
+        ``"fused"``, ``"reference"``) takes that one where it supports the batch and the reference
+        elsewhere. The tags are the same. ``"numba"`` compiles its loops now (once after an install;
+        easyfirst.backends.chooser.load_tagging_loops), which changes no other tagger's choice."""
         return self.model.backend
 
     @backend.setter
@@ -152,20 +151,14 @@ class Tagger:
 
     @property
     def chosen_backend(self) -> str:
-        """What computes this tagger's batches now on its device, as easyfirst.backends.chooser answers
-        for a batch of several sentences and for one sentence alone: one name where it is the same
-        (``"numba"``), else ``"fused for batches, numpy for one sentence"``; ``"A+B"`` where backend A
-        computes the BiLSTM and B the sketch decoder. What ``easyfirst tag``, ``evaluate`` and ``serve``
-        log. It may change when :attr:`backend` does, or when Numba's tagging loops are loaded in the
-        process (by any tagger forced to ``"numba"``, or by ``easyfirst serve``)."""
-        from easyfirst.backends.chooser import run_plan
+        """What computes this tagger's batches on its device, in one line, as easyfirst.backends.chooser
+        describes it: ``"numba (compiled CPU loops: BiLSTM and decoder)"``, and where a faster backend
+        was passed over, the reason. What ``easyfirst tag``, ``evaluate`` and ``serve`` log. It changes
+        when :attr:`backend` does, and no other tagger changes it."""
+        from easyfirst.backends.chooser import backend_line
 
         with held_threads(self.threads):  # a backend chosen for the first time may limit the BLAS
-            many, one = (
-                run_plan(self.model.settings, size, self.device.type, False, self.backend) for size in (2, 1)
-            )
-        many, one = _backend_names(many), _backend_names(one)
-        return many if many == one else f"{many} for batches, {one} for one sentence"
+            return backend_line(self.model)
 
     @property
     def tags(self) -> list[str]:
@@ -402,12 +395,6 @@ class Tagger:
                 for head in self.model.outputs:  # (QE: an OK gap and BAD source words)
                     tagged.heads[head.name] = head.filled(extras[k] if extras else None)
         return found
-
-
-def _backend_names(plan) -> str:
-    """A chooser's plan in a word: the backend of both parts, or ``"BiLSTM's+decoder's"``."""
-    encoder, decoder = plan.encoder.name, plan.decoder.name if plan.decoder is not None else None
-    return encoder if decoder in (None, encoder) else f"{encoder}+{decoder}"
 
 
 def input_kind(value) -> str:

@@ -30,18 +30,6 @@ for room in sorted(Path(__file__).resolve().parent.iterdir()):
         sys.path.append(str(room))
 
 
-@pytest.fixture(autouse=True)
-def _tagging_loops_unloaded():
-    """Every test starts with backend numba's tagging loops unloaded, as a fresh process has them: an app
-    built in a test's process (easyfirst.serve.create_app) loads them, and the chooser then takes numba
-    for tagging, which tests of the other backends do not expect."""
-    yield
-    loops = sys.modules.get("easyfirst.backends.sentencewise")
-    if loops is not None and loops.loaded():
-        loops._module = None
-        sys.modules["easyfirst.backends.chooser"].forget_choices()
-
-
 # IOB1 as in the original CoNLL-2003 release: entities start with I-, B- only between two adjacent
 # entities of one type. Latin-1 words, a document line, trailing spaces, several blank lines, CRLF.
 IOB1_LATIN1 = (

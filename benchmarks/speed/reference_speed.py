@@ -1,5 +1,5 @@
 """Training speed at one sentence per update (the paper's own regime, configs/pos-reference.toml), with
-and without the single-sentence NumPy path (easyfirst.backends.lean), and how close the two train.
+and without the compiled CPU path (easyfirst.backends.compiled), and how close the two train.
 
     python benchmarks/speed/reference_speed.py [--sentences 600] [--rounds 3] [--threads 1] [--json out.json]
 
@@ -12,11 +12,9 @@ load falls on all of them alike. Reported: training words per second of wall-clo
 process's CPU time, and each configuration's speed as a ratio to the BiLSTM at one sentence per update
 in the same run:
 
-- NEF-F, N = L, one sentence per update (the lean path, backend ``numba``: the BiLSTM and csoftmax step
-  loops compiled by Numba, easyfirst.backends.kernels, with the extra ``fast``);
-- the same with the NumPy loops of easyfirst.backends.lean (backend ``numpy``: the lean path without
-  Numba);
-- the same with the lean path switched off (backend ``fused`` forced: torch's LSTM and the batched fused
+- NEF-F, N = L, one sentence per update (the compiled path, backend ``numba``: the BiLSTM and csoftmax
+  step loops compiled by Numba, easyfirst.backends.kernels);
+- the same with the compiled path switched off (backend ``fused`` forced: torch's LSTM and the batched fused
   loop on a batch of one; the generic step loop for an attention other than csoftmax);
 - the same with dense embedding gradients too: how one sentence per update trained before;
 - BiLSTM (N = 0), one sentence per update;
@@ -68,9 +66,9 @@ from easyfirst.training.optim import make_optimizer
 class Setup(NamedTuple):
     model: str
     batch_size: int  # sentences per update
-    # the backend forced (easyfirst.backends): numba (the single-sentence path, easyfirst.backends.lean,
-    # its loops compiled by easyfirst.backends.kernels), numpy (its NumPy loops), fused (the lean path
-    # off: nn.LSTM and the batched fused csoftmax loop, else the generic loop), auto (the chooser's)
+    # the backend forced (easyfirst.backends): numba (the compiled CPU path, easyfirst.backends.compiled
+    # on the loops of easyfirst.backends.kernels), fused (the compiled path off: nn.LSTM and the batched
+    # fused csoftmax loop, else the generic loop), auto (the chooser's)
     backend: str
     sparse: bool = True  # sparse embedding gradients
     attention: str = "csoftmax"
@@ -78,7 +76,6 @@ class Setup(NamedTuple):
 
 CONFIGS = {
     "NEF-F, N = L, 1 sentence/update": Setup("nef-f", 1, "numba"),
-    "NEF-F, N = L, 1 sentence/update, NumPy loops": Setup("nef-f", 1, "numpy"),
     "NEF-F, N = L, 1 sentence/update, lean path off": Setup("nef-f", 1, "fused"),
     "NEF-F, N = L, 1 sentence/update, lean path off, dense embedding gradients": Setup(
         "nef-f", 1, "fused", sparse=False

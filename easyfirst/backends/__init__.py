@@ -5,22 +5,20 @@ The model (easyfirst.model) is the reference and the specification: ``nn.LSTM`` 
 setting. A backend computes the same function as a part of it, for the settings it declares
 (:mod:`~easyfirst.backends.declaration`):
 
-- ``numba``: one unpadded sentence on the CPU in training, the BiLSTM and the sketch loop with their time
-  loops compiled by Numba (:mod:`~easyfirst.backends.kernels`, the extra ``fast``); in tagging, once its
-  loops are loaded, any batch on the CPU, each sentence on its own rows
-  (:mod:`~easyfirst.backends.sentencewise`, :mod:`~easyfirst.backends.tag_kernels`);
-- ``numpy``: the same in NumPy (:mod:`~easyfirst.backends.lean`, :mod:`~easyfirst.backends.lstm`,
-  :mod:`~easyfirst.backends.rows`), training without Numba and tagging one sentence;
-- ``fused``: the decoder for csoftmax attention, any batch, as one autograd Function with Prop. 1's
-  backward written out, and in tagging on the CPU the BiLSTM over the padded batch
-  (:mod:`~easyfirst.backends.fused`);
+- ``numba``: the compiled CPU path (:mod:`~easyfirst.backends.compiled` on the Numba loops of
+  :mod:`~easyfirst.backends.kernels` and :mod:`~easyfirst.backends.rows`): the BiLSTM and the sketch
+  loop, one forward for training and tagging and one backward; any batch on the CPU, each sentence on
+  its own rows (its BiLSTM up to 64 units per direction);
+- ``fused``: the decoder for csoftmax attention, any batch and device, as one autograd Function with
+  Prop. 1's backward written out, and in tagging the BiLSTM over the padded batch through torch's LSTM
+  (:mod:`~easyfirst.backends.fused`): what runs on the GPU, and wider BiLSTMs in tagging;
 - ``reference``: the model's own modules.
 
 :func:`easyfirst.backends.chooser.choose_backend` picks, for each batch, the first of these (in that order)
 that declares the batch's settings, and says why it passed over the others; ``--backend NAME`` forces
 one (the reference runs what it does not support). What keeps them equal: tests/backends/test_fused_sketch.py and
-tests/backends/test_lean.py compare outputs and gradients of every backend with the reference in float64, and the
-compiled kernels with the NumPy loops; tests/backends/test_backends.py the choice.
+tests/backends/test_compiled.py compare outputs and gradients of every backend with the reference in
+float64; tests/backends/test_backends.py the choice.
 
 To change an equation: change the reference; then either port each backend or remove the setting value
 from its declaration so that the chooser passes it over until it is ported. A new setting of the encoder
@@ -31,7 +29,7 @@ This module imports no torch: the names are read by the config and ``--help``.
 """
 
 # the backends by name, in the chooser's order of preference (easyfirst.backends.chooser.BACKENDS)
-NAMES = ("numba", "numpy", "fused", "reference")
+NAMES = ("numba", "fused", "reference")
 CHOICES = ("auto", *NAMES)  # what --backend and Tagger.backend take; auto: the chooser's pick
 
 

@@ -14,11 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from easyfirst.backends import NAMES, check_backend, sentencewise
+from easyfirst.backends import NAMES, check_backend, compiled
+from easyfirst.backends.compiled import NUMBA
 from easyfirst.backends.declaration import DECODER_SETTINGS, ENCODER_SETTINGS, MANY, ONE, REVISIONS, Backend
 from easyfirst.backends.fused import FUSED
-from easyfirst.backends.lean import kernels
-from easyfirst.backends.single import NUMBA, NUMPY
 
 REFERENCE = Backend(  # the model's own modules: nn.LSTM and the step loop of Alg. 2
     "reference",
@@ -26,9 +25,14 @@ REFERENCE = Backend(  # the model's own modules: nn.LSTM and the step loop of Al
     decoder=lambda decoder, *arguments: decoder(*arguments),
 )
 # in order of preference; the reference last, computing everything
-BACKENDS: dict[str, Backend] = {b.name: b for b in (NUMBA, NUMPY, FUSED, REFERENCE)}
+BACKENDS: dict[str, Backend] = {b.name: b for b in (NUMBA, FUSED, REFERENCE)}
 assert tuple(BACKENDS) == NAMES
-_prepared: set[str] = set()
+# what each backend computes, for the one line the verbs print
+_WHAT = {
+    "numba": "compiled CPU loops",
+    "fused": "batched torch loops",
+    "reference": "the model's torch modules",
+}
 
 
 @dataclass(frozen=True)
@@ -47,19 +51,22 @@ class Plan:
         return self.decoder.decoder(module, *arguments)
 
     def describe(self) -> str:
-        """In words, for the log and the model card: e.g. "numba (BiLSTM and decoder)", or "numba
-        (BiLSTM), reference (decoder); passed over numba and numpy: attention = entmax15 (not supported);
-        fused: attention = entmax15 (csoftmax only)"."""
-        if self.decoder is None or self.decoder is self.encoder:
-            ran = f"{self.encoder.name} ({'BiLSTM' if self.decoder is None else 'BiLSTM and decoder'})"
-        else:
-            ran = f"{self.encoder.name} (BiLSTM), {self.decoder.name} (decoder)"
-        reasons: dict[str, list[str]] = {}
-        for name, reason in self.passed_over:
-            names = reasons.setdefault(reason, [])
-            names += [name] if name not in names else []
-        said = [f"{' and '.join(names)}: {reason}" for reason, names in reasons.items()]
-        return ran + (f"; passed over {'; '.join(said)}" if said else "")
+        """One line for the log, the model card and the verbs: what runs each part, and, where a part
+        runs on a slower backend than the first one, the first one's reason in words, e.g. "numba
+        (compiled CPU loops: BiLSTM and decoder)", or "reference (the model's torch modules: BiLSTM),
+        fused (batched torch loops: decoder) — numba: sentences = many only
+        with training = false"."""
+        parts = {"BiLSTM": self.encoder, "decoder": self.decoder}
+        ran: dict[str, list[str]] = {}
+        for part, backend in parts.items():
+            if backend is not None:
+                ran.setdefault(backend.name, []).append(part)
+        line = ", ".join(f"{name} ({_WHAT[name]}: {' and '.join(what)})" for name, what in ran.items())
+        if not self.passed_over:
+            return line
+        first = self.passed_over[0][0]  # the most preferred backend that was passed over, and why
+        reasons = [reason for name, reason in self.passed_over if name == first]
+        return f"{line} — {first}: {'; '.join(reasons)}"
 
 
 def choose_backend(
@@ -96,30 +103,21 @@ def _choose(encoder: tuple, decoder: tuple | None, force: str) -> Plan:
             if why is None:
                 chosen[part] = backend
                 break
-            passed.append((backend.name, why))
-    for backend in chosen.values():
-        if backend is not None and backend.name not in _prepared:
-            backend.prepare()
-            _prepared.add(backend.name)
+            if (backend.name, why) not in passed:
+                passed.append((backend.name, why))
     return Plan(chosen["encoder"], chosen["decoder"], tuple(passed))
 
 
-def forget_choices() -> None:
-    """Choose afresh from now on (what a backend can run in this process changed)."""
-    _choose.cache_clear()
-
-
-def load_tagging_loops() -> bool:
-    """Load (after an install: compile, 30–45 s, once) backend numba's compiled tagging loops
-    (easyfirst.backends.sentencewise), so that from now on the chooser takes ``numba`` for tagging on the
-    CPU; False where Numba is not installed."""
-    if not sentencewise.load():
-        return False
-    if NUMBA.name not in _prepared:  # here, so that the processes a server forks inherit one BLAS thread
-        NUMBA.prepare()
-        _prepared.add(NUMBA.name)
-    forget_choices()
-    return True
+def load_tagging_loops(model=None) -> bool:
+    """Compile (after an install: once, then read from Numba's cache) or load backend numba's loops now,
+    so that no request waits for them and processes forked later inherit them (``easyfirst serve`` and
+    ``easyfirst tag`` call this before they tag); it changes no choice. With ``model``, only where its
+    batches take numba. False where nothing was loaded."""
+    if model is not None:
+        plan = _tagging_plan(model)
+        if NUMBA not in (plan.encoder, plan.decoder):
+            return False
+    return compiled.warm_up()
 
 
 def plan_for(model, mask, training: bool) -> Plan:
@@ -141,4 +139,17 @@ def run_plan(settings, batch_size: int, device: str, training: bool, force: str 
 def waits_for_compiler(plan: Plan) -> bool:
     """Whether the plan's first batch waits for Numba to compile the kernels (the first run after an
     install, about 30 s), which the training's progress says."""
-    return NUMBA in (plan.encoder, plan.decoder) and bool(kernels()) and kernels().cold()
+    return NUMBA in (plan.encoder, plan.decoder) and bool(compiled.kernels()) and compiled.kernels().cold()
+
+
+def _tagging_plan(model, training: bool = False) -> Plan:
+    """The plan of ``model``'s batches of many sentences (as it tags) in its dtype, on its device."""
+    dtype = str(model.output.weight.dtype).removeprefix("torch.")
+    device = model.output.weight.device.type
+    return choose_backend(model.settings, MANY, device, dtype, training, model.backend)
+
+
+def backend_line(model, training: bool = False) -> str:
+    """The one line that says which backend computes ``model``'s batches (an EasyFirstTagger on its
+    device, with its forced ``backend``), for the verbs (tag, evaluate, serve) and the Tagger."""
+    return _tagging_plan(model, training).describe()

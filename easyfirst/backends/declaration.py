@@ -21,13 +21,29 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from easyfirst.ops.kinds import KINDS
+
 ANY = "any value"  # a declared setting with no restriction
+
+
+@dataclass(frozen=True)
+class AtMost:
+    """A declared setting's values up to ``limit`` (a size where a backend stops being the faster)."""
+
+    limit: int
+
+    def __contains__(self, value) -> bool:
+        return isinstance(value, int) and value <= self.limit
+
+    def __str__(self) -> str:
+        return f"at most {self.limit}"
+
 
 # The revision of the reference's equations, per part: the encoder is easyfirst/model/encoder.py, the
 # decoder easyfirst/model/sketch.py with what it calls in easyfirst/ops (window.py, attention.py,
 # constrained.py). A change to what the reference computes bumps its part's number here; every fast
 # backend declares the revisions it computes, so it declines that part until it is ported and declares
-# the new one (tests/backends/test_fused_sketch.py and test_lean.py, in float64, say when it agrees
+# the new one (tests/backends/test_fused_sketch.py and test_compiled.py, in float64, say when it agrees
 # again). tests/backends/test_backends.py fails when the reference's code changes and asks for this
 # decision.
 REVISIONS = {"encoder": 1, "decoder": 1}
@@ -39,6 +55,7 @@ REVISIONS = {"encoder": 1, "decoder": 1}
 ENCODER_SETTINGS = (
     "revision",
     "encoder_layers",
+    "hidden_dim",
     "dropout_kind",
     "sentences",
     "device",
@@ -59,6 +76,14 @@ DECODER_SETTINGS = (
     "dtype",
     "training",
 )
+# the attention transformations the compiled path computes (names of easyfirst.ops.kinds.KINDS), and the
+# codes its loops take (easyfirst.backends.rows), read from that table by name
+_ROWS = ("csoftmax", "sparsemax", "softmax", "uniform", "left-to-right", "right-to-left", "hard")
+ROW_ATTENTIONS = frozenset(_ROWS)
+CSOFTMAX, SPARSEMAX, SOFTMAX, UNIFORM, LEFT_TO_RIGHT, RIGHT_TO_LEFT, HARD = (KINDS[n].code for n in _ROWS)
+PRESCRIBED = (UNIFORM, LEFT_TO_RIGHT, RIGHT_TO_LEFT)
+LEARNED = tuple(KINDS[n].code for n in _ROWS if KINDS[n].learned)  # gradients reach Eq. 2 through these
+
 # how the batch is described in a workload's "sentences": one unpadded sentence, or anything else
 ONE, MANY = "one", "many"
 
@@ -73,9 +98,8 @@ class Backend:
     compute that part. ``encoder_supports`` and ``decoder_supports`` map each setting it was written for
     to the values it supports (a set, or :data:`ANY`); ``together`` narrows them jointly: each
     ``(setting, value, other, values)`` says that with ``setting`` = ``value`` it supports ``other`` in
-    ``values`` only. ``missing(workload)`` says why it cannot run this workload in this install or
-    process (None when it can); ``prepare()`` runs once per process before its first use (thread
-    limits)."""
+    ``values`` only. ``missing(workload)`` says why it cannot run this workload in this install (None
+    when it can)."""
 
     name: str
     encoder: Callable | None = None
@@ -84,7 +108,6 @@ class Backend:
     decoder_supports: Mapping[str, Any] = field(default_factory=dict)
     together: tuple[tuple[str, Any, str, Any], ...] = ()
     missing: Callable[[Mapping[str, Any]], str | None] = lambda workload: None
-    prepare: Callable[[], None] = lambda: None
 
     def refuses(self, part: str, workload: Mapping[str, Any]) -> str | None:
         """Why this backend cannot compute ``part`` ("encoder" or "decoder") for ``workload``, in words;
@@ -100,6 +123,8 @@ class Backend:
                 return (
                     f"not ported to revision {value} of the reference's {part} (computes {_listed(allowed)})"
                 )
+            if isinstance(allowed, AtMost) and value not in allowed:
+                return f"{key} = {value} ({allowed})"
             if allowed is not ANY and value not in allowed:
                 listed = (
                     " or ".join(sorted(map(str, allowed))) + " only" if len(allowed) <= 3 else "not supported"

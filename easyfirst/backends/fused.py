@@ -3,8 +3,10 @@
 Backend ``fused`` (:data:`FUSED`): the same mathematics as :class:`easyfirst.model.sketch.SketchDecoder`'s
 step loop, which stays the reference (and serves every other attention), for ``attention = "csoftmax"``,
 the default: NEF-F and NEF-S, N fixed or N = L, N > L with a fresh unit of budget every L steps,
-temperature and coverage penalty, any batch, device and dtype. In tagging on the CPU it also computes
-the BiLSTM (:func:`encode`: the padded batch through oneDNN's LSTM, where the reference packs it).
+temperature and coverage penalty, any batch, device and dtype: what runs on the GPU, where the
+compiled CPU path (easyfirst.backends.compiled) does not. In tagging on
+the CPU it also computes a BiLSTM wider than the compiled one takes (:func:`encode`: the padded batch
+through oneDNN's LSTM, where the reference packs it; no copy of the LSTM's equations).
 
 Why: at the sizes the decoder runs at (16 sentences × ~20 words), a sketch step of the generic loop is
 about a hundred small tensor operations, each with an autograd node, around three matrix products, and
@@ -403,6 +405,7 @@ FUSED = Backend(  # a batch's csoftmax step loop as one autograd Function; in ta
     encoder_supports={
         "revision": {1},
         "encoder_layers": ANY,
+        "hidden_dim": ANY,
         "dropout_kind": ANY,
         "sentences": ANY,
         "device": {"cpu"},

@@ -1,17 +1,19 @@
-"""The step loops of :mod:`easyfirst.backends.lean` compiled with Numba (the optional extra ``fast``).
+"""The compiled CPU path: the BiLSTM and the sketch loop of Alg. 2 (Eqs. 1–7, 11) in loops compiled by
+Numba, one forward for training and tagging and one backward.
 
-At one sentence per update almost all of the NumPy path's time is the fixed cost of its small
-operations: about 40 NumPy calls per sketch step each way and a dozen per BiLSTM step, at 0.5–1.5 µs
-each, against about 10 µs of arithmetic in a step's matrix product. Here each loop is one compiled
-call: the element-wise work is plain loops, the matrix products go to BLAS (``np.dot``, which Numba
-takes from SciPy). The mathematics, the order of the steps and what is recorded for the backward are
-those of the NumPy functions in :mod:`easyfirst.backends.lean`, which stay the readable statement of them
-(and the path without Numba); tests/backends/test_lean.py holds both to the batched torch paths in float64.
+Each sentence of a batch runs on its own unpadded rows: its words are packed one sentence after another,
+those with the most steps first, so that the sentences still running at a step (or a BiLSTM time step)
+are the first rows, and one matrix product a step serves them all; no step runs over padding or over
+sentences that have stopped. The element-wise work is plain loops (one compiled call per part instead of
+dozens of small torch or NumPy operations a step, each with a fixed cost of 0.3–5 µs against a few µs of
+arithmetic), the matrix products go to BLAS (``np.dot``, which Numba takes from SciPy).
 
-Every kernel writes into arrays its caller allocates (the caller's ``_Records``), so that the two paths
-share one layout. :func:`decoder_forward` returns False, having written nothing the caller keeps, when a
-score lies outside csoftmax's exp range; the caller then runs the NumPy loop, which takes the log-space
-path for that row.
+The forward keeps what the backward needs when it is given record arrays (training, one sentence; see
+:mod:`easyfirst.backends.compiled`); without them (tagging) it keeps nothing, and computes tanh of a
+word's sketch half only where the word got attention (αᵢ = 0 adds nothing, exactly). In float32 tagging
+tanh is the rational approximation of Eigen, XLA and ONNX Runtime's MLAS (:func:`_rational_tanh`, a few
+ulp from tanh, vectorized by LLVM); elsewhere it is computed from exp (:func:`_tanh`).
+tests/backends/test_compiled.py holds every function here to the reference (easyfirst.model) in float64.
 """
 
 from __future__ import annotations
@@ -19,151 +21,21 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.linalg.cython_blas  # noqa: F401  (Numba's np.dot calls it: loaded now, threadpoolctl limits it)
-from numba import njit
+import scipy.linalg.cython_blas  # noqa: F401  (Numba's np.dot calls it: loaded now, its threads limited)
 
-from easyfirst.backends.rows import CSOFTMAX, HARD, RIGHT_TO_LEFT, SOFTMAX, SPARSEMAX, UNIFORM
-
-# error_model="numpy": x / 0.0 is ±inf or nan as in NumPy (u = 0 gives q = +inf), not an exception
-_jit = njit(cache=True, error_model="numpy", nogil=True)
+from easyfirst.backends import rows
+from easyfirst.backends.declaration import CSOFTMAX, SPARSEMAX
+from easyfirst.backends.rows import _jit, _tanh_any, attend, tanh_range
 
 
 def cold() -> bool:
     """Whether a kernel has no fresh compiled copy in Numba's cache on disk (the first run after an
-    install or a change of this file), so that its first call compiles it: about 30 s for them all,
-    which the training's progress says (easyfirst.training.epochs). False where the cache cannot be read."""
+    install or a change of this file), so that its first call compiles it. False where the cache cannot
+    be read."""
     try:
         return any(not kernel._cache._cache_file._load_index() for kernel in _KERNELS)
-    except Exception:  # noqa: BLE001 (Numba's cache internals: no note rather than a failed training)
+    except Exception:  # noqa: BLE001 (Numba's cache internals: no note rather than a failed run)
         return False
-
-
-@_jit
-def _tanh(x, two):
-    """tanh(x) from exp(−2|x|), in the type of ``two`` (2 as float32 or float64): libm's tanh
-    (math.tanh) took half of a forward step's time, and float32's expf is twice as fast as exp. Below
-    |x| = 0.5, expm1 keeps the relative error at a few ulp (1 − e would cancel)."""
-    ax = abs(x)
-    if ax < 0.5:
-        m = math.expm1(-two * ax)
-        y = -m / (two + m)
-    else:
-        e = math.exp(-two * ax)
-        one = two / two
-        y = (one - e) / (one + e)
-    return y if x >= 0 else -y
-
-
-@_jit
-def csoftmax_row(z, u, exp_range, alpha, free):
-    """csoftmax(z; u) of one row into ``alpha`` and its free set into ``free``, as
-    :func:`easyfirst.backends.rows.csoftmax_row`; False when a score lies beyond ``exp_range``."""
-    length = z.shape[0]
-    for i in range(length):
-        if abs(z[i]) > exp_range:
-            return False
-    e = np.empty(length)
-    wide = np.empty(length)
-    q = np.empty(length)
-    total = 0.0
-    for i in range(length):
-        e[i] = math.exp(np.float64(z[i]))
-        wide[i] = np.float64(u[i])
-        total += wide[i]
-        q[i] = -(e[i] / wide[i])
-    if total <= 1.0:  # no slack: every constraint is tight
-        for i in range(length):
-            alpha[i] = u[i]
-            free[i] = False
-        return True
-    order = np.argsort(q, kind="mergesort")  # decreasing exp(z)/u, ties in index order
-    tail = np.empty(length)  # T_k = Σ_{j≥k} exp(z_j) in that order, from the small end
-    running = 0.0
-    for k in range(length - 1, -1, -1):
-        running += e[order[k]]
-        tail[k] = running
-    best = -np.inf
-    used = 0.0
-    for k in range(length):
-        budget = wide[order[k]]
-        used += budget
-        ratio = (budget - used + 1.0) / tail[k]  # r_k / T_k, r_k = 1 − Σ_{j<k} u_j
-        if ratio > best:
-            best = ratio
-    for i in range(length):
-        share = e[i] * best
-        free[i] = share < wide[i]
-        alpha[i] = share if free[i] else u[i]
-    return True
-
-
-@_jit
-def sparsemax_row(z, alpha, free):
-    """sparsemax(z) of one row into ``alpha`` and its support into ``free``, as
-    :func:`easyfirst.backends.rows.sparsemax_row`."""
-    ordered = np.sort(z.astype(np.float64))[::-1]
-    running = 0.0
-    total = 0.0
-    size = 0
-    for k in range(ordered.shape[0]):  # the k with 1 + k z_(k) > Σ_{j≤k} z_(j) are a prefix
-        running += ordered[k]
-        if (k + 1) * ordered[k] > running - 1.0:
-            size = k + 1
-            total = running
-    threshold = (total - 1.0) / size
-    for i in range(z.shape[0]):
-        alpha[i] = max(z[i] - threshold, 0.0)
-        free[i] = alpha[i] > 0
-
-
-@_jit
-def softmax_row(z, alpha, free):
-    """softmax(z) of one row into ``alpha``; every word is free."""
-    top = z.max()
-    total = 0.0
-    for i in range(z.shape[0]):
-        alpha[i] = math.exp(z[i] - top)
-        total += alpha[i]
-        free[i] = True
-    for i in range(z.shape[0]):
-        alpha[i] /= total
-
-
-@_jit
-def prescribed_row(n, transform, alpha, free):
-    """α of step n for a prescribed order (UNIFORM, LEFT_TO_RIGHT, RIGHT_TO_LEFT), as
-    :func:`easyfirst.backends.rows.prescribed_row`; no word is free."""
-    length = alpha.shape[0]
-    position = (n - 1) % length
-    if transform == RIGHT_TO_LEFT:
-        position = length - 1 - position
-    for i in range(length):
-        free[i] = False
-        if transform == UNIFORM:
-            alpha[i] = 1.0 / length
-        else:
-            alpha[i] = 1.0 if i == position else 0.0
-
-
-@_jit
-def hard_row(sketch, budget, scores_fixed, scores_weight_t, alpha, free):
-    """α of vanilla easy-first into ``alpha``, as :func:`easyfirst.backends.rows.hard_row`: all on the
-    word with budget left whose best tag score (``scores_fixed`` + ``sketch`` ``scores_weight_t``) is
-    highest, the leftmost of ties; none when no word has budget left. No word is free."""
-    tags = np.dot(sketch, scores_weight_t)
-    chosen = -1
-    best = -np.inf
-    for i in range(sketch.shape[0]):
-        free[i] = False
-        alpha[i] = 0.0
-        if budget[i] > 0:
-            top = -np.inf
-            for k in range(tags.shape[1]):
-                top = max(top, tags[i, k] + scores_fixed[i, k])
-            if chosen < 0 or top > best:
-                chosen, best = i, top
-    if chosen >= 0:
-        alpha[chosen] = 1.0
 
 
 @_jit
@@ -183,24 +55,65 @@ def _fill_windows(rows, pad, width, cols):
 
 
 @_jit
-def _update_sketch(full_state, alpha, t, affine, pooled, sketch, two):
-    """Sⁿ = Sⁿ⁻¹ + αⁿ ⊙ …, in place: Eq. 7 (NEF-F, the word's own tanh(aⁿ)) or Eq. 4 (NEF-S, the pooled
-    tanh(Σ_j α_j a_s,j) into ``pooled``, the record of the step)."""
-    length, sketch_dim = sketch.shape
-    score_dim = t.shape[1] - sketch_dim
+def _pack(fixed, lengths, steps):
+    """The sentences' order (most steps first), where each one's rows start in the packing (and the
+    end), and the rows of ``fixed`` ``(B, L, O)`` packed so, without padding."""
+    size = lengths.shape[0]
+    order = np.argsort(-steps, kind="mergesort")
+    starts = np.zeros(size + 1, np.int64)
+    for k in range(size):
+        starts[k + 1] = starts[k] + lengths[order[k]]
+    packed = np.empty((starts[size], fixed.shape[2]), fixed.dtype)
+    for k in range(size):
+        packed[starts[k] : starts[k + 1]] = fixed[order[k], : lengths[order[k]]]
+    return order, starts, packed
+
+
+@_jit
+def _add_sketch(full_state, alpha, affine, squashed, state, lo, hi, fast, two, pooled):
+    """Sⁿ = Sⁿ⁻¹ + αⁿ ⊙ … on the rows ``lo:hi`` of one sentence: Eq. 7 (NEF-F, each attended word's own
+    tanh(aⁿ), read from ``squashed`` where it was kept, else computed) or Eq. 4 (NEF-S, the pooled
+    tanh(Σ_j α_j a_s,j), kept in ``pooled``); a word with α = 0 is left as it is (it would add zeros)."""
+    sketch_dim = state.shape[1]
+    score_dim = affine.shape[1] - sketch_dim
     if full_state:  # Eq. 7
-        for i in range(length):
-            for d in range(sketch_dim):
-                sketch[i, d] += alpha[i] * t[i, score_dim + d]
+        for i in range(lo, hi):
+            if alpha[i] != 0:
+                for d in range(sketch_dim):
+                    if squashed.shape[0]:
+                        state[i, d] += alpha[i] * squashed[i, score_dim + d]
+                    else:
+                        state[i, d] += alpha[i] * _tanh_any(affine[i, score_dim + d], fast, two)
         return
     for d in range(sketch_dim):  # Eq. 4
         total = 0.0
-        for i in range(length):
+        for i in range(lo, hi):
             total += alpha[i] * affine[i, score_dim + d]
-        pooled[d] = _tanh(total, two)
-    for i in range(length):
-        for d in range(sketch_dim):
-            sketch[i, d] += alpha[i] * pooled[d]
+        pooled[d] = _tanh_any(total, fast, two)
+        for i in range(lo, hi):
+            state[i, d] += alpha[i] * pooled[d]
+
+
+@_jit
+def _squash(affine, squashed, tanhs, v, z, used, fast, two):
+    """tanh of the rows ``:used`` of aⁿ and the scores zⁿ = tanh(a_z) v (Eq. 2) into ``z``: where
+    ``squashed`` has rows (the records), every column into it and each score summed in float64 (a BLAS
+    call a step costs more than its sum at one sentence); else the score half into ``tanhs`` and the
+    scores in one product, the sketch half's tanh left for where attention falls (:func:`_add_sketch`)."""
+    score_dim = tanhs.shape[1]
+    if squashed.shape[0]:
+        for i in range(used):
+            squashed[i] = affine[i]
+            tanh_range(squashed[i], 0, affine.shape[1], fast, two, False)
+            score = 0.0
+            for d in range(score_dim):
+                score += squashed[i, d] * v[d]
+            z[i] = score
+        return
+    for i in range(used):
+        tanhs[i] = affine[i, :score_dim]
+        tanh_range(tanhs[i], 0, score_dim, fast, two, False)
+    z[:used] = np.dot(tanhs[:used], v)
 
 
 @_jit
@@ -208,82 +121,86 @@ def decoder_forward(
     fixed,
     weight_t,
     v,
+    lengths,
     steps,
-    full_state,
-    temperature,
-    coverage_penalty,
-    transform,
+    settings,
     exp_range,
+    fast,
     scores_fixed,
     scores_weight_t,
     sketch,
     history,
-    cols_record,
-    tanhs,
-    free_record,
-    betas,
-    affines,
-    pooled_record,
+    records,
 ):
-    """:func:`easyfirst.backends.lean.lean_loop` into the given arrays: Sᴺ into ``sketch`` (zeros on
-    entry), αⁿ into ``history`` and the records of every step (tagging runs the NumPy loop); ``transform``:
-    the attention's code (``code`` in easyfirst.ops.kinds.KINDS; those of easyfirst.backends.rows.
-    ROW_ATTENTIONS); for HARD, the output layer's ``scores_fixed`` ``(L,
-    K)`` and ``scores_weight_t`` ``(D_s, K)`` (:func:`hard_row`)."""
-    length, out = fixed.shape
+    """The sketch loop of Alg. 2 for each sentence b of a batch: ``steps[b]`` steps over its
+    ``lengths[b]`` words. ``fixed`` ``(B, L, O)`` (the encoder half of Eq. 1, bias included), ``weight_t``
+    ``(K·D_s, O)`` (the sketch half, the windows' column order), ``v`` ``(D_z,)``; ``settings``:
+    (full_state, temperature, coverage penalty, the attention's code of easyfirst.backends.rows); for
+    HARD the output layer's ``scores_fixed`` ``(B, L, K)`` and ``scores_weight_t`` ``(D_s, K)``. Writes
+    Sᴺ into ``sketch`` ``(B, L, D_s)`` and αⁿ into ``history`` ``(B, N_max, L)`` (zeros on entry).
+    ``records`` (training; empty arrays in tagging), by packed row: the windows of Sⁿ⁻¹ ``(N − 1, R,
+    K·D_s)``, tanh(aⁿ) ``(N, R, O)``, the free sets ``(N, R)``, β⁰..βᴺ ``(N + 1, R)``, and for NEF-S aⁿ
+    ``(N, R, O)`` and the pooled tanh ``(N, B, D_s)``."""
+    full_state, temperature, coverage_penalty, transform = settings
+    cols_record, tanh_record, free_record, beta_record, affine_record, pooled_record = records
+    store = tanh_record.shape[0] > 0
+    size, _, out = fixed.shape
     score_dim = v.shape[0]
     sketch_dim = out - score_dim
     width = weight_t.shape[0] // sketch_dim
     pad = width // 2
-    cols = np.empty((length, width * sketch_dim), fixed.dtype)
-    affine = np.empty((length, out), fixed.dtype)
-    z = np.empty(length, fixed.dtype)
-    budget = np.empty(length, fixed.dtype)
-    alpha = np.empty(length, fixed.dtype)
-    two = fixed.dtype.type(2.0)
-    for n in range(1, steps + 1):
-        k = n - 1
+    dtype = fixed.dtype
+    two = dtype.type(2.0)
+    order, starts, packed = _pack(fixed, lengths, steps)
+    rows = starts[size]
+    state, cols = np.zeros((rows, sketch_dim), dtype), np.empty((rows, width * sketch_dim), dtype)
+    affine, tanhs = np.empty((rows, out), dtype), np.empty((rows, score_dim), dtype)
+    z, budget, alpha = np.empty(rows, dtype), np.empty(rows, dtype), np.empty(rows, dtype)
+    beta, free, pooled = np.zeros(rows, dtype), np.empty(rows, np.bool_), np.empty(sketch_dim, dtype)
+    active = size
+    for n in range(1, (steps[order[0]] if size else 0) + 1):
+        while steps[order[active - 1]] < n:
+            active -= 1
+        used = starts[active]
         if n == 1:  # S⁰ = 0
-            affine[:] = fixed
-        else:  # the windows of Sⁿ⁻¹ (Eq. 1)
-            _fill_windows(sketch, pad, width, cols)
-            cols_record[k - 1] = cols
-            affine[:] = np.dot(cols, weight_t)
-            affine += fixed
-        if not full_state:
-            affines[k] = affine
-        t = tanhs[k]
-        units = 1.0 if n <= length else float(math.ceil(n / length))  # a fresh unit every L steps
-        for i in range(length):
-            for o in range(out):
-                t[i, o] = _tanh(affine[i, o], two)
-            score = 0.0
-            for d in range(score_dim):  # Eq. 2
-                score += t[i, d] * v[d]
-            if temperature != 1.0:
-                score /= temperature
-            if coverage_penalty != 0.0:
-                score -= coverage_penalty * betas[k, i]  # βⁿ⁻¹
-            z[i] = score
-            budget[i] = max(units - betas[k, i], 0.0)
-        if transform == CSOFTMAX:  # Eq. 3
-            if not csoftmax_row(z, budget, exp_range, alpha, free_record[k]):
-                return False
-        elif transform == SPARSEMAX:  # Eq. 3 with sparsemax: no budget
-            sparsemax_row(z, alpha, free_record[k])
-        elif transform == SOFTMAX:
-            softmax_row(z, alpha, free_record[k])
-        elif transform == HARD:  # Alg. 1 on Sⁿ⁻¹: z is not read
-            hard_row(sketch, budget, scores_fixed, scores_weight_t, alpha, free_record[k])
-        else:  # a prescribed order: z is not read
-            prescribed_row(n, transform, alpha, free_record[k])
-        history[n - 1] = alpha
-        _update_sketch(
-            full_state, alpha, t, affine, pooled_record[k] if not full_state else alpha, sketch, two
-        )
-        for i in range(length):
-            betas[k + 1, i] = betas[k, i] + alpha[i]
-    return True
+            affine[:used] = packed[:used]
+        else:  # the windows of Sⁿ⁻¹ (Eq. 1), each sentence's own, times the sketch half
+            for k in range(active):
+                _fill_windows(state[starts[k] : starts[k + 1]], pad, width, cols[starts[k] : starts[k + 1]])
+            affine[:used] = np.dot(cols[:used], weight_t)
+            affine[:used] += packed[:used]
+        if store:
+            beta_record[n - 1] = beta
+            if n > 1:
+                cols_record[n - 2, :used] = cols[:used]
+            if not full_state:
+                affine_record[n - 1, :used] = affine[:used]
+        squashed = tanh_record[n - 1] if store else affine[:0]  # tanh(aⁿ) of every column, kept
+        _squash(affine, squashed, tanhs, v, z, used, fast, two)
+        for k in range(active):
+            b, lo, hi = order[k], starts[k], starts[k + 1]
+            if hi == lo:
+                continue
+            units = 1.0 if n <= hi - lo else float(math.ceil(n / (hi - lo)))  # a fresh unit every L steps
+            for i in range(lo, hi):
+                if temperature != 1.0:
+                    z[i] /= temperature
+                if coverage_penalty != 0.0:
+                    z[i] -= coverage_penalty * beta[i]
+                budget[i] = max(units - beta[i], 0.0)
+            attend(transform, n, z[lo:hi], budget[lo:hi], exp_range, state[lo:hi], scores_fixed,
+                    scores_weight_t, b, alpha[lo:hi], free[lo:hi])  # fmt: skip
+            history[b, n - 1, : hi - lo] = alpha[lo:hi]
+            _add_sketch(full_state, alpha, affine, squashed, state, lo, hi, fast, two, pooled)
+            beta[lo:hi] += alpha[lo:hi]
+            if store:
+                free_record[n - 1, lo:hi] = free[lo:hi]
+                if not full_state:
+                    pooled_record[n - 1, k] = pooled
+    if store:
+        beta_record[beta_record.shape[0] - 1] = beta
+    for k in range(size):
+        sketch[order[k], : lengths[order[k]]] = state[starts[k] : starts[k + 1]]
 
 
 @_jit
@@ -377,30 +294,52 @@ def decoder_backward(
 
 
 @_jit
-def _sigmoid(x, two):
-    half = two / (two + two)
-    return _tanh(x * half, two) * half + half  # as easyfirst.backends.lstm._sigmoid
-
-
-@_jit
-def lstm_forward(inputs, w_hh_t, gates, cells, states, tanh_cells):
-    """The time loop of :func:`easyfirst.backends.lstm.lstm_forward`, both directions: ``inputs`` ``(2, L,
-    4H)`` (the input parts, bias included), ``w_hh_t`` ``(2, H, 4H)``; fills the other arrays
-    (``cells`` and ``states`` ``(2, L + 1, H)`` hold zeros at 0)."""
-    _, length, four = inputs.shape
-    hidden = four // 4
-    two = inputs.dtype.type(2.0)
-    for t in range(length):
-        for direction in range(2):
-            a = inputs[direction, t] + np.dot(states[direction, t], w_hh_t[direction])
-            gate = gates[direction, t]
-            for j in range(four):
-                gate[j] = _tanh(a[j], two) if 2 * hidden <= j < 3 * hidden else _sigmoid(a[j], two)
-            for j in range(hidden):
-                cell = gate[hidden + j] * cells[direction, t, j] + gate[j] * gate[2 * hidden + j]
-                cells[direction, t + 1, j] = cell
-                tanh_cells[direction, t, j] = _tanh(cell, two)
-                states[direction, t + 1, j] = gate[3 * hidden + j] * tanh_cells[direction, t, j]
+def bilstm(inputs, w_hh_t, lengths, fast, out, gate_record, cell_record, tanh_record):
+    """Both directions of a bidirectional ``nn.LSTM`` layer over each sentence b's first ``lengths[b]``
+    rows: ``inputs`` ``(B, L, 2, 4H)`` (x W_ihᵀ + both biases, per direction, gates i, f, g, o, in the
+    words' order), ``w_hh_t`` ``(2, H, 4H)``; the states into ``out`` ``(B, L, 2H)`` (forward, then
+    backward direction; zeros on entry, left so on padding). At time step t the sentences still running
+    (the longest first) take one product together. With records (training: ``gate_record`` ``(2, B, L,
+    4H)``, ``cell_record`` ``(2, B, L + 1, H)`` zeros at 0, ``tanh_record`` ``(2, B, L, H)``; empty
+    arrays in tagging) it keeps each direction's gates, cells and tanh(cells) in its reading order."""
+    size = lengths.shape[0]
+    hidden = w_hh_t.shape[1]
+    dtype = inputs.dtype
+    two = dtype.type(2.0)
+    store = gate_record.shape[0] > 0
+    order = np.argsort(-lengths, kind="mergesort")
+    state = np.empty((size, hidden), dtype)
+    cell = np.empty((size, hidden), dtype)
+    gates = np.empty((size, 4 * hidden), dtype)
+    squashed = np.empty(hidden, dtype)  # tanh(c) of one sentence's step
+    for direction in range(2):
+        state[:] = 0
+        cell[:] = 0
+        active = size
+        for step in range(lengths[order[0]] if size else 0):
+            while lengths[order[active - 1]] <= step:
+                active -= 1
+            gates[:active] = np.dot(state[:active], w_hh_t[direction])
+            for k in range(active):
+                b = order[k]
+                t = step if direction == 0 else lengths[b] - 1 - step
+                gate, given = gates[k], inputs[b, t, direction]
+                for j in range(4 * hidden):
+                    gate[j] += given[j]
+                tanh_range(gate, 0, 2 * hidden, fast, two, True)  # i, f
+                tanh_range(gate, 2 * hidden, 3 * hidden, fast, two, False)  # g
+                tanh_range(gate, 3 * hidden, 4 * hidden, fast, two, True)  # o
+                for j in range(hidden):
+                    cell[k, j] = gate[hidden + j] * cell[k, j] + gate[j] * gate[2 * hidden + j]
+                    squashed[j] = cell[k, j]
+                tanh_range(squashed, 0, hidden, fast, two, False)
+                for j in range(hidden):
+                    state[k, j] = gate[3 * hidden + j] * squashed[j]
+                    out[b, t, direction * hidden + j] = state[k, j]
+                if store:
+                    cell_record[direction, b, step + 1] = cell[k]
+                    tanh_record[direction, b, step] = squashed
+                    gate_record[direction, b, step] = gate
 
 
 @_jit
@@ -428,5 +367,8 @@ def lstm_backward(grad, gates, cells, tanh_cells, w_hh, d_gates):
 
 
 _KERNELS = [
-    value for value in list(globals().values()) if hasattr(value, "_cache") and hasattr(value, "py_func")
+    value
+    for namespace in (rows.__dict__, globals())
+    for value in list(namespace.values())
+    if hasattr(value, "_cache") and hasattr(value, "py_func")
 ]

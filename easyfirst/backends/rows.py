@@ -1,151 +1,254 @@
-"""The single-row pieces of :mod:`easyfirst.backends.lean`'s decoder, in NumPy: each attention
-transformation on one row of scores (csoftmax, sparsemax, softmax, the prescribed orders, vanilla
-easy-first's hard choice) with its backward, the budget of a step, and the windows of Eq. 1 over the
-rows of a sentence. Pure functions of their arrays; the loops that call them are in lean.py (and,
-compiled, in kernels.py).
+"""The attention of one sentence's step (Eq. 3) and tanh, compiled by Numba for
+:mod:`easyfirst.backends.kernels`: each transformation on one row of scores (csoftmax, sparsemax,
+softmax, the prescribed orders, vanilla easy-first's hard choice), writing α and the set of words its
+backward reads (csoftmax's free set A, sparsemax's support, softmax's every word, none for the others).
+tests/backends/test_compiled.py holds them to the batched functions of easyfirst.ops and to slow
+solvers (tests/reference.py).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
-import torch
+from numba import njit
 
-from easyfirst.ops.constrained import _EXP_RANGE, csoftmax_forward
-from easyfirst.ops.kinds import KINDS
+from easyfirst.backends.declaration import CSOFTMAX, HARD, RIGHT_TO_LEFT, SOFTMAX, SPARSEMAX, UNIFORM
 
-# the attention transformations these rows compute (names of easyfirst.ops.kinds.KINDS), and the codes
-# the loops take, read from that table by name
-_ROWS = ("csoftmax", "sparsemax", "softmax", "uniform", "left-to-right", "right-to-left", "hard")
-ROW_ATTENTIONS = frozenset(_ROWS)
-CSOFTMAX, SPARSEMAX, SOFTMAX, UNIFORM, LEFT_TO_RIGHT, RIGHT_TO_LEFT, HARD = (KINDS[n].code for n in _ROWS)
-PRESCRIBED = (UNIFORM, LEFT_TO_RIGHT, RIGHT_TO_LEFT)
-LEARNED = tuple(KINDS[n].code for n in _ROWS if KINDS[n].learned)  # gradients reach Eq. 2 through these
+# error_model="numpy": x / 0.0 is ±inf or nan as in NumPy (u = 0 gives q = +inf), not an exception
+_jit = njit(cache=True, error_model="numpy", nogil=True)
 
 
-def csoftmax_row(z: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """α and the free set A of csoftmax(z; u) for one row (see easyfirst.ops.constrained)."""
-    if np.abs(z).max() > _EXP_RANGE:  # rare: the log-space path of the batched function
-        alpha, free = csoftmax_forward(torch.from_numpy(z)[None], torch.from_numpy(u)[None])
-        return alpha[0].numpy(), free[0].numpy()
-    e = np.exp(z.astype(np.float64))
-    wide = u.astype(np.float64)
-    # u = 0 gives q = +inf (clamped first); a clamped word's share e·w may overflow to +inf (still clamped)
-    with np.errstate(divide="ignore", over="ignore"):
-        order = np.argsort(-(e / wide), kind="stable")  # decreasing q = exp(z)/u
-        budgets = wide[order]
-        used = np.cumsum(budgets)
-        if used[-1] <= 1:  # no slack: every constraint is tight
-            return u.copy(), np.zeros(z.shape, dtype=bool)
-        left = budgets - used + 1  # r_k = 1 − Σ_{j<k} u_j
-        tail = np.cumsum(e[order][::-1])[::-1]  # T_k = Σ_{j≥k} exp(z_j), from the small end
-        share = e * (left / tail).max()
-    free = share < wide
-    return np.where(free, share, wide).astype(z.dtype), free
-
-
-def sparsemax_row(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """α = sparsemax(z) for one row and its support (as entmax.sparsemax): α = (z − τ)₊ with τ from the
-    k largest scores, k the largest with 1 + k z_(k) > Σ_{j≤k} z_(j)."""
-    ordered = np.sort(z)[::-1]
-    cumulative = np.cumsum(ordered) - 1
-    size = int(np.count_nonzero(np.arange(1, z.shape[0] + 1) * ordered > cumulative))
-    alpha = np.maximum(z - cumulative[size - 1] / size, 0)
-    return alpha, alpha > 0
-
-
-def softmax_row(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """α = softmax(z) for one row; every word is free."""
-    e = np.exp(z - z.max())
-    return e / e.sum(), np.ones(z.shape, bool)
-
-
-def prescribed_row(n: int, length: int, transform: int, dtype) -> tuple[np.ndarray, np.ndarray]:
-    """α of step n for a prescribed order (easyfirst.ops.attention: uniform, left-to-right,
-    right-to-left, starting over every L steps); no word is free, so no gradient reaches the scores."""
-    if transform == UNIFORM:
-        alpha = np.full(length, 1.0 / length, dtype)
+@_jit
+def _tanh(x, two):
+    """tanh(x) from exp(−2|x|), in the type of ``two`` (2 as float32 or float64): libm's tanh
+    (math.tanh) took half of a forward step's time, and float32's expf is twice as fast as exp. Below
+    |x| = 0.5, expm1 keeps the relative error at a few ulp (1 − e would cancel)."""
+    ax = abs(x)
+    if ax < 0.5:
+        m = math.expm1(-two * ax)
+        y = -m / (two + m)
     else:
-        alpha = np.zeros(length, dtype)
-        position = (n - 1) % length
-        alpha[position if transform == LEFT_TO_RIGHT else length - 1 - position] = 1
-    return alpha, np.zeros(length, bool)
+        e = math.exp(-two * ax)
+        one = two / two
+        y = (one - e) / (one + e)
+    return y if x >= 0 else -y
 
 
-def hard_row(
-    sketch: np.ndarray, budget: np.ndarray, word_scores: tuple[np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """α of vanilla easy-first (Alg. 1, lines 4–6; easyfirst.ops.attention's ``hard``): all on the word
-    with budget left whose best tag score, ``fixed`` ``(L, K)`` + Sⁿ⁻¹ ``weight_t`` ``(D_s, K)``, is
-    highest (ties: the leftmost); none when no word has budget left. No word is free."""
-    fixed, weight_t = word_scores
-    best = (fixed + sketch @ weight_t).max(1)
-    alpha = np.zeros(budget.shape, sketch.dtype)
-    if (budget > 0).any():
-        alpha[np.where(budget > 0, best, -np.inf).argmax()] = 1
-    return alpha, np.zeros(budget.shape, bool)
+# tanh(x) ≈ x p(x²) / q(x²) on [−C, C] (±1 in float32 beyond), without a call to libm
+_CLAMP = np.float32(7.90531110763549805)
+_ALPHA = tuple(
+    np.float32(a)
+    for a in (
+        -2.76076847742355e-16,
+        2.00018790482477e-13,
+        -8.60467152213735e-11,
+        5.12229709037114e-08,
+        1.48572235717979e-05,
+        6.37261928875436e-04,
+        4.89352455891786e-03,
+    )
+)
+_BETA = tuple(
+    np.float32(b)
+    for b in (1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03)
+)
 
 
-def attention_row(
-    transform: int, z: np.ndarray, n: int, beta: np.ndarray, sketch: np.ndarray, word_scores
-) -> tuple[np.ndarray, np.ndarray]:
-    """Eq. 3 for one row: ``(α, free set)`` of step ``n`` from the scores ``z`` ``(L,)``; the budgeted
-    choices take u = 1 − βⁿ⁻¹ (a fresh unit every L steps), hard attention also Sⁿ⁻¹ and the output
-    layer's ``word_scores`` (:func:`hard_row`)."""
+@_jit
+def _rational_tanh(x):
+    x = min(max(x, -_CLAMP), _CLAMP)
+    x2 = x * x
+    p = (
+        ((((_ALPHA[0] * x2 + _ALPHA[1]) * x2 + _ALPHA[2]) * x2 + _ALPHA[3]) * x2 + _ALPHA[4]) * x2 + _ALPHA[5]
+    ) * x2
+    q = ((_BETA[0] * x2 + _BETA[1]) * x2 + _BETA[2]) * x2 + _BETA[3]
+    return x * (p + _ALPHA[6]) / q
+
+
+@_jit
+def _tanh_any(x, fast, two):
+    """tanh(x): the rational approximation in float32 tagging (``fast``), else the exp-based one."""
+    return _rational_tanh(x) if fast else _tanh(x, two)
+
+
+@_jit
+def tanh_range(values, lo, hi, fast, two, sigmoid):
+    """values[lo:hi] = tanh(values[lo:hi]) in place, or with ``sigmoid`` σ = (1 + tanh(x/2)) / 2, by
+    :func:`_tanh_any`; the choice of tanh made once, outside the loop, so that LLVM vectorizes it."""
+    half = two / (two + two)
+    if fast and sigmoid:
+        for j in range(lo, hi):
+            values[j] = _rational_tanh(values[j] * half) * half + half
+    elif fast:
+        for j in range(lo, hi):
+            values[j] = _rational_tanh(values[j])
+    elif sigmoid:
+        for j in range(lo, hi):
+            values[j] = _tanh(values[j] * half, two) * half + half
+    else:
+        for j in range(lo, hi):
+            values[j] = _tanh(values[j], two)
+
+
+@_jit
+def csoftmax_row(z, u, exp_range, alpha, free):
+    """csoftmax(z; u) of one row (Eq. 11, easyfirst.ops.constrained) into ``alpha`` and its free set A
+    into ``free``: α = min(exp(z) τ, u) with τ = max_k r_k / T_k over the words sorted by decreasing
+    exp(z)/u, r_k = 1 − Σ_{j<k} u_j and T_k = Σ_{j≥k} exp(z_j) summed from the small end. In float64
+    exp space while every score lies within ``exp_range`` of 0, else in log space (:func:`_csoftmax_log`)."""
     length = z.shape[0]
-    if transform == SPARSEMAX:  # no budget
-        return sparsemax_row(z)
-    if transform == SOFTMAX:
-        return softmax_row(z)
-    if transform == HARD:  # Alg. 1 on Sⁿ⁻¹
-        return hard_row(sketch, budget(n, length, beta), word_scores)
-    if transform in PRESCRIBED:
-        return prescribed_row(n, length, transform, sketch.dtype)
+    wide = np.empty(length)
+    total = 0.0
+    for i in range(length):
+        wide[i] = np.float64(u[i])
+        total += wide[i]
+    if total <= 1.0:  # no slack: every constraint is tight
+        for i in range(length):
+            alpha[i] = u[i]
+            free[i] = False
+        return
+    for i in range(length):
+        if abs(z[i]) > exp_range:
+            _csoftmax_log(z, u, wide, alpha, free)
+            return
+    e = np.empty(length)
+    q = np.empty(length)
+    for i in range(length):
+        e[i] = math.exp(np.float64(z[i]))
+        q[i] = -(e[i] / wide[i])
+    order = np.argsort(q, kind="mergesort")  # decreasing exp(z)/u, ties in index order
+    tail = np.empty(length)
+    running = 0.0
+    for k in range(length - 1, -1, -1):
+        running += e[order[k]]
+        tail[k] = running
+    best = -np.inf
+    used = 0.0
+    for k in range(length):
+        budget = wide[order[k]]
+        used += budget
+        ratio = (budget - used + 1.0) / tail[k]
+        if ratio > best:
+            best = ratio
+    for i in range(length):
+        share = e[i] * best
+        free[i] = share < wide[i]
+        alpha[i] = share if free[i] else u[i]
+
+
+@_jit
+def _csoftmax_log(z, u, wide, alpha, free):
+    """:func:`csoftmax_row` in log space, for scores beyond exp's range: log τ = max_k log r_k − log T_k
+    with log T_k a running log-sum-exp from the small end. A word without budget is held at 0 and left
+    out of the sums (it would be held there whatever its score), so no exp overflows or underflows."""
+    length = z.shape[0]
+    key = np.empty(length)
+    for i in range(length):
+        key[i] = -(np.float64(z[i]) - math.log(wide[i])) if wide[i] > 0 else -np.inf
+    order = np.argsort(key, kind="mergesort")
+    log_tail = np.empty(length)
+    running = -np.inf
+    for k in range(length - 1, -1, -1):
+        i = order[k]
+        if wide[i] > 0:
+            value = np.float64(z[i])
+            top = max(running, value)
+            running = top + math.log(math.exp(running - top) + math.exp(value - top))
+        log_tail[k] = running
+    best = -np.inf
+    used = 0.0
+    for k in range(length):
+        used += wide[order[k]]
+        left = wide[order[k]] - used + 1.0
+        if left > 0 and log_tail[k] > -np.inf:
+            best = max(best, math.log(left) - log_tail[k])
+    for i in range(length):
+        share = math.exp(np.float64(z[i]) + best) if wide[i] > 0 else 0.0
+        free[i] = share < wide[i]
+        alpha[i] = share if free[i] else u[i]
+
+
+@_jit
+def sparsemax_row(z, alpha, free):
+    """sparsemax(z) of one row into ``alpha`` and its support into ``free``, as
+    :func:`easyfirst.backends.rows.sparsemax_row`."""
+    ordered = np.sort(z.astype(np.float64))[::-1]
+    running = 0.0
+    total = 0.0
+    size = 0
+    for k in range(ordered.shape[0]):  # the k with 1 + k z_(k) > Σ_{j≤k} z_(j) are a prefix
+        running += ordered[k]
+        if (k + 1) * ordered[k] > running - 1.0:
+            size = k + 1
+            total = running
+    threshold = (total - 1.0) / size
+    for i in range(z.shape[0]):
+        alpha[i] = max(z[i] - threshold, 0.0)
+        free[i] = alpha[i] > 0
+
+
+@_jit
+def softmax_row(z, alpha, free):
+    """softmax(z) of one row into ``alpha``; every word is free."""
+    top = z.max()
+    total = 0.0
+    for i in range(z.shape[0]):
+        alpha[i] = math.exp(z[i] - top)
+        total += alpha[i]
+        free[i] = True
+    for i in range(z.shape[0]):
+        alpha[i] /= total
+
+
+@_jit
+def prescribed_row(n, transform, alpha, free):
+    """α of step n for a prescribed order (UNIFORM, LEFT_TO_RIGHT, RIGHT_TO_LEFT), as
+    :func:`easyfirst.backends.rows.prescribed_row`; no word is free."""
+    length = alpha.shape[0]
+    position = (n - 1) % length
+    if transform == RIGHT_TO_LEFT:
+        position = length - 1 - position
+    for i in range(length):
+        free[i] = False
+        if transform == UNIFORM:
+            alpha[i] = 1.0 / length
+        else:
+            alpha[i] = 1.0 if i == position else 0.0
+
+
+@_jit
+def hard_row(sketch, budget, scores_fixed, scores_weight_t, alpha, free):
+    """α of vanilla easy-first into ``alpha``, as :func:`easyfirst.backends.rows.hard_row`: all on the
+    word with budget left whose best tag score (``scores_fixed`` + ``sketch`` ``scores_weight_t``) is
+    highest, the leftmost of ties; none when no word has budget left. No word is free."""
+    tags = np.dot(sketch, scores_weight_t)
+    chosen = -1
+    best = -np.inf
+    for i in range(sketch.shape[0]):
+        free[i] = False
+        alpha[i] = 0.0
+        if budget[i] > 0:
+            top = -np.inf
+            for k in range(tags.shape[1]):
+                top = max(top, tags[i, k] + scores_fixed[i, k])
+            if chosen < 0 or top > best:
+                chosen, best = i, top
+    if chosen >= 0:
+        alpha[chosen] = 1.0
+
+
+@_jit
+def attend(transform, n, z, budget, exp_range, sketch, scores_fixed, scores_weight_t, b, alpha, free):
+    """αⁿ of one sentence (Eq. 3) into ``alpha`` and its free set (csoftmax: A; sparsemax: the support;
+    softmax: every word; the others: none) into ``free``."""
     if transform == CSOFTMAX:
-        return csoftmax_row(z, budget(n, length, beta))  # Eq. 11
-    raise ValueError(f"no row function for attention code {transform}")
-
-
-def attention_row_backward(
-    alpha: np.ndarray, free: np.ndarray, grad: np.ndarray, transform: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(dz, du)`` from α, its free set (csoftmax: A; sparsemax: the support; softmax: all words) and
-    dα. csoftmax, Prop. 1: dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = dα − … off A; softmax the same with
-    A = all; sparsemax: dz = dα − mean_S(dα) on S; a prescribed order or hard: A empty, dz = 0. Only
-    csoftmax reads u."""
-    weighted = np.where(free, 1 if transform == SPARSEMAX else alpha, 0)
-    mass = weighted.sum()
-    centred = grad - (weighted @ grad) / (mass if mass > 0 else 1)
-    return weighted * centred, np.where(free, 0, centred)
-
-
-def budget(n: int, length: int, beta: np.ndarray) -> np.ndarray:
-    """u = (⌈n/L⌉ − βⁿ⁻¹)₊: a fresh unit of budget every L steps."""
-    return np.maximum((1.0 if n <= length else float(np.ceil(n / length))) - beta, 0)
-
-
-def window_rows(x: np.ndarray, width: int) -> np.ndarray:
-    """The windows of Eq. 1 over the rows of ``x`` ``(L, C)``, zeros past the edges: ``(L, K·C)``."""
-    length, channels = x.shape
-    pad = width // 2
-    padded = np.zeros((length + 2 * pad, channels), x.dtype)
-    padded[pad : pad + length] = x
-    return window_view(padded, width).copy()
-
-
-def window_view(padded: np.ndarray, width: int) -> np.ndarray:
-    """The windows of K = ``width`` rows of a C-contiguous ``padded`` ``(L + K − 1, C)`` side by side:
-    an ``(L, K·C)`` view whose rows overlap (row i starts at padded[i]). NumPy's slidingwindow_view
-    gives the same windows at about 30 times the fixed cost."""
-    rows, channels = padded.shape
-    item = padded.itemsize
-    shape, strides = (rows - width + 1, width * channels), (channels * item, item)
-    return np.ndarray(shape, padded.dtype, padded, 0, strides)
-
-
-def transposed_window(flat: np.ndarray, width: int) -> np.ndarray:
-    """For out = window_rows(x) · flatᵀ (``flat`` ``(O, K·C)``), the ``(K·O, C)`` matrix B with
-    dx = window_rows(d out) · B: dx_j = Σ_k W_{K−1−k}ᵀ d out_{j+k−w}, the window map transposed."""
-    out, columns = flat.shape
-    channels = columns // width
-    flipped = flat.reshape(out, width, channels)[:, ::-1].transpose(1, 0, 2)
-    return np.ascontiguousarray(flipped).reshape(width * out, channels)
+        csoftmax_row(z, budget, exp_range, alpha, free)
+    elif transform == SPARSEMAX:  # no budget
+        sparsemax_row(z, alpha, free)
+    elif transform == SOFTMAX:
+        softmax_row(z, alpha, free)
+    elif transform == HARD:  # Alg. 1 on Sⁿ⁻¹
+        hard_row(sketch, budget, scores_fixed[b, : z.shape[0]], scores_weight_t, alpha, free)
+    else:  # a prescribed order
+        prescribed_row(n, transform, alpha, free)

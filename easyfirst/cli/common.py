@@ -105,10 +105,12 @@ def load_tagger(model: Path | None, device: str = "cpu", note: bool = False, bac
     if backend not in CHOICES:
         raise InputError(f"--backend {backend}: one of {', '.join(CHOICES)}")
     from easyfirst.api import Tagger
+    from easyfirst.backends.chooser import load_tagging_loops
     from easyfirst.parallel.cores import tagging_processes
 
     tagger = Tagger.load(folder, device, backend=backend, threads=None)  # the verb's threads: torch's own
     tagger.processes = tagging_processes()  # a large call on every core (at most 8); one off the CPU
+    load_tagging_loops(tagger.model)  # the compiled loops, loaded before a pool forks (and compiled once)
     if note:
         note_stopped(folder, tagger.config)
     return tagger

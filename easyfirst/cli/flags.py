@@ -250,8 +250,8 @@ FLAGS = (
               "CPU only; default: one per core (at most 8, one per 500 training sentences); 1: one process, "
               "repeatable bit for bit."),
     Flag("--backend", "train.backend", choices=lambda: list(CHOICES),
-         help="Force a backend (for debugging and benchmarks): numba, numpy (one sentence on the CPU), fused "
-              "(csoftmax batches) or reference (the model itself), which runs whatever the forced one does "
+         help="Force a backend (for debugging and benchmarks): numba (compiled CPU loops), fused "
+              "(csoftmax batches, the GPU) or reference (the model itself), which runs whatever the forced one does "
               "not support; auto: the fastest that supports each batch."),
     Flag("--threads", "train.threads", show=lambda v: "torch's choice" if not v else str(v),
          help="CPU threads for torch in this training process (0: torch's choice, one per core). 1 by "

@@ -7,7 +7,7 @@ layers above are ``upper.0``, ``upper.1``, ... Each layer is its own ``nn.LSTM``
 ``nn.LSTM(num_layers=k)``, whose built-in dropout between layers can only be naive.
 
 This is the reference: ``nn.LSTM`` over packed sequences. A backend may compute the same function
-faster for some batches (easyfirst.backends: one sentence on the CPU, layer by layer in NumPy).
+faster for some batches (easyfirst.backends: on the CPU, in loops compiled by Numba).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ Scores (see easyfirst.ops.attention): Eq. 2, optionally z/T (``temperature``) an
 (``score_words``), taken without gradient; none for the prescribed orders.
 
 This loop is the reference for every setting. The backends ``fused`` (a batch with csoftmax) and
-``numpy``/``numba`` (one sentence on the CPU) compute the same function faster where they declare the
+``numba`` (compiled CPU loops) compute the same function faster where they declare the
 settings (easyfirst.backends); the model never calls them itself.
 """
 

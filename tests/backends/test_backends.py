@@ -2,7 +2,7 @@
 model for which settings and batches; a setting that no fast backend declares runs the reference, and
 the log says so; a forced backend runs where it applies and the reference elsewhere; one attention table.
 That each backend computes what the reference computes is tests/backends/test_fused_sketch.py's and
-tests/backends/test_lean.py's (float64, outputs and gradients)."""
+tests/backends/test_compiled.py's (float64, outputs and gradients)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from rich.console import Console
 
 import easyfirst
 from conftest import SAMPLE, run_cli, train_on_sample
-from easyfirst.backends import NAMES, fused, lean, rows
+from easyfirst.backends import NAMES, compiled, declaration, fused
 from easyfirst.backends import chooser as chooser_module
 from easyfirst.backends.chooser import BACKENDS, choose_backend
 from easyfirst.backends.declaration import DECODER_SETTINGS, REVISIONS
@@ -28,19 +28,16 @@ from easyfirst.ops.attention import ATTENTIONS
 from easyfirst.ops.kinds import KINDS
 from easyfirst.training.loop import train
 
-# without Numba (an install without the extra fast) the NumPy loops take its place
-SINGLE_TRAINING = "numba" if lean.kernels() is not None else "numpy"
-
 
 def test_one_table_of_attention_names_and_codes():
     codes = [kind.code for kind in KINDS.values()]
     assert len(set(codes)) == len(codes), "every attention has its own code"
     assert set(ATTENTIONS) == set(KINDS), "every name in the table has its function, and no other"
-    assert rows.ROW_ATTENTIONS <= set(KINDS)
-    # the constants the NumPy rows and the compiled kernels compare with are the table's, by name
-    for name in rows.ROW_ATTENTIONS:
-        assert getattr(rows, name.upper().replace("-", "_")) == KINDS[name].code
-    assert set(rows.LEARNED) == {KINDS[n].code for n in ("csoftmax", "sparsemax", "softmax")}
+    assert declaration.ROW_ATTENTIONS <= set(KINDS)
+    # the constants the compiled rows compare with are the table's, by name
+    for name in declaration.ROW_ATTENTIONS:
+        assert getattr(declaration, name.upper().replace("-", "_")) == KINDS[name].code
+    assert set(declaration.LEARNED) == {KINDS[n].code for n in ("csoftmax", "sparsemax", "softmax")}
 
 
 def test_backend_names_are_one_list():
@@ -51,19 +48,19 @@ def test_backend_names_are_one_list():
 @pytest.mark.parametrize(
     ("model", "attention", "sentences", "device", "dtype", "training", "expected"),
     [
-        ("nef-f", "csoftmax", "one", "cpu", "float32", True, (SINGLE_TRAINING, SINGLE_TRAINING)),
-        ("nef-s", "hard", "one", "cpu", "float64", True, (SINGLE_TRAINING, SINGLE_TRAINING)),
-        ("nef-f", "csoftmax", "one", "cpu", "float32", False, ("numpy", "numpy")),  # tagging: no compiler
-        ("nef-f", "entmax15", "one", "cpu", "float32", True, (SINGLE_TRAINING, "reference")),
-        ("nef-f", "csoftmax", "many", "cpu", "float32", True, ("reference", "fused")),
-        ("nef-s", "csoftmax", "many", "cpu", "float64", False, ("fused", "fused")),  # tagging: padded BiLSTM
+        ("nef-f", "csoftmax", "one", "cpu", "float32", True, ("numba", "numba")),
+        ("nef-s", "hard", "one", "cpu", "float64", True, ("numba", "numba")),
+        ("nef-f", "csoftmax", "one", "cpu", "float32", False, ("numba", "numba")),
+        ("nef-f", "entmax15", "one", "cpu", "float32", True, ("numba", "reference")),
+        ("nef-f", "csoftmax", "many", "cpu", "float32", True, ("numba", "numba")),
+        ("nef-s", "csoftmax", "many", "cpu", "float64", False, ("numba", "numba")),  # tagging: any batch
         ("nef-f", "csoftmax", "one", "cuda", "float32", True, ("reference", "fused")),
         ("nef-f", "csoftmax", "many", "cuda", "float32", False, ("reference", "fused")),  # cuDNN packs
         ("nef-f", "csoftmax", "one", "cpu", "bfloat16", False, ("fused", "fused")),
-        ("bilstm", "csoftmax", "many", "cpu", "float32", False, ("fused", None)),
-        ("nef-f", "sparsemax", "many", "cpu", "float32", True, ("reference", "reference")),
-        ("nef-f", "csparsemax", "one", "cpu", "float32", True, (SINGLE_TRAINING, "reference")),
-        ("bilstm", "csoftmax", "one", "cpu", "float32", False, ("numpy", None)),
+        ("bilstm", "csoftmax", "many", "cpu", "float32", False, ("numba", None)),
+        ("nef-f", "sparsemax", "many", "cpu", "float32", True, ("numba", "numba")),
+        ("nef-f", "csparsemax", "one", "cpu", "float32", True, ("numba", "reference")),
+        ("bilstm", "csoftmax", "one", "cpu", "float32", False, ("numba", None)),
     ],
 )
 def test_the_chooser_takes_the_first_backend_that_declares_the_batch(
@@ -80,10 +77,13 @@ def test_a_forced_backend_runs_where_it_supports_the_batch_and_the_reference_els
     config = ModelConfig(decoder=DecoderSettings(attention="sparsemax"))
     plan = choose_backend(config, "many", "cpu", "float32", True, force="fused")
     assert (plan.encoder.name, plan.decoder.name) == ("reference", "reference")
-    assert "fused: attention = sparsemax (csoftmax only)" in plan.describe()
-    assert "passed over fused: training = True (False only)" in plan.describe()  # its BiLSTM tags only
-    plan = choose_backend(ModelConfig(), "one", "cpu", "float32", True, force="numpy")
-    assert (plan.encoder.name, plan.decoder.name) == ("numpy", "numpy")  # numba never considered
+    # its BiLSTM tags only, its decoder computes csoftmax only
+    assert plan.describe() == (
+        "reference (the model's torch modules: BiLSTM and decoder) — fused: training = True (False only); "
+        "attention = sparsemax (csoftmax only)"
+    )
+    plan = choose_backend(ModelConfig(), "many", "cpu", "float32", False, force="fused")
+    assert (plan.encoder.name, plan.decoder.name) == ("fused", "fused")  # numba never considered
     plan = choose_backend(ModelConfig(), "many", "cpu", "float32", True, force="reference")
     assert (plan.encoder.name, plan.decoder.name) == ("reference", "reference")
     with pytest.raises(ValueError, match="unknown backend 'fast'"):
@@ -92,14 +92,14 @@ def test_a_forced_backend_runs_where_it_supports_the_batch_and_the_reference_els
 
 def test_a_setting_no_fast_backend_declares_runs_the_reference_and_the_log_says_so(tmp_path, monkeypatch):
     """A new decoder setting (here a made-up one, ``sketch_novelty``) that no backend declares: training
-    at one sentence per update, which would take the NumPy/Numba decoder, runs the reference decoder
+    at one sentence per update, which would take the compiled decoder, runs the reference decoder
     (the fast loops are made to fail if called), and the log and metrics.json say why."""
     monkeypatch.setattr(chooser_module, "DECODER_SETTINGS", (*DECODER_SETTINGS, "sketch_novelty"))
     read = ModelConfig.get
     monkeypatch.setattr(
         ModelConfig, "get", lambda self, key: 1 if key == "sketch_novelty" else read(self, key)
     )
-    monkeypatch.setattr(lean, "lean_decoder", lambda *a, **k: pytest.fail("a fast decoder ran"))
+    monkeypatch.setattr(compiled, "_sketch", lambda *a, **k: pytest.fail("a fast decoder ran"))
     monkeypatch.setattr(fused, "fused_sketch_loop", lambda *a, **k: pytest.fail("a fast decoder ran"))
     config = Config.load(os.path.join(os.path.dirname(__file__), "..", "..", "configs", "pos-reference.toml"))
     config.data.train = config.data.dev = str(SAMPLE)
@@ -107,8 +107,10 @@ def test_a_setting_no_fast_backend_declares_runs_the_reference_and_the_log_says_
     log = io.StringIO()
     train(config, tmp_path / "run", console=Console(file=log, width=1000))
     line = next(x for x in log.getvalue().splitlines() if x.startswith("backend updates"))
-    assert line.startswith(f"backend updates: {SINGLE_TRAINING} (BiLSTM), reference (decoder)"), line
-    assert "numba and numpy and fused: does not declare sketch_novelty" in line
+    assert line == (
+        "backend updates: numba (compiled CPU loops: BiLSTM), reference (the model's torch modules: "
+        "decoder) — numba: does not declare sketch_novelty"
+    )
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["backend"] == line.removeprefix("backend updates: ")
 
@@ -159,13 +161,13 @@ def test_a_new_revision_of_the_reference_runs_the_reference_until_the_backends_a
     """Revision 2 of the decoder's equations, which no fast backend declares: the decoder runs the
     reference on every batch, the encoder keeps its fast backend, and the plan says why."""
     monkeypatch.setitem(REVISIONS, "decoder", 2)
-    for sentences, encoder in (("one", SINGLE_TRAINING), ("many", "reference")):
+    for sentences, encoder in (("one", "numba"), ("many", "numba")):
         plan = choose_backend(ModelConfig(), sentences, "cpu", "float32", True)
         assert (plan.encoder.name, plan.decoder.name) == (encoder, "reference")
     assert "not ported to revision 2 of the reference's decoder (computes 1)" in plan.describe()
     monkeypatch.setitem(REVISIONS, "decoder", 1)
     assert (
-        choose_backend(ModelConfig(), "many", "cpu", "float32", True).decoder.name == "fused"
+        choose_backend(ModelConfig(), "many", "cpu", "float32", True).decoder.name == "numba"
     )  # the control
 
 
@@ -176,14 +178,14 @@ def test_the_tagger_gives_the_same_tags_on_every_backend(monkeypatch):
     tagger.processes = 1
     words = "She reads a book about the old city .".split()
     calls = []
-    original = lean.lean_decoder
-    monkeypatch.setattr(lean, "lean_decoder", lambda *a, **k: calls.append(1) or original(*a, **k))
+    original = compiled._sketch
+    monkeypatch.setattr(compiled, "_sketch", lambda *a, **k: calls.append(1) or original(*a, **k))
     found = {}
-    for name in ("auto", "numpy", "fused", "reference"):
+    for name in ("auto", "numba", "fused", "reference"):
         tagger.backend = name
         calls.clear()
         found[name] = tagger.tag([words])[0].tags
-        assert bool(calls) == (name in ("auto", "numpy")), name  # one sentence on the CPU: numpy
+        assert bool(calls) == (name in ("auto", "numba")), name  # tagging on the CPU: the compiled path
     assert len({tuple(tags) for tags in found.values()}) == 1
     with pytest.raises(ValueError, match="unknown backend"):
         tagger.backend = "fast"
@@ -196,10 +198,10 @@ def test_the_command_line_forces_a_backend_and_refuses_an_unknown_one(tmp_path):
     done = train_on_sample(tmp_path / "run", "--backend", "reference", "--sketch-steps", "2", epochs=1)
     assert done.returncode == 0, done.stderr.decode()
     text = (tmp_path / "run" / "train.log").read_text()
-    assert "backend updates: reference (BiLSTM and decoder)" in text
+    assert "backend updates: reference (the model's torch modules: BiLSTM and decoder)" in text
     # and, without --threads, one torch thread (issue #46: more spin when other work shares the cores)
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["threads"] == 1
     done = run_cli("export", tmp_path / "run", "--output", tmp_path / "exported")
     assert done.returncode == 0, done.stderr.decode()
     card = (tmp_path / "exported" / "README.md").read_text()  # the model card says which backend trained it
-    assert "Backend: reference (BiLSTM and decoder)." in card
+    assert "Backend: reference (the model's torch modules: BiLSTM and decoder)." in card

@@ -10,10 +10,9 @@ import pytest
 import torch
 
 from conftest import NER_SAMPLE, SAMPLE, run_cli
-from easyfirst.backends import lean
+from easyfirst.backends import compiled
 from easyfirst.backends.chooser import plan_for
-from easyfirst.backends.fused import FUSED
-from easyfirst.backends.single import NUMPY
+from easyfirst.backends.compiled import NUMBA
 from easyfirst.config import Config
 from easyfirst.data.batching import collate, encode
 from easyfirst.data.conllu import read_conllu
@@ -69,28 +68,29 @@ def test_a_words_character_features_do_not_depend_on_padding_or_neighbours(encod
 def test_a_model_with_characters_tags_the_same_batched_and_one_sentence_at_a_time(
     model_name, encoder, monkeypatch
 ):
-    """One sentence on the CPU, tagged, takes backend ``numpy`` (easyfirst.backends.lean) after the
-    embedder; a batch takes backend fused's padded BiLSTM: the same scores in float64, and those of the
-    reference's nn.LSTM over packed sequences."""
+    """Tagged on the CPU, a batch and each sentence alone take the compiled BiLSTM (backend ``numba``)
+    after the embedder: the same scores in float64, and those of the reference's nn.LSTM over packed
+    sequences."""
     model, vocabs, sentences = char_model(model_name, **encoder)
     items = [encode(vocabs, s.words) for s in sentences[:6]]
     taken = []
-    original = lean.lean_bilstm
-    monkeypatch.setattr(lean, "lean_bilstm", lambda *a, **k: taken.append(1) or original(*a, **k))
+    original = compiled._bilstm
+    monkeypatch.setattr(compiled, "_bilstm", lambda *a, **k: taken.append(1) or original(*a, **k))
     with torch.no_grad():
         batch = collate(items, list(range(len(items))))
         plan = plan_for(model, batch.mask, training=False)
-        assert plan.encoder is FUSED
+        assert plan.encoder is NUMBA
         batched, _ = model(batch, plan=plan)
+        assert taken
         torch.testing.assert_close(batched, model(batch)[0], atol=1e-10, rtol=1e-9)  # the reference
-        assert not taken
+        taken.clear()
         for b, item in enumerate(items):
             batch = collate([item], [0])
             plan = plan_for(model, batch.mask, training=False)
-            assert plan.encoder is NUMPY
+            assert plan.encoder is NUMBA
             alone, _ = model(batch, plan=plan)
             torch.testing.assert_close(alone[0], batched[b, : len(item)], atol=1e-10, rtol=1e-9)
-    assert len(taken) == len(items)  # every sentence alone took the lean path
+    assert len(taken) == len(items) * len(model.encoder.layers)  # every sentence alone took it
 
 
 @pytest.mark.parametrize("encoder", ENCODERS, ids=["cnn", "bilstm"])

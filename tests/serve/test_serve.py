@@ -192,24 +192,17 @@ def test_an_address_not_of_this_machine_exits_2_naming_the_flag():
     )
 
 
-def test_the_app_loads_numbas_tagging_loops_so_that_its_groups_take_them(monkeypatch):
-    """Issue #46: the server's groups go through backend numba's compiled loops where Numba is installed
-    (easyfirst tag --text does not load them); without Numba, through the fused path as before."""
-    from easyfirst.backends import chooser, lean, sentencewise
-    from easyfirst.model.settings import ModelConfig
+def test_the_app_compiles_the_loops_before_its_first_request(monkeypatch):
+    """The server's groups go through backend numba's compiled loops, which create_app runs once first
+    (after an install Numba compiles them then, not while a request waits)."""
+    from easyfirst.backends import compiled
     from easyfirst.serve import create_app
 
-    monkeypatch.setattr(sentencewise, "_module", None)
-    chooser.forget_choices()
-    try:
-        create_app()
-        installed = lean.kernels() is not None
-        assert sentencewise.loaded() == installed
-        plan = chooser.choose_backend(ModelConfig(), "many", "cpu", "float32", False)
-        assert plan.decoder.name == ("numba" if installed else "fused")
-    finally:
-        monkeypatch.undo()
-        chooser.forget_choices()
+    warmed = []
+    original = compiled.warm_up
+    monkeypatch.setattr(compiled, "warm_up", lambda: warmed.append(1) or original())
+    create_app()
+    assert warmed == [1]
 
 
 def test_create_app_runs_under_uvicorn_factory_mode():

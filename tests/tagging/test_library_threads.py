@@ -138,13 +138,14 @@ def test_calls_from_several_threads_leave_the_settings_as_found(tagger, caller):
 
 
 def test_the_chosen_backend_is_the_taggers_and_the_verbs_log_it(tmp_path):
+    said = "reference (the model's torch modules: BiLSTM and decoder)"
     tagger = Tagger.load(backend="reference")
-    assert tagger.backend == "reference" and tagger.chosen_backend == "reference"
+    assert tagger.backend == "reference" and tagger.chosen_backend == said
     result = run_cli("tag", "--text", "She reads a book.", "--backend", "reference")
     lines = result.stderr.decode().splitlines()
-    assert lines == ["backend: reference"]
+    assert lines == [f"backend: {said}"]
     result = run_cli("evaluate", str(SAMPLE), "--backend", "reference")
-    assert "backend: reference" in result.stderr.decode().splitlines()
+    assert f"backend: {said}" in result.stderr.decode().splitlines()
     auto = [
         line for line in run_cli("tag", "--text", "Hi.").stderr.decode().splitlines() if "backend" in line
     ]

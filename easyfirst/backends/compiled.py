@@ -1,0 +1,451 @@
+"""Backend ``numba``: the model's BiLSTM and decoder on the CPU through the compiled loops of
+:mod:`easyfirst.backends.kernels`, in training (with the backward written out) and in tagging, any
+batch, each sentence on its own rows.
+
+Only the time loops and the sketch loop are compiled. The products that do not change across steps (the
+input part of each LSTM gate, the encoder half of Eq. 1) run in torch in tagging, over the rows that
+hold words only (a server's group of one-sentence requests is mostly padding), and in NumPy inside
+:class:`BiLSTMFunction` and :class:`SketchFunction` in training.
+
+Numba compiles the loops once after an install (announced on the logger ``easyfirst``) and keeps them
+in its cache. During a compiled call BLAS runs on one thread (a multi-threaded OpenBLAS that finds the
+other cores busy waits for them: one sentence per update ran 7× slower on this project's 2-core machine
+with another job on the second core); the caller's setting is restored after the call.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+
+from easyfirst.backends.declaration import ANY, CSOFTMAX, LEARNED, MANY, ONE, ROW_ATTENTIONS, AtMost, Backend
+from easyfirst.ops.constrained import _EXP_RANGE
+from easyfirst.ops.kinds import KINDS
+from easyfirst.ops.window import flat_weight, window_columns
+
+_module = None  # easyfirst.backends.kernels once imported; False where it cannot be
+_blas: list = []  # threadpoolctl's controllers of the BLAS libraries loaded with the kernels
+
+
+def kernels():
+    """The compiled loops, imported on first use (importing Numba and SciPy takes about 0.4 s, which a
+    run on the GPU need not pay); None where Numba cannot be imported. The first import after an
+    install says so, once, and compiles every loop (float32, forward and backward), so that the next
+    process finds them all in Numba's cache."""
+    global _module
+    if _module is None:
+        try:
+            from easyfirst.backends import kernels as compiled
+        except ImportError:
+            _module = False
+            return None
+        from threadpoolctl import ThreadpoolController
+
+        _blas[:] = ThreadpoolController().select(user_api="blas").lib_controllers
+        _module = compiled
+        if compiled.cold():
+            logging.getLogger("easyfirst").warning(
+                "easyfirst: compiling the CPU loops (once after an install, about 25 s on 2 cores); "
+                "later runs read them from Numba's cache"
+            )
+            _compile_every_loop()
+    return _module or None
+
+
+def _compile_every_loop() -> None:
+    """Run each compiled loop once on tiny float32 inputs, with and without records, and each backward."""
+    two = np.full(1, 2, np.int64)
+    with torch.enable_grad():
+        lstm = torch.nn.LSTM(1, 2, bidirectional=True, batch_first=True)
+        x = torch.zeros(1, 2, 1, requires_grad=True)
+        BiLSTMFunction.apply(x, two, *(getattr(lstm, name) for name in LSTM_WEIGHTS)).sum().backward()
+        parts = [
+            torch.zeros(1, 2, 1),
+            torch.zeros(2, 1, 1),
+            torch.zeros(2),
+            torch.zeros(2, 1, 1),
+            torch.ones(1, 1),
+        ]
+        sketch, history = SketchFunction.apply(
+            *(part.requires_grad_() for part in parts), two, two, 2, (True, 1.0, 0.0, CSOFTMAX), None
+        )
+        (sketch.sum() + history.sum()).backward()
+    _run_tagging_loops()
+
+
+def _run_tagging_loops() -> None:
+    one = np.ones(1, np.int64)
+    with torch.no_grad():
+        _bilstm(np.zeros((1, 1, 2, 4), np.float32), np.zeros((2, 1, 4), np.float32), one, store=False)
+        _sketch(torch.zeros(1, 1, 2), torch.zeros(2, 1, 1), torch.ones(1, 1), one, one, 1, (True, 1.0, 0.0, CSOFTMAX),
+                None, False)  # fmt: skip
+
+
+@contextmanager
+def _one_blas_thread():
+    """BLAS on one thread for the duration of a compiled call, the caller's settings restored after."""
+    kernels()  # the BLAS libraries are known once the kernels are imported
+    before = [library.num_threads for library in _blas]
+    for library, threads in zip(_blas, before, strict=True):
+        if threads != 1:
+            library.set_num_threads(1)
+    try:
+        yield
+    finally:
+        for library, threads in zip(_blas, before, strict=True):
+            if threads != 1:
+                library.set_num_threads(threads)
+
+
+def _numpy(tensor: torch.Tensor) -> np.ndarray:
+    return np.ascontiguousarray(tensor.detach().numpy())
+
+
+def _wants_gradients(module, x: torch.Tensor) -> bool:
+    return torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in module.parameters()))
+
+
+def _on_words(mask: torch.Tensor, rows: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor):
+    """``rows · weightᵀ + bias`` for the rows of ``rows`` ``(B·L, C)`` that hold words, as ``(B·L, O)``:
+    the padding rows are left unset, since the compiled loops read a sentence's own rows only."""
+    flat = mask.reshape(-1)
+    if bool(flat.all()):
+        return torch.addmm(bias, rows, weight.T)
+    words = flat.nonzero().squeeze(1)
+    found = torch.addmm(bias, rows.index_select(0, words), weight.T)
+    spread = found.new_empty(rows.shape[0], found.shape[1])
+    spread[words] = found
+    return spread
+
+
+def encode(encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """easyfirst.model.encoder.BiLSTMEncoder.forward: ``(B, L, 2H)``, zeros on padding, layer by layer."""
+    size, length = mask.shape
+    lengths = mask.sum(1).numpy()  # (B,) int64, L_b
+    gradients = _wants_gradients(encoder, x)
+    for k, lstm in enumerate(encoder.layers):
+        if k:
+            x = encoder.between(x)
+        if gradients:  # one autograd node a layer, its products in NumPy
+            x = BiLSTMFunction.apply(x, lengths, *(getattr(lstm, name) for name in LSTM_WEIGHTS))
+            continue
+        directions = ("", "_reverse")
+        weight = torch.cat([getattr(lstm, f"weight_ih_l0{d}") for d in directions])  # (2·4H, D)
+        bias = torch.cat(
+            [getattr(lstm, f"bias_ih_l0{d}") + getattr(lstm, f"bias_hh_l0{d}") for d in directions]
+        )
+        # every step's input part, both directions in one product: (B, L, 2, 4H)
+        inputs = _on_words(mask, x.reshape(size * length, -1), weight, bias).view(size, length, 2, -1)
+        w_hh_t = torch.stack([getattr(lstm, f"weight_hh_l0{d}").T for d in directions])  # (2, H, 4H)
+        x = _bilstm(_numpy(inputs), _numpy(w_hh_t), lengths, store=False)[0]
+    return x
+
+
+# an nn.LSTM layer's parameters in the order BiLSTMFunction takes them: forward direction, then reverse
+LSTM_WEIGHTS = [
+    f"{kind}_l0{d}" for d in ("", "_reverse") for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+]
+
+
+def _bilstm(values: np.ndarray, w_hh_t: np.ndarray, lengths: np.ndarray, store: bool):
+    """The time loops of one layer (kernels.bilstm) from the input parts ``(B, L, 2, 4H)`` and ``W_hhᵀ``
+    ``(2, H, 4H)``: the states ``(B, L, 2H)`` and, with ``store``, the records of the backward (gates,
+    cells, tanh(cells), each direction in its reading order)."""
+    counts = lengths
+    size, length, _, four = values.shape
+    hidden = four // 4
+    dtype = values.dtype
+    out = np.zeros((size, length, 2 * hidden), dtype)
+    shape = (2, size, length) if store else (0, 0, 0)
+    gates, tanhs = np.empty((*shape, 4 * hidden), dtype), np.empty((*shape, hidden), dtype)
+    cells = np.zeros((2, size, length + 1, hidden) if store else (0, 0, 0, 0), dtype)
+    fast = dtype == np.float32 and not store
+    with _one_blas_thread():
+        kernels().bilstm(values, w_hh_t, counts, fast, out, gates, cells, tanhs)
+    return torch.from_numpy(out), (gates, cells, tanhs, out, counts)
+
+
+class BiLSTMFunction(torch.autograd.Function):
+    """One bidirectional ``nn.LSTM`` layer over ``x`` ``(B, L, D)`` (sentence b its first ``lengths[b]``
+    rows) from its eight parameters (:data:`LSTM_WEIGHTS`), with backpropagation through time by hand;
+    the input parts (x W_ihᵀ + both biases) and their gradients are one NumPy product each."""
+
+    @staticmethod
+    def forward(ctx, x, lengths, *weights):
+        w = [_numpy(weight) for weight in weights]
+        ctx.w_ih = np.concatenate([w[0], w[4]])  # (2·4H, D)
+        ctx.x = _numpy(x).reshape(-1, ctx.w_ih.shape[1])  # (B·L, D)
+        with (
+            _one_blas_thread(),
+            np.errstate(over="ignore", invalid="ignore"),
+        ):  # a diverging run: the loop says so
+            inputs = ctx.x @ ctx.w_ih.T + np.concatenate([w[2] + w[3], w[6] + w[7]])
+        w_hh_t = np.ascontiguousarray(np.stack([w[1].T, w[5].T]))  # (2, H, 4H)
+        size, length = x.shape[:2]
+        out, ctx.records = _bilstm(inputs.reshape(size, length, 2, -1), w_hh_t, lengths, store=True)
+        ctx.w_hh = np.stack([w[1], w[5]])  # (2, 4H, H)
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        with _one_blas_thread():
+            return BiLSTMFunction._backward(ctx, grad)
+
+    @staticmethod
+    def _backward(ctx, grad):
+        gates, cells, tanhs, out, counts = ctx.records
+        grad = grad.numpy()
+        hidden = out.shape[2] // 2
+        size, length, _ = out.shape
+        d_inputs = np.zeros((size, length, 2, 4 * hidden), gates.dtype)
+        d_w_hh = np.zeros(ctx.w_hh.shape, gates.dtype)
+        for b, n in enumerate(counts):
+            if not n:
+                continue
+            # each direction's states and their gradients in its reading order
+            states = np.stack([out[b, :n, :hidden], out[b, n - 1 :: -1, hidden:]])
+            ahead = np.stack([grad[b, :n, :hidden], grad[b, n - 1 :: -1, hidden:]])
+            d_gates = np.empty((2, n, 4 * hidden), gates.dtype)
+            kernels().lstm_backward(
+                ahead,
+                np.ascontiguousarray(gates[:, b, :n]),
+                np.ascontiguousarray(cells[:, b, : n + 1]),
+                np.ascontiguousarray(tanhs[:, b, :n]),
+                ctx.w_hh,
+                d_gates,
+            )
+            d_inputs[b, :n, 0], d_inputs[b, :n, 1] = d_gates[0], d_gates[1, ::-1]
+            d_w_hh[:, :, :] += d_gates[:, 1:].transpose(0, 2, 1) @ states[:, :-1]  # h₀ = 0 adds nothing
+        rows = d_inputs.reshape(size * length, -1)  # (B·L, 2·4H)
+        d_x = torch.from_numpy((rows @ ctx.w_ih).reshape(size, length, -1))
+        d_w_ih, d_bias = np.split(rows.T @ ctx.x, 2), np.split(rows.sum(0), 2)
+        # each bias gets its own array: the optimizer and clipping change gradients in place
+        found = [
+            d_w_ih[0],
+            d_w_hh[0],
+            d_bias[0],
+            d_bias[0].copy(),
+            d_w_ih[1],
+            d_w_hh[1],
+            d_bias[1],
+            d_bias[1].copy(),
+        ]
+        return d_x, None, *(torch.from_numpy(np.ascontiguousarray(d)) for d in found)
+
+
+def decode(decoder, states, mask, steps, score_words, beyond_length):
+    """easyfirst.model.sketch.SketchDecoder.forward: Sᴺ ``(B, L, D_s)`` and the history ``(B, N_max,
+    L)``, each sentence running its own N_b steps over its own words."""
+    size, length = mask.shape
+    lengths = mask.sum(1).numpy()  # L_b, and N_b as easyfirst.model.sketch.sentence_steps counts them
+    n_steps = (
+        lengths
+        if steps is None
+        else np.full_like(lengths, steps)
+        if beyond_length
+        else lengths.clip(max=steps)
+    )
+    total = int(n_steps.max()) if size else 0
+    if not total or not length:  # no step to run
+        return states.new_zeros(size, length, decoder.sketch_dim), states.new_zeros(size, total, length)
+    half = decoder.input_half  # Eq. 1's H half
+    kind = decoder.attention
+    settings = (
+        decoder.full_state,
+        float(decoder.temperature),
+        float(decoder.coverage_penalty),
+        KINDS[kind.name].code,
+    )
+    word_scores = None
+    if kind.scores == "output":  # hard attention: the output layer's parts, no gradient through it
+        word_scores = (_numpy(score_words.fixed), _numpy(score_words.weight.T))
+    weight, v = decoder.sketch_half.weight, decoder.v.weight
+    if _wants_gradients(decoder, states):
+        return SketchFunction.apply(
+            states, half.weight, half.bias, weight, v, lengths, n_steps, total, settings, word_scores
+        )
+    with torch.no_grad():  # Eq. 1's H half (B, L, O) over the windows of the words only
+        cols = window_columns(states.transpose(1, 2), half.weight.shape[-1])
+        fixed = _on_words(mask, cols, flat_weight(half.weight), half.bias).view(size, length, -1)
+        return _sketch(fixed, weight, v, lengths, n_steps, total, settings, word_scores, False)[:2]
+
+
+def _sketch(fixed, weight, v, lengths, n_steps, total: int, settings: tuple, word_scores, store: bool):
+    """kernels.decoder_forward on tensors (``lengths`` and ``n_steps`` NumPy): Sᴺ, the history and
+    (``store``) the records by packed row."""
+    values = _numpy(fixed)
+    size, length, out = values.shape
+    sketch_dim, width = weight.shape[1], weight.shape[2]
+    dtype = values.dtype
+    counts = lengths
+    if word_scores is None:
+        word_scores = (np.empty((0, 0, 0), dtype), np.empty((0, 0), dtype))
+    sketch = np.zeros((size, length, sketch_dim), dtype)
+    history = np.zeros((size, total, length), dtype)
+    steps, rows = (total, int(counts.sum())) if store else (0, 0)
+    nef_s = 0 if settings[0] else steps
+    records = (
+        np.empty((max(steps - 1, 0), rows, width * sketch_dim), dtype),  # windows of Sⁿ⁻¹, n ≥ 2
+        np.empty((steps, rows, out), dtype),  # tanh(aⁿ)
+        np.empty((steps, rows), bool),  # the free sets
+        np.zeros((steps + 1 if store else 0, rows), dtype),  # β⁰..βᴺ
+        np.empty((nef_s, rows, out), dtype),  # NEF-S: aⁿ
+        np.empty((nef_s, size, sketch_dim), dtype),  # NEF-S: the pooled tanh, by packed sentence
+    )
+    fast = dtype == np.float32 and not store
+    with _one_blas_thread():
+        kernels().decoder_forward(
+            values,
+            _numpy(flat_weight(weight).T),  # (K·D_s, O)
+            _numpy(v[0]),
+            counts,
+            n_steps,
+            settings,
+            _EXP_RANGE,
+            fast,
+            *word_scores,
+            sketch,
+            history,
+            records,
+        )
+    return torch.from_numpy(sketch), torch.from_numpy(history), records
+
+
+class SketchFunction(torch.autograd.Function):
+    """Sᴺ and the history from the states H ``(B, L, D_h)``, the input half's weight ``(O, D_h, K)`` and
+    bias, the sketch half's weight ``(O, D_s, K)`` and v ``(1, D_z)``: Eq. 1's H half once, in NumPy,
+    then the step loop, with its backward written out (Prop. 1's Jacobian for csoftmax); the sums over
+    steps (the weights' and v's gradients) are one product each."""
+
+    @staticmethod
+    def forward(ctx, states, in_weight, in_bias, weight, v, lengths, n_steps, total, settings, word_scores):
+        size, length, _ = states.shape
+        in_cols = _numpy(window_columns(states.detach().transpose(1, 2), in_weight.shape[2]))  # (B·L, K·D_h)
+        in_flat = _numpy(flat_weight(in_weight.detach()))  # (O, K·D_h)
+        with _one_blas_thread(), np.errstate(over="ignore", invalid="ignore"):
+            fixed = (in_cols @ in_flat.T + _numpy(in_bias)).reshape(size, length, -1)
+        ctx.half = (in_cols, in_flat, states.shape)
+        sketch, history, records = _sketch(
+            torch.from_numpy(fixed), weight, v, lengths, n_steps, total, settings, word_scores, True
+        )
+        ctx.records, ctx.settings, ctx.history = records, settings, history.numpy()
+        ctx.weight, ctx.v, ctx.counts = _numpy(weight), _numpy(v[0]), (lengths, n_steps)
+        return sketch, history
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_sketch, grad_history):
+        with _one_blas_thread():
+            return SketchFunction._backward(ctx, grad_sketch, grad_history)
+
+    @staticmethod
+    def _backward(ctx, grad_sketch, grad_history):
+        cols, tanhs, free, betas, affines, pooled = ctx.records
+        full_state, temperature, coverage_penalty, transform = ctx.settings
+        lengths, n_steps = ctx.counts
+        out, sketch_dim, width = ctx.weight.shape
+        score_dim = out - sketch_dim
+        flat = ctx.weight.transpose(0, 2, 1).reshape(out, width * sketch_dim)
+        # the transposed window map: dS_j = Σ_k W_{K−1−k}ᵀ da_{j+k−w}, rows (k, o)
+        back = np.ascontiguousarray(ctx.weight[:, :, ::-1].transpose(2, 0, 1)).reshape(
+            width * out, sketch_dim
+        )
+        dtype = ctx.history.dtype
+        d_fixed = np.zeros((*ctx.history.shape[::2], out), dtype)
+        d_flat, d_v = np.zeros_like(flat), np.zeros_like(ctx.v)
+        order = np.argsort(-n_steps, kind="stable")  # the packing of kernels.decoder_forward
+        starts = np.concatenate([[0], np.cumsum(lengths[order])])
+        for k, b in enumerate(order):
+            lo, hi, steps = starts[k], starts[k + 1], n_steps[b]
+            if hi == lo or not steps:
+                continue
+            n = hi - lo
+            d_affines, d_scores = np.empty((steps, n, out), dtype), np.empty((steps, n), dtype)
+            g_sketch = np.zeros((n, sketch_dim), dtype) if grad_sketch is None else grad_sketch[b, :n].numpy()
+            g_history = (
+                np.zeros((steps, n), dtype) if grad_history is None else grad_history[b, :steps, :n].numpy()
+            )
+            record = tanhs[:steps, lo:hi]
+            kernels().decoder_backward(
+                np.ascontiguousarray(record),
+                np.ascontiguousarray(free[:steps, lo:hi]),
+                np.ascontiguousarray(betas[: steps + 1, lo:hi]),
+                np.ascontiguousarray(affines[:steps, lo:hi]),
+                np.ascontiguousarray(pooled[:steps, k]),
+                np.ascontiguousarray(ctx.history[b, :steps, :n]),
+                back,
+                ctx.v,
+                g_sketch.copy(),
+                np.ascontiguousarray(g_history),
+                full_state,
+                temperature,
+                coverage_penalty,
+                transform,
+                d_affines,
+                d_scores,
+            )
+            d_fixed[b, :n] = d_affines.sum(0)
+            d_flat += d_affines[1:].reshape(-1, out).T @ cols[: steps - 1, lo:hi].reshape(-1, flat.shape[1])
+            d_v += d_scores.reshape(-1) @ record[..., :score_dim].reshape(-1, score_dim)
+        d_weight = torch.from_numpy(d_flat).view(out, width, sketch_dim).transpose(1, 2)
+        # a prescribed order or hard attention never reads v: no gradient, as in the reference
+        d_v = torch.from_numpy(d_v)[None] if transform in LEARNED else None
+        return (*_input_half_backward(d_fixed, *ctx.half), d_weight, d_v, None, None, None, None, None)
+
+
+def _input_half_backward(d_fixed: np.ndarray, in_cols: np.ndarray, in_flat: np.ndarray, shape) -> tuple:
+    """dH, d weight and d bias of Eq. 1's H half (windows(H) · W_inᵀ + b) from its gradient ``d_fixed``
+    ``(B, L, O)``: the window map transposed, as easyfirst.ops.window.WindowAffineFunction's backward."""
+    size, length, channels = shape
+    out, columns = in_flat.shape
+    width = columns // channels
+    pad = width // 2
+    rows = d_fixed.reshape(-1, out)
+    d_weight = (rows.T @ in_cols).reshape(out, width, channels).transpose(0, 2, 1)
+    d_cols = (rows @ in_flat).reshape(size, length, width, channels)
+    padded = np.zeros((size, length + 2 * pad, channels), d_fixed.dtype)
+    for k in range(width):  # window slot k of word i read word i + k − w, padded row i + k
+        padded[:, k : k + length] += d_cols[:, :, k]
+    d_states = padded[:, pad : pad + length]
+    return torch.from_numpy(d_states.copy()), torch.from_numpy(d_weight.copy()), torch.from_numpy(rows.sum(0))
+
+
+def warm_up() -> bool:
+    """Run each compiled loop once on a tiny float32 input, so that Numba has compiled them (after an
+    install; later read from its cache) before a request waits for it; False where Numba is missing."""
+    if kernels() is None:
+        return False
+    _run_tagging_loops()
+    return True
+
+
+def _missing(workload) -> str | None:
+    return None if kernels() else "Numba cannot be imported (pip install numba)"
+
+
+_SUPPORTS = {"revision": {1}, "sentences": {ONE, MANY}, "device": {"cpu"}, "dtype": {"float32", "float64"}}
+# any batch, in training and tagging; wider BiLSTM layers than 64 units run faster in torch's LSTM (the
+# measurements of both choices: docs/architecture.md, "Backends")
+NUMBA = Backend(
+    "numba",
+    encoder=encode,
+    decoder=decode,
+    encoder_supports=_SUPPORTS
+    | {"training": ANY, "encoder_layers": ANY, "hidden_dim": AtMost(64), "dropout_kind": ANY}
+    | {"transformer": {None}},  # not checked yet with a transformer's vectors in its input
+    decoder_supports=_SUPPORTS
+    | {
+        "training": ANY,
+        "model": {"nef-f", "nef-s"},
+        "attention": ROW_ATTENTIONS,
+        "sketch_steps": ANY,
+        "steps_beyond_length": ANY,
+        "attention_temperature": ANY,
+        "coverage_penalty": ANY,
+    },
+    missing=_missing,
+)
