@@ -10,8 +10,7 @@ hold words only (a server's group of one-sentence requests is mostly padding), a
 Numba compiles the loops once after an install (announced on the logger ``easyfirst``) and keeps them
 in its cache. During a compiled call BLAS runs on one thread (a multi-threaded OpenBLAS that finds the
 other cores busy waits for them: one sentence per update ran 7× slower on this project's 2-core machine
-with another job on the second core); the caller's setting is restored after the call.
-"""
+with another job on the second core); the caller's setting is restored after the call."""
 
 from __future__ import annotations
 
@@ -428,15 +427,15 @@ def _missing(workload) -> str | None:
 
 
 _SUPPORTS = {"revision": {1}, "sentences": {ONE, MANY}, "device": {"cpu"}, "dtype": {"float32", "float64"}}
-# any batch, in training and tagging; wider BiLSTM layers than 64 units run faster in torch's LSTM (the
-# measurements of both choices: docs/architecture.md, "Backends")
+# any batch, in training and tagging; wider BiLSTM layers than 64 units run faster in torch's LSTM
+# (docs/architecture.md, "Backends"); not yet checked with a transformer's vectors in its input
 NUMBA = Backend(
     "numba",
     encoder=encode,
     decoder=decode,
     encoder_supports=_SUPPORTS
-    | {"training": ANY, "encoder_layers": ANY, "hidden_dim": AtMost(64), "dropout_kind": ANY}
-    | {"transformer": {None}},  # not checked yet with a transformer's vectors in its input
+    | {"training": ANY, "encoder_layers": ANY, "dropout_kind": ANY, "hidden_dim": AtMost(64)}
+    | {"transformer": {None}},
     decoder_supports=_SUPPORTS
     | {
         "training": ANY,

@@ -4,7 +4,6 @@ goal on real data: every entity's text is the input's characters between its sta
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 
@@ -143,9 +142,8 @@ def served(model: str | None, bodies: list[dict]) -> list[bytes]:
 )
 def test_the_server_answers_each_sentence_with_the_bytes_of_the_cli_line(model, flags):
     text = "Bo Li flew to Oslo on Monday. “Fine,” said the U.N.\n\nNew line."
+    # the CLI and the server take the backend that the chooser alone picks: floats to the same bits
     options = ["-m", model] if model else []
-    # the server tags with numba's compiled loops where Numba is installed: floats to the same bits
-    options += ["--backend", "numba"] if flags and importlib.util.find_spec("numba") else []
     done = run_cli("tag", *options, "--text", text, "--output-format", "jsonl", *(f"--{f}" for f in flags))
     cli = done.stdout.splitlines()
     assert len(cli) == 3
