@@ -255,9 +255,13 @@ def log_settings(
         f"update, the loss {'summed' if t.reduction == 'sum' else 'averaged'} over its words; training "
         f"sentences {'shuffled every epoch' if t.shuffle else 'in file order'}"
     )
-    for what, size, training in (("updates", t.batch_size, True), ("dev scores", t.eval_batch_size, False)):
-        plan = run_plan(m, size, device.type, training, t.backend)  # easyfirst.backends.chooser
-        log(f"[bold]backend[/] {what}: {escape(plan.describe())}")
+    # one line for both, where the updates and the dev scores run on the same backend (easyfirst.backends.chooser)
+    updates, scores = (
+        run_plan(m, size, device.type, training, t.backend).describe()
+        for size, training in ((t.batch_size, True), (t.eval_batch_size, False))
+    )
+    said = updates if updates == scores else f"{updates} for the updates; {scores} for the dev scores"
+    log(f"[bold]backend[/] {escape(said)}")
 
 
 def prepare_run(

@@ -106,13 +106,14 @@ def test_a_setting_no_fast_backend_declares_runs_the_reference_and_the_log_says_
     config.train.epochs, config.model.decoder.sketch_steps, config.train.workers = 1, 2, 1
     log = io.StringIO()
     train(config, tmp_path / "run", console=Console(file=log, width=1000))
-    line = next(x for x in log.getvalue().splitlines() if x.startswith("backend updates"))
-    assert line == (
-        "backend updates: numba (compiled CPU loops: BiLSTM), reference (the model's torch modules: "
+    line = next(x for x in log.getvalue().splitlines() if x.startswith("backend "))
+    updates = line.removeprefix("backend ").split(" for the updates; ")[0]
+    assert updates == (
+        "numba (compiled CPU loops: BiLSTM), reference (the model's torch modules: "
         "decoder) — numba: does not declare sketch_novelty"
     )
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert metrics["backend"] == line.removeprefix("backend updates: ")
+    assert metrics["backend"] == updates
 
 
 # The reference's code, per part, at the revisions of easyfirst.backends.declaration.REVISIONS: a digest
@@ -198,7 +199,7 @@ def test_the_command_line_forces_a_backend_and_refuses_an_unknown_one(tmp_path):
     done = train_on_sample(tmp_path / "run", "--backend", "reference", "--sketch-steps", "2", epochs=1)
     assert done.returncode == 0, done.stderr.decode()
     text = (tmp_path / "run" / "train.log").read_text()
-    assert "backend updates: reference (the model's torch modules: BiLSTM and decoder)" in text
+    assert "backend reference (the model's torch modules: BiLSTM and decoder)" in text
     # and, without --threads, one torch thread (issue #46: more spin when other work shares the cores)
     assert json.loads((tmp_path / "run" / "metrics.json").read_text())["threads"] == 1
     done = run_cli("export", tmp_path / "run", "--output", tmp_path / "exported")
