@@ -222,8 +222,9 @@ def decoder_backward(
     d_affines,
     d_scores,
 ):
-    """The step loop of :func:`easyfirst.backends.lean.lean_backward`: daⁿ into ``d_affines`` and dzⁿ
-    (before the temperature) into ``d_scores``; ``g_sketch`` (dSᴺ on entry) is used up."""
+    """The step loop of :class:`easyfirst.backends.compiled.SketchFunction`'s backward: daⁿ into
+    ``d_affines`` and dzⁿ (before the temperature) into ``d_scores``; ``g_sketch`` (dSᴺ on entry) is used
+    up."""
     steps, length = history.shape
     out = tanhs.shape[2]
     score_dim = v.shape[0]

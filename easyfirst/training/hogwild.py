@@ -3,7 +3,7 @@
     easyfirst train --task pos --workers 2
 
 At one sentence per update (the paper's regime, the POS default) an update is a few milliseconds of
-tiny operations on one core (easyfirst.backends.lean), so a second core helps only by running a second
+tiny operations on one core (easyfirst.backends.compiled), so a second core helps only by running a second
 stream of updates. Following Recht et al. (2011, "Hogwild!") and PyTorch's own Hogwild example, the
 model's parameters and the optimizer's state (Adagrad's sums of squared gradients) are moved into
 shared memory (:func:`share`), K − 1 worker processes are forked (easyfirst.parallel.workers), and every epoch

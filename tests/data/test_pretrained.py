@@ -248,7 +248,7 @@ def test_train_ner_with_vectors_leaves_the_affixes_out_and_says_so(vectors, tmp_
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "optimizer, batch_size",
-    [("adagrad", 16), ("nadam", 16), ("adagrad", 1)],  # sparse rows; dense moments; one sentence (lean)
+    [("adagrad", 16), ("nadam", 16), ("adagrad", 1)],  # sparse rows; dense moments; one sentence (compiled)
 )
 def test_frozen_vectors_stay_as_read_and_the_other_words_learn(tmp_path, optimizer, batch_size):
     """`--freeze-vectors`: after training, the rows of the words the vectors cover are the file's values
