@@ -16,6 +16,7 @@ which the kernel ends with their parent (:func:`die_with_parent`, in :func:`chil
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import ctypes
 import fcntl
@@ -359,7 +360,11 @@ class Interrupts:
     def _unraisable(self, unraisable) -> None:
         if issubclass(unraisable.exc_type, KeyboardInterrupt) and self.received is not None:
             if self.raising:  # lost in a finalizer: again, where the code goes on
-                signal.raise_signal(self.received)
+                # from another thread, a moment later: sent from here, the handler could run (and raise)
+                # inside this hook, which prints it as "Exception ignored" with a traceback
+                again = threading.Timer(0.001, _thread.interrupt_main, (self.received,))
+                again.daemon = True
+                again.start()
             return
         self.previous["hook"](unraisable)
 

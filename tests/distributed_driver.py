@@ -1,5 +1,6 @@
 """Run ``easyfirst train`` as one of torchrun's processes, recording every file this process creates or
-writes (Python audit events), and print them as one JSON line at exit: ``WRITES <rank> [...]``.
+writes (Python audit events), and write them at exit as a JSON list into ``$WRITES_DIR/<rank>.json``
+(a file per process: two processes' long lines on one stdout pipe interleave).
 
 Used by tests/training/test_distributed.py:  python -m torch.distributed.run --nproc_per_node 2 THIS train ...
 """
@@ -26,7 +27,9 @@ def audit(event: str, args: tuple) -> None:
 
 
 def report() -> None:
-    print("WRITES", os.environ.get("RANK"), json.dumps(WRITTEN), flush=True)
+    written = list(WRITTEN)  # before the report's own file is opened
+    with open(os.path.join(os.environ["WRITES_DIR"], f"{os.environ.get('RANK')}.json"), "w") as out:
+        json.dump(written, out)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import errno
 import os
 import signal
 import stat
+import sys
 
 import pytest
 
@@ -179,6 +180,34 @@ def test_an_interrupt_inside_held_is_raised_when_the_block_ends_and_inside_raise
         with interrupts.held():
             signal.raise_signal(signal.SIGINT)
         assert interrupts.received == signal.SIGINT
+    finally:
+        interrupts.uninstall()
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def test_an_interrupt_lost_in_a_finalizer_is_raised_again_after_the_hook_not_inside_it():
+    """A KeyboardInterrupt raised in a finalizer reaches sys.unraisablehook; sent again from inside the
+    hook, its handler could raise there, and Python printed "Exception ignored in sys.unraisablehook"
+    with a traceback (seen when `serve` was interrupted 3 s into its start). It is raised after."""
+    import time
+    from types import SimpleNamespace
+
+    from easyfirst.atomic import Interrupts
+
+    interrupts = Interrupts()
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    interrupts.install()
+    try:
+        interrupts.raising, interrupts.received = True, signal.SIGINT  # as when a signal came mid-command
+        lost = SimpleNamespace(exc_type=KeyboardInterrupt, exc_value=KeyboardInterrupt(), object=None)
+        try:
+            sys.unraisablehook(lost)
+        except KeyboardInterrupt:
+            pytest.fail("the interrupt was raised inside the hook")
+        with pytest.raises(KeyboardInterrupt):
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:  # the code that goes on gets it
+                time.sleep(0.001)
     finally:
         interrupts.uninstall()
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)

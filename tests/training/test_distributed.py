@@ -35,17 +35,19 @@ def torchrun(output: Path, epochs: int, resume: bool = False) -> subprocess.Comp
     extra = ("--batch-size", "4", "--threads", "1")
     train = ["train", "--resume", str(output), "--epochs", str(epochs)] if resume else None
     command = launcher + (train or sample_training(output, *extra, epochs=epochs))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "120"}
+    writes = output.parent / f"writes-{output.name}"  # each process's files, as the driver recorded them
+    writes.mkdir(exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "120", "WRITES_DIR": str(writes)}
     return subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
 
 
-def writes_by_rank(stdout: str) -> dict[int, list[str]]:
-    found = {}
-    for line in stdout.splitlines():
-        if line.startswith("WRITES "):
-            _, rank, paths = line.split(" ", 2)
-            found[int(rank)] = json.loads(paths)
-    return found
+def writes_by_rank(output: Path) -> dict[int, list[str]]:
+    """What each process of the run into ``output`` recorded (tests/distributed_driver.py): {rank: the
+    paths it wrote}."""
+    return {
+        int(f.stem): json.loads(f.read_text())
+        for f in (output.parent / f"writes-{output.name}").glob("*.json")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +63,7 @@ def two_process_run(tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedP
 
 def test_two_processes_train_and_only_rank_0_writes(two_process_run):
     tmp_path, output, result = two_process_run
-    written = writes_by_rank(result.stdout)
+    written = writes_by_rank(output)
     assert set(written) == {0, 1}, result.stdout[-2000:]
     # rank 1 wrote nothing of the run (it may create the folder, as the CLI checks that it can; torch's
     # own temporary folders outside it do not count)
