@@ -355,18 +355,33 @@ class Interrupts:
         if self.received is None:
             self.received = number
         if self.raising:
+            if _inside(frame, self._unraisable.__func__.__code__):
+                self._again()  # raised in the hook, Python would print it with a traceback: later
+                return
             raise KeyboardInterrupt
 
     def _unraisable(self, unraisable) -> None:
         if issubclass(unraisable.exc_type, KeyboardInterrupt) and self.received is not None:
             if self.raising:  # lost in a finalizer: again, where the code goes on
-                # from another thread, a moment later: sent from here, the handler could run (and raise)
-                # inside this hook, which prints it as "Exception ignored" with a traceback
-                again = threading.Timer(0.001, _thread.interrupt_main, (self.received,))
-                again.daemon = True
-                again.start()
+                self._again()
             return
         self.previous["hook"](unraisable)
+
+    def _again(self) -> None:
+        """The signal received, sent again a moment later from another thread (the handler runs in the
+        main thread where its code is then; still inside the hook, it sends it again)."""
+        again = threading.Timer(0.001, _thread.interrupt_main, (self.received,))
+        again.daemon = True
+        again.start()
+
+
+def _inside(frame, code) -> bool:
+    """Whether ``code`` runs in ``frame`` or in one of its callers."""
+    while frame is not None:
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back
+    return False
 
 
 INTERRUPTS = Interrupts()  # installed by the CLI (easyfirst.cli.run); elsewhere nothing is received
