@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -35,6 +36,8 @@ from pathlib import Path
 from contextual_rows import NER_ROWS as CONTEXTUAL_NER_ROWS
 from contextual_rows import POS_ROWS as CONTEXTUAL_POS_ROWS
 from pos_table import BATCHED, NER_SECTION_5_2, cell, train_command
+
+from easyfirst.atomic import die_with_parent
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ["--config", str(ROOT / "configs" / "pos-reference.toml")]
@@ -374,8 +377,13 @@ def train_row(name: str, runs: Path, seed: int) -> Path:
             [*flags, "--checkpoint-every", "2000"], epochs, seed, runs, task=task_of(name), output=folder
         )
     print(f"{time.strftime('%H:%M:%S')} {name}: {' '.join(command[2:])}", file=sys.stderr, flush=True)
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    # the training ends with this script (SIGTERM: it keeps its checkpoint), also when this one is killed
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, preexec_fn=stop_with_this_process)
     return folder
+
+
+def stop_with_this_process() -> None:
+    die_with_parent(signal.SIGTERM)
 
 
 def save_row(
