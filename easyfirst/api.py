@@ -145,8 +145,7 @@ class Tagger:
         if name == "numba" and self.device.type == "cpu":  # its tagging loops, compiled once per install
             from easyfirst.backends.chooser import load_tagging_loops
 
-            with held_threads(self.threads):  # loading them limits the BLAS libraries: set back after
-                load_tagging_loops()
+            load_tagging_loops()  # BLAS is limited only while a compiled call runs: nothing to set back
         self.model.backend = name
 
     @property
@@ -157,8 +156,7 @@ class Tagger:
         when :attr:`backend` does, and no other tagger changes it."""
         from easyfirst.backends.chooser import backend_line
 
-        with held_threads(self.threads):  # a backend chosen for the first time may limit the BLAS
-            return backend_line(self.model)
+        return backend_line(self.model)
 
     @property
     def tags(self) -> list[str]:
