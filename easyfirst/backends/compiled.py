@@ -57,7 +57,8 @@ def kernels():
 def _compile_every_loop() -> None:
     """Run each compiled loop once on tiny float32 inputs, with and without records, and each backward."""
     two = np.full(1, 2, np.int64)
-    with torch.enable_grad():
+    # the first compile may be asked for inside the caller's inference_mode (a Tagger's first batch)
+    with torch.inference_mode(False), torch.enable_grad():
         lstm = torch.nn.LSTM(1, 2, bidirectional=True, batch_first=True)
         x = torch.zeros(1, 2, 1, requires_grad=True)
         BiLSTMFunction.apply(x, two, *(getattr(lstm, name) for name in LSTM_WEIGHTS)).sum().backward()

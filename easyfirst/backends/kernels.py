@@ -76,14 +76,17 @@ def _add_sketch(full_state, alpha, affine, squashed, state, lo, hi, fast, two, p
     tanh(Σ_j α_j a_s,j), kept in ``pooled``); a word with α = 0 is left as it is (it would add zeros)."""
     sketch_dim = state.shape[1]
     score_dim = affine.shape[1] - sketch_dim
-    if full_state:  # Eq. 7
+    if full_state:  # Eq. 7 (``pooled``, unused by NEF-F, holds a word's tanh where it is computed)
         for i in range(lo, hi):
-            if alpha[i] != 0:
-                for d in range(sketch_dim):
-                    if squashed.shape[0]:
-                        state[i, d] += alpha[i] * squashed[i, score_dim + d]
-                    else:
-                        state[i, d] += alpha[i] * _tanh_any(affine[i, score_dim + d], fast, two)
+            if alpha[i] == 0:
+                continue
+            if squashed.shape[0]:
+                pooled[:] = squashed[i, score_dim:]
+            else:
+                pooled[:] = affine[i, score_dim:]
+                tanh_range(pooled, 0, sketch_dim, fast, two, False)
+            for d in range(sketch_dim):
+                state[i, d] += alpha[i] * pooled[d]
         return
     for d in range(sketch_dim):  # Eq. 4
         total = 0.0
@@ -114,6 +117,45 @@ def _squash(affine, squashed, tanhs, v, z, used, fast, two):
         tanhs[i] = affine[i, :score_dim]
         tanh_range(tanhs[i], 0, score_dim, fast, two, False)
     z[:used] = np.dot(tanhs[:used], v)
+
+
+@_jit
+def _rows_with_budget(budget, starts, active, state, pad, width, cols, need):
+    """The rows of the first ``active`` sentences whose budget is not spent into ``need``, the windows
+    of Sⁿ⁻¹ around each (Eq. 1, its own sentence's) into the same rows of ``cols``; their count."""
+    sketch_dim = state.shape[1]
+    wanted = 0
+    for k in range(active):
+        lo, hi = starts[k], starts[k + 1]
+        for i in range(lo, hi):
+            if budget[i] <= 0:
+                continue
+            need[wanted] = i
+            for slot in range(width):
+                j = i + slot - pad
+                base = slot * sketch_dim
+                if lo <= j < hi:
+                    for c in range(sketch_dim):
+                        cols[wanted, base + c] = state[j, c]
+                else:
+                    for c in range(sketch_dim):
+                        cols[wanted, base + c] = 0.0
+            wanted += 1
+    return wanted
+
+
+@_jit
+def _scores_with_budget(affine, tanhs, v, z, used, need, wanted, fast, two):
+    """:func:`_squash` in tagging over the rows of ``need`` only; the other rows' scores are 0 (their
+    budget is spent: csoftmax gives them nothing whatever they score)."""
+    score_dim = tanhs.shape[1]
+    for r in range(wanted):
+        tanhs[r] = affine[need[r], :score_dim]
+        tanh_range(tanhs[r], 0, score_dim, fast, two, False)
+    found = np.dot(tanhs[:wanted], v)
+    z[:used] = 0.0
+    for r in range(wanted):
+        z[need[r]] = found[r]
 
 
 @_jit
@@ -157,13 +199,27 @@ def decoder_forward(
     affine, tanhs = np.empty((rows, out), dtype), np.empty((rows, score_dim), dtype)
     z, budget, alpha = np.empty(rows, dtype), np.empty(rows, dtype), np.empty(rows, dtype)
     beta, free, pooled = np.zeros(rows, dtype), np.empty(rows, np.bool_), np.empty(sketch_dim, dtype)
+    # in tagging with csoftmax, a word whose budget is spent gets α = 0 whatever its score (τ is the
+    # same without it): its row of Eq. 1 and its score are not computed (``need``: the rows that are)
+    spent = not store and transform == CSOFTMAX
+    need = np.empty(rows if spent else 0, np.int64)
     active = size
     for n in range(1, (steps[order[0]] if size else 0) + 1):
         while steps[order[active - 1]] < n:
             active -= 1
         used = starts[active]
+        for k in range(active):  # uⁿ = (⌈n/L⌉ − βⁿ⁻¹)₊: a fresh unit every L steps
+            lo, hi = starts[k], starts[k + 1]
+            units = 1.0 if n <= hi - lo else float(math.ceil(n / (hi - lo)))
+            for i in range(lo, hi):
+                budget[i] = max(units - beta[i], 0.0)
         if n == 1:  # S⁰ = 0
             affine[:used] = packed[:used]
+        elif spent:
+            wanted = _rows_with_budget(budget, starts, active, state, pad, width, cols, need)
+            block = np.dot(cols[:wanted], weight_t)
+            for r in range(wanted):
+                affine[need[r]] = block[r] + packed[need[r]]
         else:  # the windows of Sⁿ⁻¹ (Eq. 1), each sentence's own, times the sketch half
             for k in range(active):
                 _fill_windows(state[starts[k] : starts[k + 1]], pad, width, cols[starts[k] : starts[k + 1]])
@@ -176,18 +232,19 @@ def decoder_forward(
             if not full_state:
                 affine_record[n - 1, :used] = affine[:used]
         squashed = tanh_record[n - 1] if store else affine[:0]  # tanh(aⁿ) of every column, kept
-        _squash(affine, squashed, tanhs, v, z, used, fast, two)
+        if spent and n > 1:
+            _scores_with_budget(affine, tanhs, v, z, used, need, wanted, fast, two)
+        else:
+            _squash(affine, squashed, tanhs, v, z, used, fast, two)
         for k in range(active):
             b, lo, hi = order[k], starts[k], starts[k + 1]
             if hi == lo:
                 continue
-            units = 1.0 if n <= hi - lo else float(math.ceil(n / (hi - lo)))  # a fresh unit every L steps
             for i in range(lo, hi):
                 if temperature != 1.0:
                     z[i] /= temperature
                 if coverage_penalty != 0.0:
                     z[i] -= coverage_penalty * beta[i]
-                budget[i] = max(units - beta[i], 0.0)
             attend(transform, n, z[lo:hi], budget[lo:hi], exp_range, state[lo:hi], scores_fixed,
                     scores_weight_t, b, alpha[lo:hi], free[lo:hi])  # fmt: skip
             history[b, n - 1, : hi - lo] = alpha[lo:hi]
@@ -345,7 +402,7 @@ def bilstm(inputs, w_hh_t, lengths, fast, out, gate_record, cell_record, tanh_re
 
 @_jit
 def lstm_backward(grad, gates, cells, tanh_cells, w_hh, d_gates):
-    """The time loop of :func:`easyfirst.backends.lstm.lstm_backward`: the gates' gradients into
+    """The time loop of one bidirectional LSTM layer's backward: the gates' gradients into
     ``d_gates`` ``(2, L, 4H)`` from the states' ``grad`` ``(2, L, H)``, ``w_hh`` ``(2, 4H, H)``."""
     _, length, hidden = grad.shape
     d_state = np.zeros((2, hidden), grad.dtype)

@@ -102,6 +102,28 @@ def test_tagging_a_padded_batch_matches_the_reference(full_state, steps, beyond,
         assert not a[~words].any()
 
 
+@pytest.mark.parametrize("steps", [None, 12], ids=["N=L", "N>L"])
+@pytest.mark.parametrize("full_state", [True, False], ids=["NEF-F", "NEF-S"])
+def test_tagging_skips_the_words_whose_budget_is_spent(full_state, steps):
+    """With sharp csoftmax attention a word's budget is spent after a step or two (α = u = 1 − β): in
+    tagging its row of Eq. 1 and its score are not computed, which changes nothing (csoftmax gives it
+    0 whatever it scores), with N = L and with a fresh unit of budget every L steps."""
+    decoder = decoder_for("csoftmax", full_state, temperature=0.05)
+    states, mask = padded_batch(LENGTHS, 6, 3)
+    with torch.no_grad():
+        found = NUMBA.decoder(decoder, states, mask, steps, None, True)
+        expected = REFERENCE.decoder(decoder, states, mask, steps, None, True)
+    history = expected[1]
+    lengths = mask.sum(1)
+    n_steps = lengths if steps is None else torch.full_like(lengths, steps)  # N_b
+    running = (torch.arange(history.shape[1])[None, :] < n_steps[:, None])[..., None] & mask[:, None, :]
+    spent = (history == 0) & running  # words of steps that run, given nothing
+    assert spent[:, 1:].sum() > 20  # words left out at later steps: the skipped rows are exercised
+    words = mask.any(1)
+    for a, b in zip(found, expected, strict=True):
+        torch.testing.assert_close(a[words], b[words], **CLOSE)
+
+
 @pytest.mark.parametrize("full_state", [True, False], ids=["NEF-F", "NEF-S"])
 def test_scores_beyond_the_exp_range_take_the_log_space_csoftmax(full_state):
     """At temperature 1e-3 the scores reach thousands of nats: the compiled csoftmax works in log space
@@ -323,7 +345,8 @@ def test_the_first_compile_is_announced_once(monkeypatch, caplog):
 
 def test_compiling_every_loop_runs_each_once():
     module = compiled.kernels()
-    compiled._compile_every_loop()
+    with torch.inference_mode():  # as when a Tagger's first batch finds the cache cold
+        compiled._compile_every_loop()
     for kernel in (module.bilstm, module.lstm_backward, module.decoder_forward, module.decoder_backward):
         assert kernel.signatures, kernel
 
