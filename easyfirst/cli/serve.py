@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import importlib.util
 from typing import Annotated
 
 import typer
@@ -115,9 +114,8 @@ def serve(
 
     if workers > 1:  # no thread pool in the process that forks: each worker starts its own
         torch.set_num_threads(1)
-    compiles = cpu and importlib.util.find_spec("numba") is not None  # create_app loads numba's loops
-    said = " (the first start after an install also compiles the tagging loops: 30-45 s)" if compiles else ""
-    err.print(f"loading {model or 'the bundled model'}{said}", markup=False)
+    # create_app loads the compiled loops: a first start after an install compiles them and says so
+    err.print(f"loading {model or 'the bundled model'}", markup=False)
     admission = Admission(max_words=max_queue, deadline=deadline)
     served = create_app(
         model, device=device, limits=limits, batch_window_ms=batch_window, admission=admission
