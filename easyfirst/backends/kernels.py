@@ -195,7 +195,8 @@ def decoder_forward(
     two = dtype.type(2.0)
     order, starts, packed = _pack(fixed, lengths, steps)
     rows = starts[size]
-    state, cols = np.zeros((rows, sketch_dim), dtype), np.empty((rows, width * sketch_dim), dtype)
+    state = np.zeros((rows, sketch_dim), dtype)
+    cols = np.empty((0 if store else rows, width * sketch_dim), dtype)  # training: into the records
     affine, tanhs = np.empty((rows, out), dtype), np.empty((rows, score_dim), dtype)
     z, budget, alpha = np.empty(rows, dtype), np.empty(rows, dtype), np.empty(rows, dtype)
     beta, free, pooled = np.zeros(rows, dtype), np.empty(rows, np.bool_), np.empty(sketch_dim, dtype)
@@ -221,14 +222,13 @@ def decoder_forward(
             for r in range(wanted):
                 affine[need[r]] = block[r] + packed[need[r]]
         else:  # the windows of Sⁿ⁻¹ (Eq. 1), each sentence's own, times the sketch half
+            windows = cols_record[n - 2] if store else cols  # training keeps them where they are made
             for k in range(active):
-                _fill_windows(state[starts[k] : starts[k + 1]], pad, width, cols[starts[k] : starts[k + 1]])
-            affine[:used] = np.dot(cols[:used], weight_t)
+                _fill_windows(state[starts[k] : starts[k + 1]], pad, width, windows[starts[k] : starts[k + 1]])
+            affine[:used] = np.dot(windows[:used], weight_t)
             affine[:used] += packed[:used]
         if store:
             beta_record[n - 1] = beta
-            if n > 1:
-                cols_record[n - 2, :used] = cols[:used]
             if not full_state:
                 affine_record[n - 1, :used] = affine[:used]
         squashed = tanh_record[n - 1] if store else affine[:0]  # tanh(aⁿ) of every column, kept
