@@ -45,11 +45,12 @@ class BiLSTMEncoder(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """States ``(B, L, 2H)`` of embeddings ``x`` ``(B, L, D_in)``, zeros where ``mask`` ``(B, L)`` is
-        false: :meth:`padded` on the CPU where no gradient is wanted, else :meth:`packed`."""
+        false: :meth:`padded` on the CPU where no gradient is wanted, else :meth:`packed` (also for layers
+        that are not ``nn.LSTM``'s, e.g. dynamically quantized ones, which keep no float weights)."""
         wants_gradients = torch.is_grad_enabled() and (
             x.requires_grad or any(p.requires_grad for p in self.parameters())
         )
-        if x.device.type == "cpu" and not wants_gradients:
+        if x.device.type == "cpu" and not wants_gradients and all(type(k) is nn.LSTM for k in self.layers):
             return self.padded(x, mask)
         return self.packed(x, mask)
 

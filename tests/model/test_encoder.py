@@ -75,3 +75,20 @@ def test_the_bundled_ner_model_tags_the_same_with_the_packed_bilstm(monkeypatch)
     assert [t.tags for t in found] == [t.tags for t in expected]
     for a, b in zip(found, expected, strict=True):
         torch.testing.assert_close(a.probabilities, b.probabilities, atol=1e-5, rtol=0)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore:.*quantize_per_tensor")
+def test_layers_that_are_not_nn_lstm_take_the_packed_path(packs):
+    """Dynamically quantized layers (torch.ao) keep no float weights for torch.lstm: packed, as before."""
+    from torch.ao.quantization import quantize_dynamic
+
+    torch.manual_seed(0)
+    encoder = BiLSTMEncoder(4, 3, 2).eval()
+    quantized = quantize_dynamic(encoder, {torch.nn.LSTM}, dtype=torch.qint8)
+    x, mask = batch([5, 2, 4], 4)
+    with torch.inference_mode():
+        found = quantized(x.float(), mask)
+        plain = encoder(x.float(), mask)
+    assert len(packs) == 2 and found.shape == plain.shape == (3, 5, 6)
+    assert found[~mask].abs().max() == 0
+    torch.testing.assert_close(found, plain, atol=0.05, rtol=0)  # int8 weights: close, not equal
