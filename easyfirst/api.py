@@ -133,7 +133,7 @@ class Tagger:
     def backend(self) -> str:
         """The backend asked for (:attr:`chosen_backend` is what runs): ``"auto"`` (the default) lets
         easyfirst.backends.chooser take the fastest that supports each batch; a name (``"numba"``,
-        ``"fused"``, ``"reference"``) takes that one where it supports the batch and the reference
+        ``"reference"``) takes that one where it supports the batch and the reference
         elsewhere. The tags are the same. ``"numba"`` compiles its loops now (once after an install;
         easyfirst.backends.chooser.load_tagging_loops), which changes no other tagger's choice."""
         return self.model.backend

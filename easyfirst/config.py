@@ -87,6 +87,10 @@ SAVED_BEFORE = {
     }
 }
 
+# values of saved runs that name what no longer exists, with what they run as now: backend "fused" (a
+# batched torch loop, removed; the compiled path or the reference computes the same function)
+SAVED_RENAMED = {("train", "backend"): {"fused": "auto"}}
+
 
 # the settings that belong to an optimizer (Config.update)
 OPTIMIZER_SETTINGS = ("lr", "momentum", "lr_decay")
@@ -248,12 +252,17 @@ class Config(Freezable):
     def from_saved(cls, raw: dict[str, Any], source: str = "<config>") -> Config:
         """The config of a run folder (its config.json), resolved (read-only). A key the file lacks
         because the run was saved before the key existed takes the behaviour runs had then
-        (``SAVED_BEFORE``), not today's default, so an old model tags as it did."""
+        (``SAVED_BEFORE``), not today's default, so an old model tags as it did; a value that names
+        what was removed since runs as its replacement (``SAVED_RENAMED``)."""
         for section, keys in SAVED_BEFORE.items():
             table = raw.get(section)
             if isinstance(table, dict):
                 for key, value in keys.items():
                     table.setdefault(key, value)
+        for (section, key), renamed in SAVED_RENAMED.items():
+            table = raw.get(section)
+            if isinstance(table, dict) and isinstance(table.get(key), str) and table[key] in renamed:
+                table[key] = renamed[table[key]]
         return cls.from_dict(raw, source).resolved(source)
 
     @classmethod

@@ -1,14 +1,15 @@
 """Training batches of many sentences on the CPU: the compiled path (backend numba's autograd Functions,
-each sentence on its own rows) against what the chooser takes for them today (the reference BiLSTM and
-backend fused's batched csoftmax loop), in one process. It decides whether fused's batched torch loop
-still pays for itself on the CPU (docs/architecture.md, "Where the paper's equations live").
+each sentence on its own rows) against the reference (nn.LSTM over packed sequences and the generic
+step loop), in one process. It once decided that backend fused's batched torch loop, since removed, no
+longer paid for itself on the CPU (docs/architecture.md, "Where the paper's equations live"; its
+results, benchmarks/results/compiled-batches-*.json, name that loop "chooser").
 
     python benchmarks/speed/compiled_batches.py [--batch-size 16] [--batches 40] [--rounds 3] [--json FILE]
 
 Reads EWT train through EASYFIRST_DATA; a fresh NEF-F model (the POS defaults, seed 1) takes the same
 ``--batches`` length-bucketed batches with each plan in turn, ``--rounds`` times (the turns alternate, so
 that a shared machine's load falls on both), one torch thread. Reported: training words per CPU second
-of this process, the median of the rounds, and the ratio compiled / chooser's.
+of this process, the median of the rounds, and the ratio compiled / reference.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def main() -> None:
     ]
     words = sum(len(s.words) for s in chosen)
     plans = {
-        "chooser": Plan(BACKENDS["reference"], BACKENDS["fused"]),
+        "reference": Plan(BACKENDS["reference"], BACKENDS["reference"]),
         "compiled": Plan(BACKENDS["numba"], BACKENDS["numba"]),
     }
     optimizer = make_optimizer("adam", 0.001, model)
@@ -79,12 +80,12 @@ def main() -> None:
         "rounds": args.rounds,
         "words_per_cpu_second": speeds,
         "median": median,
-        "compiled_over_chooser": median["compiled"] / median["chooser"],
+        "compiled_over_reference": median["compiled"] / median["reference"],
         "torch": torch.__version__,
     }
     for name, value in median.items():
         print(f"{name:9} {value:9,.0f} words per CPU second (median of {args.rounds})")
-    print(f"compiled / chooser's: {result['compiled_over_chooser']:.2f}x")
+    print(f"compiled / reference: {result['compiled_over_reference']:.2f}x")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
 

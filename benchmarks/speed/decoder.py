@@ -1,5 +1,6 @@
-"""The sketch decoder alone: the fused csoftmax step loop (backend ``fused``) against the generic one (the
-reference, SketchDecoder.forward), in one run.
+"""The sketch decoder alone: the compiled step loop (backend ``numba``) against the generic one (the
+reference, SketchDecoder.forward), in one run. (Until backend ``fused`` was removed, this compared its
+batched csoftmax loop with the generic one: docs/studies/speed.md's table of that day.)
 
     python benchmarks/speed/decoder.py [--lengths 17 25 50] [--batch 16] [--rounds 7] [--threads 1]
 
@@ -7,7 +8,7 @@ SketchDecoder(100) as in the tagger (D_s = D_z = 50, w = 2, csoftmax), B sentenc
 steps, random encoder states. Per configuration (NEF-F / NEF-S; training = forward + backward of
 sum(S) + sum(history); tagging = forward under torch.inference_mode), the two loops take turns for
 ``--rounds`` rounds of ``--repeats`` calls each; the best round of each counts (CPU time of this process,
-`time.process_time`). Prints µs per sketch step and the generic / fused ratio.
+`time.process_time`). Prints µs per sketch step and the generic / numba ratio.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 import torch
 
 from easyfirst.backends.chooser import REFERENCE
-from easyfirst.backends.fused import FUSED
+from easyfirst.backends.compiled import NUMBA
 from easyfirst.model.sketch import SketchDecoder
 
 
@@ -47,7 +48,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); µs of CPU time per sketch step\n")
-    print("| model | L | job | fused | generic | generic / fused |")
+    print("| model | L | job | numba | generic | generic / numba |")
     print("|---|---:|---|---:|---:|---:|")
     for full_state in (True, False):
         for length in args.lengths:
@@ -67,10 +68,10 @@ def main() -> None:
             for job, function in (("train", train), ("tag", tag)):
                 best = {True: float("inf"), False: float("inf")}
                 for _ in range(args.rounds):  # the two loops take turns
-                    for fused, backend in ((True, FUSED), (False, REFERENCE)):
+                    for compiled, backend in ((True, NUMBA), (False, REFERENCE)):
                         run = functools.partial(function, backend)
-                        best[fused] = min(best[fused], *best_time(run, 1, args.repeats))
-                per_step = {fused: 1e6 * t / length for fused, t in best.items()}
+                        best[compiled] = min(best[compiled], *best_time(run, 1, args.repeats))
+                per_step = {compiled: 1e6 * t / length for compiled, t in best.items()}
                 print(
                     f"| {'NEF-F' if full_state else 'NEF-S'} | {length} | {job} | {per_step[True]:.0f} | "
                     f"{per_step[False]:.0f} | {per_step[False] / per_step[True]:.2f} |",

@@ -7,9 +7,9 @@ per update against the BiLSTM, and the matrix products that the sketch loop cann
 The same EWT training batches as `benchmarks/speed/speed.py` (16 sentences per update, length-bucketed, seed
 1). In turns, for ``--rounds`` rounds: the BiLSTM's updates, NEF-F, N = L's updates, and the decoder's
 **matrix products alone**: for each batch, the three products of every sketch step n ≥ 2 of
-`easyfirst.backends.fused` at the batch's shapes and memory layouts, on random numbers (forward:
-2a = fixed + windows(Sⁿ⁻¹) · 2W; backward: dSⁿ⁻¹ from daⁿ through the flipped weight, and dW += daⁿᵀ ·
-windows). Every other operation of the loop (tanh, csoftmax, its backward, the window copies) is left
+the batched csoftmax loop (backend `fused`, since removed) at the batch's shapes and memory layouts,
+on random numbers (forward: 2a = fixed + windows(Sⁿ⁻¹) · 2W; backward: dSⁿ⁻¹ from daⁿ through the
+flipped weight, and dW += daⁿᵀ · windows). Every other operation of the loop (tanh, csoftmax, its backward, the window copies) is left
 out, so the products' time is a lower bound on what the decoder adds to the BiLSTM's update, and
 
     ratio ≤ t_BiLSTM / (t_BiLSTM + t_products)

@@ -8,16 +8,15 @@ same batches); the int8 ones with the model's modules replaced by torch's dynami
 (``torch.ao.quantization.quantize_dynamic``: int8 weights, activations quantized on the fly per call)
 and the backends fixed per variant:
 
-- ``float32``: the model as shipped, the chooser's backends (torch's LSTM; the ``fused`` csoftmax loop);
+- ``float32``: the model as shipped, the chooser's backends;
 - ``int8 reference``: ``quantize_dynamic`` of every ``nn.LSTM`` and ``nn.Linear`` (the BiLSTM, v of
   Eq. 2, the output layer), every part on the reference (the decoder's window convolutions have no
   dynamic int8 version and stay float32);
-- ``int8 BiLSTM + output, fused``: the BiLSTM and the output layer in int8, the decoder the float32
-  fused loop (v stays float32: the loop reads its weight);
-- ``... + int8 sketch products``: the same, and the fused loop's one product per sketch step, 2a =
-  fixed + windows(Sⁿ⁻¹)·2W (the decoder's largest arithmetic), by a dynamically quantized linear map
-  with per-channel int8 weights (an experiment: the loop's ``torch.addmm`` is replaced here, not in
-  the package).
+- ``int8 BiLSTM + output, numba decoder``: the BiLSTM and the output layer in int8, the decoder the
+  float32 compiled loops (v stays float32: the loops read its weight).
+
+The measurements of docs/studies/speed.md (benchmarks/results/int8-cpu-2core-shared.json) were taken
+with backend ``fused``'s decoder, since removed, and a row with its sketch product in int8.
 
 Reported: UPOS on the gold tags, the share of words whose tag differs from float32's, and words per
 CPU second (``time.process_time``, best and median of the rounds; each ratio to float32 within the run).
@@ -44,11 +43,10 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic  # noqa: E402
 
-import easyfirst.backends.fused as fused_module  # noqa: E402
 import easyfirst.tagging.pool as pool_module  # noqa: E402
 from easyfirst import Tagger  # noqa: E402
 from easyfirst.backends.chooser import REFERENCE, Plan  # noqa: E402
-from easyfirst.backends.fused import FUSED  # noqa: E402
+from easyfirst.backends.compiled import NUMBA  # noqa: E402
 from easyfirst.data.conllu import read_conllu  # noqa: E402
 
 TEST = "ud/UD_English-EWT/en_ewt-ud-test.conllu"
@@ -56,43 +54,20 @@ warnings.filterwarnings("ignore", category=DeprecationWarning)  # torch.ao.quant
 warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*")
 
 
-class Int8Products:
-    """``torch`` for easyfirst.backends.fused, except ``addmm``, the loop's sketch product, which runs
-    as a dynamically quantized linear map of the weight it is given (prepared once per batch)."""
-
-    def __init__(self) -> None:
-        self.weight: torch.Tensor | None = None
-        self.linear: nn.Module | None = None
-
-    def __getattr__(self, name: str):
-        return getattr(torch, name)
-
-    def addmm(self, fixed: torch.Tensor, cols: torch.Tensor, weight: torch.Tensor, *, out: torch.Tensor):
-        if weight is not self.weight:  # 2W of a new batch (the loop makes it once per call)
-            linear = nn.Linear(weight.shape[0], weight.shape[1], bias=False)
-            linear.weight.data = weight.t().contiguous()
-            held = nn.Sequential(linear)
-            self.linear = quantize_dynamic(held, {"0": per_channel_dynamic_qconfig})[0]
-            self.weight = weight
-        return torch.add(self.linear(cols), fixed, out=out)
-
-
 @contextmanager
-def running(plan: Plan | None, products: Int8Products | None):
-    """Tagging with ``plan`` for every batch (None: the chooser's) and the fused loop's products."""
-    chooser, maths = pool_module.plan_for, fused_module.torch
+def running(plan: Plan | None):
+    """Tagging with ``plan`` for every batch (None: the chooser's)."""
+    chooser = pool_module.plan_for
     if plan is not None:
         pool_module.plan_for = lambda model, mask, training: plan
-    if products is not None:
-        fused_module.torch = products
     try:
         yield
     finally:
-        pool_module.plan_for, fused_module.torch = chooser, maths
+        pool_module.plan_for = chooser
 
 
-def variants(model: str) -> list[tuple[str, Tagger, Plan | None, Int8Products | None]]:
-    """(name, tagger, plan, products) of each variant."""
+def variants(model: str) -> list[tuple[str, Tagger, Plan | None]]:
+    """(name, tagger, plan) of each variant."""
 
     def tagger(spec) -> Tagger:
         loaded = Tagger.load(model)
@@ -103,15 +78,9 @@ def variants(model: str) -> list[tuple[str, Tagger, Plan | None, Int8Products | 
 
     some = {"encoder": per_channel_dynamic_qconfig, "output": per_channel_dynamic_qconfig}
     return [
-        ("float32", tagger(None), None, None),
-        ("int8 reference", tagger({nn.LSTM, nn.Linear}), Plan(REFERENCE, REFERENCE), None),
-        ("int8 BiLSTM + output, fused", tagger(some), Plan(REFERENCE, FUSED), None),
-        (
-            "int8 BiLSTM + output, fused + int8 sketch products",
-            tagger(some),
-            Plan(REFERENCE, FUSED),
-            Int8Products(),
-        ),
+        ("float32", tagger(None), None),
+        ("int8 reference", tagger({nn.LSTM, nn.Linear}), Plan(REFERENCE, REFERENCE)),
+        ("int8 BiLSTM + output, numba decoder", tagger(some), Plan(REFERENCE, NUMBA)),
     ]
 
 
@@ -131,12 +100,12 @@ def main() -> None:
     runs = variants(args.model)
     results: dict[str, dict] = {name: {"cpu": []} for name, *_ in runs}
     with torch.inference_mode():
-        for name, tagger, plan, products in runs:  # warm-up, and the tags
-            with running(plan, products):
+        for name, tagger, plan in runs:  # warm-up, and the tags
+            with running(plan):
                 results[name]["tags"] = [t for tagged in tagger.tag(words) for t in tagged.tags]
     for r in range(args.rounds):
-        for name, tagger, plan, products in runs if r % 2 == 0 else runs[::-1]:
-            with running(plan, products):
+        for name, tagger, plan in runs if r % 2 == 0 else runs[::-1]:
+            with running(plan):
                 start = time.process_time()
                 tagger.tag(words)
                 results[name]["cpu"].append(time.process_time() - start)

@@ -46,9 +46,9 @@ def cpu_model() -> str:
 
 def timed_parts(tagger, sentences) -> dict[str, float]:
     """CPU seconds of one ``tag`` call, whole and by part: each part's function wrapped for the call (the
-    batches' ids, the embedder, the BiLSTM, the decoder and its sketch loop, the output layer, the best
-    tags), so that the parts of two models compare; the wrappers cost a few microseconds a call."""
-    from easyfirst.backends import chooser, fused
+    batches' ids, the embedder, the BiLSTM, the decoder, the output layer, the best tags), so that the
+    parts of two models compare; the wrappers cost a few microseconds a call."""
+    from easyfirst.backends import chooser
     from easyfirst.tagging import pool
 
     spent: dict[str, float] = {}
@@ -59,7 +59,6 @@ def timed_parts(tagger, sentences) -> dict[str, float]:
         (model.embedder, "forward", "embedder"),
         (chooser.Plan, "encode", "BiLSTM"),
         (chooser.Plan, "decode", "decoder"),
-        (fused, "run_loop", "sketch loop"),
         (model.output, "forward", "output layer"),
         (model, "predict", "best tags"),
     ]
@@ -128,7 +127,7 @@ def main() -> None:
         print(f"{name:<40} {statistics.median(values):>20,.0f} {statistics.median(values) / first:>8.2f}")
     parts = {name: timed_parts(tagger, sentences) for name, tagger in taggers.items()} if args.parts else {}
     for name, spent in parts.items():
-        print(f"\n{name}: CPU seconds of one call, by part (the sketch loop is within the decoder)")
+        print(f"\n{name}: CPU seconds of one call, by part")
         for part, seconds in spent.items():
             print(f"  {part:<14} {seconds:8.3f}")
     if args.json:

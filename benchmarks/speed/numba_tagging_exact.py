@@ -1,8 +1,8 @@
 """Tags and probabilities of the bundled en-upos on UD English EWT dev + test (through $EASYFIRST_DATA):
-the paths before issue #46's compiled tagging loops (``easyfirst tag``'s batches of 256 through backend
-fused; one sentence at a time through numpy) against backend numba's loops (batches of 256, groups of 13
-as the server gathers them, one sentence at a time). Prints, for each pair, how many sentences got other
-tags and the largest difference of a probability.
+the reference (backend forced, batches of 256 and one sentence at a time) against backend numba's loops
+(batches of 256, groups of 13 as the server gathers them, one sentence at a time). Prints, for each
+pair, how many sentences got other tags and the largest difference of a probability. (Its results of
+issue #46 compared backend fused's batches, since removed, in the place of the reference's.)
 
     python benchmarks/speed/numba_tagging_exact.py > benchmarks/results/numba-tagging-exact-issue46-DATE.json
 """
@@ -43,14 +43,16 @@ def main() -> None:
             found += tagger.tag(chunk, probabilities=True, batch_size=batch_size)
         return found
 
-    before = {"whole": tag(), "one": tag(batch_size=1)}  # fused batches, numpy one at a time
-    assert load_tagging_loops(), "Numba is not installed"
+    tagger.backend = "reference"
+    before = {"whole": tag(), "one": tag(batch_size=1)}
+    tagger.backend = "auto"
+    assert load_tagging_loops(tagger.model), "Numba is not installed"
     after = {"whole": tag(), "groups13": tag(13, group=13), "one": tag(batch_size=1)}
     result = {"sentences": len(sentences), "tokens": sum(map(len, sentences))}
     for b, x in before.items():
         for a, y in after.items():
-            result[f"{b} (today) vs {a} (numba)"] = compare(x, y)
-    result["today: whole vs one at a time"] = compare(before["whole"], before["one"])
+            result[f"{b} (reference) vs {a} (numba)"] = compare(x, y)
+    result["reference: whole vs one at a time"] = compare(before["whole"], before["one"])
     print(json.dumps(result, indent=1))
 
 

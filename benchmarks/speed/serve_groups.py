@@ -1,7 +1,7 @@
 """How `easyfirst serve` should tag a gathered group of one-sentence requests: one batch, length-sorted
 sub-batches of at most T padded words, or one sentence at a time; where Numba is installed, with the
-compiled tagging loops of backend numba loaded as the server loads them, and one batch through backend
-fused (the server's path before them) beside.
+compiled tagging loops of backend numba loaded as the server loads them, and one batch through the
+reference beside (the results of issue #46 had backend fused's batched loop there, since removed).
 
 The sentences (UD English EWT dev through ``$EASYFIRST_DATA``, else the bundled sample) are cut into
 groups of G in file order, as the clients of benchmarks/speed/serve_load.py send them, and every group is
@@ -32,10 +32,10 @@ from pathlib import Path
 from serve_load import sentences_to_tag
 
 
-def policies(tagger, caps: list[int], fused: bool) -> dict:
+def policies(tagger, caps: list[int], reference: bool) -> dict:
     found = {"one batch (1,024)": lambda group: tagger.tag(group, batch_size=len(group))}
-    if fused:  # the server's path before issue #46's compiled loops: one batch through backend fused
-        found["one batch, fused"] = lambda group: forced(tagger, "fused", group)
+    if reference:  # the path where the compiled loops do not run: one batch through the reference
+        found["one batch, reference"] = lambda group: forced(tagger, "reference", group)
     found["one sentence at a time"] = lambda group: tagger.tag(group, batch_size=1)
     for cap in caps:
         found[f"sub-batches ≤ {cap}"] = lambda group, cap=cap: tagger.tag(
@@ -56,9 +56,9 @@ CLOCK = time.perf_counter  # --cpu: time.thread_time
 
 
 def measure(
-    tagger, sentences: list[list[str]], size: int, caps: list[int], repeats: int, fused: bool
+    tagger, sentences: list[list[str]], size: int, caps: list[int], repeats: int, reference: bool
 ) -> dict:
-    tried = policies(tagger, caps, fused)
+    tried = policies(tagger, caps, reference)
     seconds = dict.fromkeys(tried, 0.0)
     for _ in range(repeats):
         for number, first in enumerate(range(0, len(sentences), size)):
@@ -114,7 +114,7 @@ def main() -> None:
         print(f"whole file, batches of 256: {whole:,.0f} tokens per CPU second")
     # the server's path: each group's sentences one by one in numba's compiled loops, where Numba is
     # installed (easyfirst serve loads them; `easyfirst tag`, measured above, does not)
-    fused = loops = load_tagging_loops()
+    reference = loops = load_tagging_loops()
     result["numba_tagging_loops"] = loops
     if loops and args.cpu:
         start = CLOCK()
@@ -125,7 +125,7 @@ def main() -> None:
         print(f"whole file, batches of 256, numba's loops: {rate:,.0f} tokens per CPU second")
     print("| group | policy | tokens/s | × one batch | × whole file |\n|---:|---|---:|---:|---:|")
     for size in args.groups:
-        rows = measure(tagger, sentences, size, args.caps, args.repeats, fused)
+        rows = measure(tagger, sentences, size, args.caps, args.repeats, reference)
         result["groups"][str(size)] = rows
         for name, row in rows.items():
             if whole:

@@ -3,7 +3,7 @@ ratios to the BiLSTM measured in the same run; peak memory; time per token again
 
     python benchmarks/speed/speed.py [--steps 240] [--rounds 4] [--threads 1] [--json speed.json]
     python benchmarks/speed/speed.py --steps 0        # tagging, scaling and memory only
-    python benchmarks/speed/speed.py --generic-loop   # also NEF-F, N = L without the fused csoftmax loop
+    python benchmarks/speed/speed.py --generic-loop   # also NEF-F, N = L on the reference's step loop
     python benchmarks/speed/speed.py --chars 30,30    # also bilstm and NEF-F, N = L with a character CNN
     python benchmarks/speed/speed.py --chars 30,50 --char-encoders cnn bilstm   # ... and a character BiLSTM
 
@@ -59,9 +59,9 @@ MODELS = {  # name → (model, sketch steps)
     "NEF-F, N = 5": ("nef-f", 5),
     "NEF-F, N = L": ("nef-f", None),
 }
-# --generic-loop: NEF-F, N = L once more with the decoder's generic step loop instead of the fused
-# csoftmax loop (easyfirst.backends.fused), in the same run: the fused loop's own speed-up (backend
-# ``reference`` forced: at 16 sentences per update the encoder is nn.LSTM's either way)
+# --generic-loop: NEF-F, N = L once more with the decoder's generic step loop (backend ``reference``
+# forced) instead of the chooser's, in the same run: the compiled path's speed-up (until backend fused
+# was removed, the chooser's was its batched csoftmax loop, in the results of that day)
 GENERIC = "NEF-F, N = L, generic loop"
 # --chars D,F: these rows once more with character features (D-d characters, encoders of output size F;
 # issue #36), in the same run: their cost. Row name → (row, encoder), filled by main

@@ -9,16 +9,18 @@ setting. A backend computes the same function as a part of it, for the settings 
   :mod:`~easyfirst.backends.kernels` and :mod:`~easyfirst.backends.rows`): the BiLSTM and the sketch
   loop, one forward for training and tagging and one backward; any batch on the CPU, each sentence on
   its own rows (its BiLSTM up to 64 units per direction);
-- ``fused``: the decoder for csoftmax attention, any batch and device, as one autograd Function with
-  Prop. 1's backward written out, and in tagging the BiLSTM over the padded batch through torch's LSTM
-  (:mod:`~easyfirst.backends.fused`): what runs on the GPU, and wider BiLSTMs in tagging;
-- ``reference``: the model's own modules.
+- ``reference``: the model's own modules, for every setting, dtype and device: what runs on the GPU,
+  in bfloat16 and float16, and BiLSTMs wider than numba's (in tagging on the CPU the encoder runs each
+  direction over the padded batch through torch's LSTM, easyfirst.model.encoder).
+
+These are the two implementations of each equation: a change to one is made in both and proved by the
+float64 equivalence tests.
 
 :func:`easyfirst.backends.chooser.choose_backend` picks, for each batch, the first of these (in that order)
 that declares the batch's settings, and says why it passed over the others; ``--backend NAME`` forces
-one (the reference runs what it does not support). What keeps them equal: tests/backends/test_fused_sketch.py and
-tests/backends/test_compiled.py compare outputs and gradients of every backend with the reference in
-float64; tests/backends/test_backends.py the choice.
+one (the reference runs what it does not support). What keeps them equal: tests/backends/test_compiled.py
+compares numba's outputs and gradients with the reference's in float64; tests/backends/test_backends.py
+the choice.
 
 To change an equation: change the reference; then either port each backend or remove the setting value
 from its declaration so that the chooser passes it over until it is ported. A new setting of the encoder
@@ -29,7 +31,7 @@ This module imports no torch: the names are read by the config and ``--help``.
 """
 
 # the backends by name, in the chooser's order of preference (easyfirst.backends.chooser.BACKENDS)
-NAMES = ("numba", "fused", "reference")
+NAMES = ("numba", "reference")
 CHOICES = ("auto", *NAMES)  # what --backend and Tagger.backend take; auto: the chooser's pick
 
 

@@ -43,8 +43,7 @@ class AtMost:
 # decoder easyfirst/model/sketch.py with what it calls in easyfirst/ops (window.py, attention.py,
 # constrained.py). A change to what the reference computes bumps its part's number here; every fast
 # backend declares the revisions it computes, so it declines that part until it is ported and declares
-# the new one (tests/backends/test_fused_sketch.py and test_compiled.py, in float64, say when it agrees
-# again). tests/backends/test_backends.py fails when the reference's code changes and asks for this
+# the new one (tests/backends/test_compiled.py, in float64, says when it agrees again). tests/backends/test_backends.py fails when the reference's code changes and asks for this
 # decision.
 REVISIONS = {"encoder": 1, "decoder": 1}
 

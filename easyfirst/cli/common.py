@@ -117,7 +117,7 @@ def load_tagger(model: Path | None, device: str = "cpu", note: bool = False, bac
 
 
 def say_backend(tagger) -> None:
-    """Log what computes the tagger's batches (``backend: fused for batches, numpy for one sentence``),
+    """Log what computes the tagger's batches (``backend: numba (compiled CPU loops: BiLSTM and decoder)``),
     one line on stderr, as ``train`` logs its own."""
     err.print(f"backend: {tagger.chosen_backend}", markup=False, highlight=False, soft_wrap=True)
 

@@ -250,9 +250,9 @@ FLAGS = (
               "CPU only; default: one per core (at most 8, one per 500 training sentences); 1: one process, "
               "repeatable bit for bit."),
     Flag("--backend", "train.backend", choices=lambda: list(CHOICES),
-         help="Force a backend (for debugging and benchmarks): numba (compiled CPU loops), fused "
-              "(csoftmax batches, the GPU) or reference (the model itself), which runs whatever the forced one does "
-              "not support; auto: the fastest that supports each batch."),
+         help="Force a backend (for debugging and benchmarks): numba (compiled CPU loops) or reference (the "
+              "model itself: every setting and device, the GPU included), which runs whatever the forced one "
+              "does not support; auto: the fastest that supports each batch."),
     Flag("--threads", "train.threads", show=lambda v: "torch's choice" if not v else str(v),
          help="CPU threads for torch in this training process (0: torch's choice, one per core). 1 by "
               "default, since more spin when other work shares the cores; on a machine of your own, 0 is "

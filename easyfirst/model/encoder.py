@@ -6,8 +6,12 @@ one-layer model's saved weights keep the names they always had (``encoder.lstm.w
 layers above are ``upper.0``, ``upper.1``, ... Each layer is its own ``nn.LSTM`` rather than one
 ``nn.LSTM(num_layers=k)``, whose built-in dropout between layers can only be naive.
 
-This is the reference: ``nn.LSTM`` over packed sequences. A backend may compute the same function
-faster for some batches (easyfirst.backends: on the CPU, in loops compiled by Numba).
+This is the reference: ``nn.LSTM`` over packed sequences. Without gradients on the CPU (tagging) each
+direction runs instead over the padded batch (:meth:`BiLSTMEncoder.padded`): the same LSTM, called
+through ``torch.lstm``, whose padded input takes oneDNN's kernel where packed input takes the generic
+time loop (1.1-1.4x faster for the BiLSTM alone at the sizes tagging runs, docs/studies/speed.md). A
+backend may compute the same function faster for some batches (easyfirst.backends: on the CPU, in loops
+compiled by Numba).
 """
 
 from __future__ import annotations
@@ -40,6 +44,18 @@ class BiLSTMEncoder(nn.Module):
         return [self.lstm, *self.upper]
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """States ``(B, L, 2H)`` of embeddings ``x`` ``(B, L, D_in)``, zeros where ``mask`` ``(B, L)`` is
+        false: :meth:`padded` on the CPU where no gradient is wanted, else :meth:`packed` (also for layers
+        that are not ``nn.LSTM``'s, e.g. dynamically quantized ones, which keep no float weights)."""
+        wants_gradients = torch.is_grad_enabled() and (
+            x.requires_grad or any(p.requires_grad for p in self.parameters())
+        )
+        if x.device.type == "cpu" and not wants_gradients and all(type(k) is nn.LSTM for k in self.layers):
+            return self.padded(x, mask)
+        return self.packed(x, mask)
+
+    def packed(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward` through packed sequences (training, and every other device)."""
         lengths = mask.sum(1).cpu()
         for k, lstm in enumerate(self.layers):
             if k:
@@ -48,3 +64,33 @@ class BiLSTMEncoder(nn.Module):
             out, _ = lstm(packed)
             x, _ = pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
         return x
+
+    def padded(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward` on the padded batch, without gradients: ``(B, L, 2H)``, zeros on padding.
+
+        The forward direction reads the batch as it is (a word's state does not depend on the padding
+        after it); the backward one reads each sentence's words reversed in place (its padding still
+        last), and its states are put back in order."""
+        size, length = mask.shape
+        steps = torch.arange(length, device=mask.device)
+        lengths = mask.sum(1, keepdim=True)
+        # position t of sentence b <-> position n_b - 1 - t (padding stays): its own inverse
+        reverse = torch.where(steps < lengths, lengths - 1 - steps, steps).unsqueeze(-1)
+        keep = mask.unsqueeze(-1).to(x.dtype)
+        for k, lstm in enumerate(self.layers):
+            if k:
+                x = self.between(x)
+            start = x.new_zeros(1, size, lstm.hidden_size)
+            states = []
+            for direction in ("", "_reverse"):
+                weights = [getattr(lstm, name + direction) for name in _LSTM_WEIGHTS]
+                read = x if not direction else x.gather(1, reverse.expand(-1, -1, x.shape[2]))
+                # (input, (h0, c0), weights, biases, layers, dropout, training, bidirectional, batch_first)
+                out = torch.lstm(read, (start, start), weights, True, 1, 0.0, False, False, True)[0]
+                states.append(out if not direction else out.gather(1, reverse.expand(-1, -1, out.shape[2])))
+            x = torch.cat(states, dim=-1).mul_(keep)
+        return x
+
+
+# one direction's weights of an nn.LSTM layer, in torch.lstm's order (with "_reverse": the backward's)
+_LSTM_WEIGHTS = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")

@@ -29,9 +29,9 @@ Scores (see easyfirst.ops.attention): Eq. 2, optionally z/T (``temperature``) an
 (``coverage_penalty``, §4); for ``hard``, the output layer's best tag score on concat(h_i, s_iⁿ⁻¹)
 (``score_words``), taken without gradient; none for the prescribed orders.
 
-This loop is the reference for every setting. The backends ``fused`` (a batch with csoftmax) and
-``numba`` (compiled CPU loops) compute the same function faster where they declare the
-settings (easyfirst.backends); the model never calls them itself.
+This loop is the reference for every setting, dtype and device (the GPU runs it). Backend ``numba``
+(compiled CPU loops) computes the same function faster where it declares the settings
+(easyfirst.backends); the model never calls it itself.
 """
 
 from __future__ import annotations

@@ -65,12 +65,9 @@ def _budget_left(us: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return (us - used).add_(1), used[:, -1:] <= 1
 
 
-def csoftmax_forward(
-    z: torch.Tensor, u: torch.Tensor, exp_space: bool | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """α and the free-word mask A for rows ``(R, L)``; ``exp_space``: True where the caller knows
-    :func:`_exp_space_is_safe` holds (the fused loop, once per batch rather than at every step),
-    None to check.
+def csoftmax_forward(z: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """α and the free-word mask A for rows ``(R, L)``, in float64 exp space where
+    :func:`_exp_space_is_safe` holds, else in log space.
 
     w = 1/Z = max_k r_k / T_k over the clamped prefixes of the q order (see the module docstring): one
     sort, two cumulative sums and a maximum, then α_i = min(exp(z_i)·w, u_i) and A in the original
@@ -79,7 +76,7 @@ def csoftmax_forward(
     fixed cost dominates). Taking 1/Z rather than Z, an over-spent prefix (r_k ≤ 0) is never the maximum;
     a tight row (Σu ≤ 1) gets w = inf, which clamps every word.
     """
-    if exp_space or _exp_space_is_safe(z, u):
+    if _exp_space_is_safe(z, u):
         u_wide = u.to(torch.float64)
         e = torch.exp(z.to(torch.float64))
         # decreasing q = log(exp(z)/u); u ≤ 0 gives +inf (NaN where z = −inf, which torch.sort puts first

@@ -11,7 +11,7 @@ A gathered group is tagged as ``easyfirst tag`` tags a file: sorted by length, i
 one-sentence requests gathers. Where Numba is installed the app loads backend numba's compiled tagging
 loops at its start (easyfirst.serve.create_app), and the batch runs there: each sentence its own sketch
 steps over its own words, the sentences still running packed into one product a step, no torch
-operation per step. Elsewhere the fused path runs each step over the sentences still running.
+operation per step. Elsewhere (the GPU, bfloat16) the reference runs the batch's steps.
 
 The worker is a thread, so its calls fork no tagging pool (easyfirst.tagging.pool forks from the main
 thread only, and only when asked): a server's cores are its processes (``--workers``,
@@ -36,8 +36,9 @@ from easyfirst.tagging.tagged import Tagged
 
 # Padded words per batch of a gathered group, easyfirst tag's cap. benchmarks/speed/serve_groups.py --cpu
 # (docs/studies/serve-load.md, issue #46) with numba's loops: one batch 18,508 tokens per CPU second for groups of 13
-# (2.26x one batch through fused, 2.9x one sentence at a time, 1.13x sub-batches of <= 256 padded
-# words); through fused alone, one batch was also the fastest (1.19x sub-batches of <= 256).
+# (2.26x one batch through the batched torch loop since removed, 2.9x one sentence at a time, 1.13x
+# sub-batches of <= 256 padded words); through that torch loop alone, one batch was also the fastest
+# (1.19x sub-batches of <= 256).
 GROUP_TOKENS = INFERENCE_MAX_TOKENS
 
 

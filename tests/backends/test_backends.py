@@ -1,8 +1,8 @@
 """The one chooser of backends (easyfirst.backends.chooser): which backend computes each part of the
 model for which settings and batches; a setting that no fast backend declares runs the reference, and
 the log says so; a forced backend runs where it applies and the reference elsewhere; one attention table.
-That each backend computes what the reference computes is tests/backends/test_fused_sketch.py's and
-tests/backends/test_compiled.py's (float64, outputs and gradients)."""
+That backend numba computes what the reference computes is tests/backends/test_compiled.py's (float64,
+outputs and gradients)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from rich.console import Console
 
 import easyfirst
 from conftest import SAMPLE, run_cli, train_on_sample
-from easyfirst.backends import NAMES, compiled, declaration, fused
+from easyfirst.backends import NAMES, compiled, declaration
 from easyfirst.backends import chooser as chooser_module
 from easyfirst.backends.chooser import BACKENDS, choose_backend
 from easyfirst.backends.declaration import DECODER_SETTINGS, REVISIONS
@@ -54,9 +54,9 @@ def test_backend_names_are_one_list():
         ("nef-f", "entmax15", "one", "cpu", "float32", True, ("numba", "reference")),
         ("nef-f", "csoftmax", "many", "cpu", "float32", True, ("numba", "numba")),
         ("nef-s", "csoftmax", "many", "cpu", "float64", False, ("numba", "numba")),  # tagging: any batch
-        ("nef-f", "csoftmax", "one", "cuda", "float32", True, ("reference", "fused")),
-        ("nef-f", "csoftmax", "many", "cuda", "float32", False, ("reference", "fused")),  # cuDNN packs
-        ("nef-f", "csoftmax", "one", "cpu", "bfloat16", False, ("fused", "fused")),
+        ("nef-f", "csoftmax", "one", "cuda", "float32", True, ("reference", "reference")),  # the GPU
+        ("nef-s", "sparsemax", "many", "cuda", "float32", False, ("reference", "reference")),
+        ("nef-f", "csoftmax", "one", "cpu", "bfloat16", False, ("reference", "reference")),
         ("bilstm", "csoftmax", "many", "cpu", "float32", False, ("numba", None)),
         ("nef-f", "sparsemax", "many", "cpu", "float32", True, ("numba", "numba")),
         ("nef-f", "csparsemax", "one", "cpu", "float32", True, ("numba", "reference")),
@@ -69,25 +69,24 @@ def test_the_chooser_takes_the_first_backend_that_declares_the_batch(
     config = ModelConfig(model=model, decoder=DecoderSettings(attention=attention))
     plan = choose_backend(config, sentences, device, dtype, training)
     assert (plan.encoder.name, plan.decoder and plan.decoder.name) == expected
-    if expected[1] == "reference" and attention != "sparsemax":
+    if expected[1] == "reference" and device == "cpu" and dtype != "bfloat16" and attention != "sparsemax":
         assert f"attention = {attention}" in plan.describe()  # why the faster ones were passed over
 
 
 def test_a_forced_backend_runs_where_it_supports_the_batch_and_the_reference_elsewhere():
     config = ModelConfig(decoder=DecoderSettings(attention="sparsemax"))
-    plan = choose_backend(config, "many", "cpu", "float32", True, force="fused")
+    plan = choose_backend(config, "many", "cuda", "float32", True, force="numba")
     assert (plan.encoder.name, plan.decoder.name) == ("reference", "reference")
-    # its BiLSTM tags only, its decoder computes csoftmax only
     assert plan.describe() == (
-        "reference (the model's torch modules: BiLSTM and decoder) — fused: training = True (False only); "
-        "attention = sparsemax (csoftmax only)"
+        "reference (the model's torch modules: BiLSTM and decoder) — numba: device = cuda (cpu only)"
     )
-    plan = choose_backend(ModelConfig(), "many", "cpu", "float32", False, force="fused")
-    assert (plan.encoder.name, plan.decoder.name) == ("fused", "fused")  # numba never considered
+    plan = choose_backend(config, "many", "cpu", "float32", True, force="numba")
+    assert (plan.encoder.name, plan.decoder.name) == ("numba", "numba")
     plan = choose_backend(ModelConfig(), "many", "cpu", "float32", True, force="reference")
     assert (plan.encoder.name, plan.decoder.name) == ("reference", "reference")
-    with pytest.raises(ValueError, match="unknown backend 'fast'"):
-        choose_backend(ModelConfig(), "many", "cpu", "float32", True, force="fast")
+    for removed in ("fast", "fused"):  # fused: a backend since removed
+        with pytest.raises(ValueError, match=f"unknown backend '{removed}': one of auto, numba, reference$"):
+            choose_backend(ModelConfig(), "many", "cpu", "float32", True, force=removed)
 
 
 def test_a_setting_no_fast_backend_declares_runs_the_reference_and_the_log_says_so(tmp_path, monkeypatch):
@@ -100,7 +99,6 @@ def test_a_setting_no_fast_backend_declares_runs_the_reference_and_the_log_says_
         ModelConfig, "get", lambda self, key: 1 if key == "sketch_novelty" else read(self, key)
     )
     monkeypatch.setattr(compiled, "_sketch", lambda *a, **k: pytest.fail("a fast decoder ran"))
-    monkeypatch.setattr(fused, "fused_sketch_loop", lambda *a, **k: pytest.fail("a fast decoder ran"))
     config = Config.load(os.path.join(os.path.dirname(__file__), "..", "..", "configs", "pos-reference.toml"))
     config.data.train = config.data.dev = str(SAMPLE)
     config.train.epochs, config.model.decoder.sketch_steps, config.train.workers = 1, 2, 1
@@ -123,7 +121,7 @@ REFERENCE_CODE = {
     "encoder": ("model/encoder.py",),
     "decoder": ("model/sketch.py", "ops/window.py", "ops/attention.py", "ops/constrained.py"),
 }
-DIGESTS = {"encoder": "13362f44a46e882f", "decoder": "869feba1aacdd75d"}
+DIGESTS = {"encoder": "1917b25b7850437a", "decoder": "11bdf5d303acaffe"}
 
 
 def _without_docstrings(tree: ast.AST) -> ast.AST:
@@ -182,7 +180,7 @@ def test_the_tagger_gives_the_same_tags_on_every_backend(monkeypatch):
     original = compiled._sketch
     monkeypatch.setattr(compiled, "_sketch", lambda *a, **k: calls.append(1) or original(*a, **k))
     found = {}
-    for name in ("auto", "numba", "fused", "reference"):
+    for name in ("auto", "numba", "reference"):
         tagger.backend = name
         calls.clear()
         found[name] = tagger.tag([words])[0].tags

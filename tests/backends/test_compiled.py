@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 from rich.console import Console
-from test_fused_sketch import padded_batch, random_output_layer, run_both
+from sketch_batches import padded_batch, random_output_layer, run_both
 
 from conftest import SAMPLE
 from easyfirst.backends import chooser, compiled, kernels
@@ -73,8 +73,7 @@ def test_one_sentence_with_gradients_matches_the_reference(full_state, steps, op
 @pytest.mark.parametrize("full_state", [True, False], ids=["NEF-F", "NEF-S"])
 @pytest.mark.parametrize("attention", ["csoftmax", "sparsemax", "hard"])
 def test_a_padded_batch_with_gradients_matches_the_reference(full_state, attention):
-    """Each sentence's backward on its own rows (the chooser gives training batches to fused, but the
-    functions compute them too)."""
+    """Each sentence's backward on its own rows."""
     found, expected = run_both(decoder_for(attention, full_state), None, [5, 1, 3, 7, 6], backend=NUMBA)
     for name in found:
         torch.testing.assert_close(found[name], expected[name], **CLOSE, msg=name)
@@ -265,16 +264,15 @@ def test_the_training_log_says_in_one_line_which_backend_runs(tmp_path):
         ]  # updates, dev scores alike
 
 
-def test_the_bundled_model_tags_as_fused_does_in_float32():
+def test_the_bundled_model_tags_as_the_reference_does_in_float32():
     """en-upos (NEF-F, csoftmax, N = L) on the sample, in one batch and one sentence at a time: the tags
-    of the fused path, the probabilities within float32 rounding (docs/serve.md: at most 1.6e-5 on EWT
-    dev and test)."""
+    of the reference, the probabilities within float32 rounding."""
     from easyfirst.api import Tagger
 
     tagger = Tagger.load()
     tagger.processes = 1
     words = [s.words for s in read_conllu(SAMPLE)]
-    tagger.backend = "fused"
+    tagger.backend = "reference"
     expected = tagger.tag(words, probabilities=True, attention=True)
     tagger.backend = "auto"
     assert chooser.backend_line(tagger.model) == "numba (compiled CPU loops: BiLSTM and decoder)"
@@ -296,18 +294,16 @@ def test_the_chooser_takes_the_compiled_path_wherever_it_runs():
         plan = choose_backend(config, sentences, "cpu", "float32", True)
         assert (plan.encoder, plan.decoder) == (NUMBA, NUMBA)
     on_the_gpu = choose_backend(config, "many", "cuda", "float32", True)
-    assert (on_the_gpu.encoder.name, on_the_gpu.decoder.name) == ("reference", "fused")
+    assert (on_the_gpu.encoder.name, on_the_gpu.decoder.name) == ("reference", "reference")
     assert on_the_gpu.describe() == (
-        "reference (the model's torch modules: BiLSTM), fused (batched torch loops: decoder) — numba: "
-        "device = cuda (cpu only)"
+        "reference (the model's torch modules: BiLSTM and decoder) — numba: device = cuda (cpu only)"
     )
-    assert choose_backend(config, "many", "cuda", "float32", False).decoder.name == "fused"
-    assert choose_backend(config, "many", "cpu", "float32", False, force="fused").decoder.name == "fused"
+    assert choose_backend(config, "many", "cuda", "float32", False).decoder.name == "reference"
     # a wide BiLSTM runs faster in torch's LSTM: the compiled path keeps the decoder
     wide = choose_backend(
         ModelConfig(encoder=EncoderSettings(hidden_dim=200)), "many", "cpu", "float32", False
     )
-    assert (wide.encoder.name, wide.decoder.name) == ("fused", "numba")  # torch's LSTM, padded
+    assert (wide.encoder.name, wide.decoder.name) == ("reference", "numba")  # torch's LSTM, padded
     assert wide.describe().endswith("— numba: hidden_dim = 200 (at most 64)")
 
 
@@ -365,6 +361,6 @@ def test_a_tagger_loads_the_compiled_loops_only_where_its_batches_take_them():
 
     tagger = Tagger.load()
     assert chooser.load_tagging_loops(tagger.model)  # auto: numba, on the CPU
-    tagger.backend = "fused"
+    tagger.backend = "reference"
     assert not chooser.load_tagging_loops(tagger.model)
-    assert chooser.backend_line(tagger.model) == "fused (batched torch loops: BiLSTM and decoder)"
+    assert chooser.backend_line(tagger.model) == "reference (the model's torch modules: BiLSTM and decoder)"

@@ -118,7 +118,7 @@ def test_the_backend_table_is_current():
     assert module.replaced(page) == page, (
         "docs/architecture.md is out of date: run python docs/make_backend_table.py"
     )
-    assert "| decoder | `attention` |" in page and "| `fused` |" in page  # the table is there
+    assert "| decoder | `attention` |" in page and "| `numba` |" in page  # the table is there
 
 
 def test_version_is_the_changelogs_latest():

@@ -12,6 +12,7 @@ import pytest
 from conftest import SAMPLE
 from easyfirst.atomic import read_json
 from easyfirst.config import SECTIONS, Config
+from easyfirst.errors import InputError
 from easyfirst.resources import BUNDLED, CONFIG_FILE, model_folder
 from easyfirst.training.loop import train
 
@@ -83,3 +84,26 @@ def test_the_bundled_models_config_json_loads_unchanged_and_read_only(name):
     saved = config.to_dict()
     assert {section: {key: saved[section][key] for key in table} for section, table in raw.items()} == raw
     assert config.frozen and all(getattr(config, s).frozen for s in SECTIONS)
+
+
+def test_a_run_saved_with_the_removed_backend_fused_loads_and_a_new_config_naming_it_is_refused(tmp_path):
+    """Backend fused was removed: a run folder whose config.json forced it tags (its backend is auto),
+    while a config file that asks for it now is an error listing the backends."""
+    from easyfirst.api import Tagger
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for path in model_folder("en-upos").iterdir():
+        if path.is_file():
+            (folder / path.name).symlink_to(path)
+    raw = read_json(model_folder("en-upos") / CONFIG_FILE)
+    raw["train"]["backend"] = "fused"
+    (folder / CONFIG_FILE).unlink()
+    (folder / CONFIG_FILE).write_text(json.dumps(raw), encoding="utf-8")
+    assert Config.from_saved(read_json(folder / CONFIG_FILE)).train.backend == "auto"
+    tagger = Tagger.load(folder)
+    assert tagger.backend == "auto"
+    assert tagger.tag([["She", "reads", "."]])[0].tags == ["PRON", "VERB", "PUNCT"]
+    (tmp_path / "fused.toml").write_text('[train]\nbackend = "fused"\n', encoding="utf-8")
+    with pytest.raises(InputError, match="one of auto, numba, reference"):
+        Config.load(tmp_path / "fused.toml")

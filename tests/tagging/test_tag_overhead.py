@@ -73,8 +73,8 @@ def test_an_empty_sentence_gets_empty_attention_and_probabilities_only_when_aske
 
 def test_a_small_group_gets_the_tags_of_one_sentence_at_a_time_whatever_its_batches():
     """A server's group (easyfirst.serve.batching): one batch of mixed lengths, whose steps run over the
-    sentences still running (easyfirst.backends.fused), length-sorted sub-batches, or one sentence at a
-    time (the NumPy path): the same tags."""
+    sentences still running (easyfirst.backends.compiled), length-sorted sub-batches, or one sentence at
+    a time: the same tags."""
     from easyfirst.serve.batching import GROUP_TOKENS
 
     tagger = Tagger.load()
