@@ -60,9 +60,8 @@ def _compile_every_loop() -> None:
     two = np.full(1, 2, np.int64)
     # the first compile may be asked for inside the caller's inference_mode (a Tagger's first batch)
     with torch.inference_mode(False), torch.enable_grad():
-        lstm = torch.nn.LSTM(1, 2, bidirectional=True, batch_first=True)
-        x = torch.zeros(1, 2, 1, requires_grad=True)
-        BiLSTMFunction.apply(x, two, *(getattr(lstm, name) for name in LSTM_WEIGHTS)).sum().backward()
+        inputs, w_hh_t = torch.zeros(1, 2, 2, 4, requires_grad=True), torch.zeros(2, 1, 4, requires_grad=True)
+        BiLSTMFunction.apply(inputs, w_hh_t, two).sum().backward()
         parts = [torch.zeros(1, 2, 2), torch.zeros(2, 1, 1), torch.ones(1, 1)]  # fixed, sketch half, v
         sketch, history = SketchFunction.apply(
             *(part.requires_grad_() for part in parts), two, two, 2, (True, 1.0, 0.0, CSOFTMAX), None
@@ -132,39 +131,35 @@ def _on_words(mask: torch.Tensor, rows: torch.Tensor, weight: torch.Tensor, bias
 
 
 def encode(encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """easyfirst.model.encoder.BiLSTMEncoder.forward: ``(B, L, 2H)``, zeros on padding, layer by layer."""
+    """easyfirst.model.encoder.BiLSTMEncoder.forward: ``(B, L, 2H)``, zeros on padding, layer by layer:
+    each step's input part (x W_ihᵀ + both biases, both directions in one product) in torch, with
+    autograd where gradients are wanted and over the rows that hold words where not, then the time loops
+    (:class:`BiLSTMFunction`)."""
     size, length = mask.shape
     lengths = mask.sum(1).numpy()  # (B,) int64, L_b
     gradients = _wants_gradients(encoder, x)
+    directions = ("", "_reverse")
     for k, lstm in enumerate(encoder.layers):
         if k:
             x = encoder.between(x)
-        if gradients:  # one autograd node a layer, its products in NumPy
-            x = BiLSTMFunction.apply(x, lengths, *(getattr(lstm, name) for name in LSTM_WEIGHTS))
-            continue
-        directions = ("", "_reverse")
         weight = torch.cat([getattr(lstm, f"weight_ih_l0{d}") for d in directions])  # (2·4H, D)
         bias = torch.cat(
             [getattr(lstm, f"bias_ih_l0{d}") + getattr(lstm, f"bias_hh_l0{d}") for d in directions]
         )
-        # every step's input part, both directions in one product: (B, L, 2, 4H)
-        inputs = _on_words(mask, x.reshape(size * length, -1), weight, bias).view(size, length, 2, -1)
         w_hh_t = torch.stack([getattr(lstm, f"weight_hh_l0{d}").T for d in directions])  # (2, H, 4H)
-        x = _bilstm(_numpy(inputs), _numpy(w_hh_t), lengths, store=False)[0]
+        if gradients:
+            inputs = torch.nn.functional.linear(x, weight, bias).view(size, length, 2, -1)
+            x = BiLSTMFunction.apply(inputs, w_hh_t, lengths)
+        else:
+            inputs = _on_words(mask, x.reshape(size * length, -1), weight, bias).view(size, length, 2, -1)
+            x = _bilstm(_numpy(inputs), _numpy(w_hh_t), lengths, store=False)[0]
     return x
-
-
-# an nn.LSTM layer's parameters in the order BiLSTMFunction takes them: forward direction, then reverse
-LSTM_WEIGHTS = [
-    f"{kind}_l0{d}" for d in ("", "_reverse") for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
-]
 
 
 def _bilstm(values: np.ndarray, w_hh_t: np.ndarray, lengths: np.ndarray, store: bool):
     """The time loops of one layer (kernels.bilstm) from the input parts ``(B, L, 2, 4H)`` and ``W_hhᵀ``
     ``(2, H, 4H)``: the states ``(B, L, 2H)`` and, with ``store``, the records of the backward (gates,
     cells, tanh(cells), each direction in its reading order)."""
-    counts = lengths
     size, length, _, four = values.shape
     hidden = four // 4
     dtype = values.dtype
@@ -174,31 +169,19 @@ def _bilstm(values: np.ndarray, w_hh_t: np.ndarray, lengths: np.ndarray, store: 
     cells = np.zeros((2, size, length + 1, hidden) if store else (0, 0, 0, 0), dtype)
     fast = dtype == np.float32 and not store
     with _one_blas_thread():
-        kernels().bilstm(values, w_hh_t, counts, fast, out, gates, cells, tanhs)
-    return torch.from_numpy(out), (gates, cells, tanhs, out, counts)
+        kernels().bilstm(values, w_hh_t, lengths, fast, out, gates, cells, tanhs)
+    return torch.from_numpy(out), (gates, cells, tanhs, out, lengths)
 
 
 class BiLSTMFunction(torch.autograd.Function):
-    """One bidirectional ``nn.LSTM`` layer over ``x`` ``(B, L, D)`` (sentence b its first ``lengths[b]``
-    rows) from its eight parameters (:data:`LSTM_WEIGHTS`), with backpropagation through time by hand;
-    the input parts (x W_ihᵀ + both biases) and their gradients are one NumPy product each."""
+    """The time loops of one bidirectional ``nn.LSTM`` layer from its input parts ``(B, L, 2, 4H)``
+    (sentence b its first ``lengths[b]`` rows) and ``W_hhᵀ`` ``(2, H, 4H)``, with backpropagation through
+    time by hand."""
 
     @staticmethod
-    def forward(ctx, x, lengths, *weights):
-        with _one_blas_thread():
-            return BiLSTMFunction._forward(ctx, x, lengths, *weights)
-
-    @staticmethod
-    def _forward(ctx, x, lengths, *weights):
-        w = [_numpy(weight) for weight in weights]
-        ctx.w_ih = np.concatenate([w[0], w[4]])  # (2·4H, D)
-        ctx.x = _numpy(x).reshape(-1, ctx.w_ih.shape[1])  # (B·L, D)
-        with np.errstate(over="ignore", invalid="ignore"):  # a diverging run: the loop says so
-            inputs = ctx.x @ ctx.w_ih.T + np.concatenate([w[2] + w[3], w[6] + w[7]])
-        w_hh_t = np.ascontiguousarray(np.stack([w[1].T, w[5].T]))  # (2, H, 4H)
-        size, length = x.shape[:2]
-        out, ctx.records = _bilstm(inputs.reshape(size, length, 2, -1), w_hh_t, lengths, store=True)
-        ctx.w_hh = np.stack([w[1], w[5]])  # (2, 4H, H)
+    def forward(ctx, inputs, w_hh_t, lengths):
+        out, ctx.records = _bilstm(_numpy(inputs), _numpy(w_hh_t), lengths, store=True)
+        ctx.w_hh = np.ascontiguousarray(_numpy(w_hh_t).transpose(0, 2, 1))  # (2, 4H, H)
         return out
 
     @staticmethod
@@ -211,10 +194,10 @@ class BiLSTMFunction(torch.autograd.Function):
     def _backward(ctx, grad):
         gates, cells, tanhs, out, counts = ctx.records
         grad = grad.numpy()
-        hidden = out.shape[2] // 2
-        size, length, _ = out.shape
+        size, length, double = out.shape
+        hidden = double // 2
         d_inputs = np.zeros((size, length, 2, 4 * hidden), gates.dtype)
-        d_w_hh = np.zeros(ctx.w_hh.shape, gates.dtype)
+        d_w_hh_t = np.zeros((2, hidden, 4 * hidden), gates.dtype)
         for b, n in enumerate(counts):
             if not n:
                 continue
@@ -222,31 +205,13 @@ class BiLSTMFunction(torch.autograd.Function):
             states = np.stack([out[b, :n, :hidden], out[b, n - 1 :: -1, hidden:]])
             ahead = np.stack([grad[b, :n, :hidden], grad[b, n - 1 :: -1, hidden:]])
             d_gates = np.empty((2, n, 4 * hidden), gates.dtype)
-            kernels().lstm_backward(
-                ahead,
-                np.ascontiguousarray(gates[:, b, :n]),
-                np.ascontiguousarray(cells[:, b, : n + 1]),
-                np.ascontiguousarray(tanhs[:, b, :n]),
-                ctx.w_hh,
-                d_gates,
+            records = (
+                np.ascontiguousarray(r[:, b, :steps]) for r, steps in ((gates, n), (cells, n + 1), (tanhs, n))
             )
+            kernels().lstm_backward(ahead, *records, ctx.w_hh, d_gates)
             d_inputs[b, :n, 0], d_inputs[b, :n, 1] = d_gates[0], d_gates[1, ::-1]
-            d_w_hh[:, :, :] += d_gates[:, 1:].transpose(0, 2, 1) @ states[:, :-1]  # h₀ = 0 adds nothing
-        rows = d_inputs.reshape(size * length, -1)  # (B·L, 2·4H)
-        d_x = torch.from_numpy((rows @ ctx.w_ih).reshape(size, length, -1))
-        d_w_ih, d_bias = np.split(rows.T @ ctx.x, 2), np.split(rows.sum(0), 2)
-        # each bias gets its own array: the optimizer and clipping change gradients in place
-        found = [
-            d_w_ih[0],
-            d_w_hh[0],
-            d_bias[0],
-            d_bias[0].copy(),
-            d_w_ih[1],
-            d_w_hh[1],
-            d_bias[1],
-            d_bias[1].copy(),
-        ]
-        return d_x, None, *(torch.from_numpy(np.ascontiguousarray(d)) for d in found)
+            d_w_hh_t += states[:, :-1].transpose(0, 2, 1) @ d_gates[:, 1:]  # h₀ = 0 adds nothing
+        return torch.from_numpy(d_inputs), torch.from_numpy(d_w_hh_t), None
 
 
 def decode(decoder, states, mask, steps, score_words, beyond_length):

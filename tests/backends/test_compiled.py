@@ -21,7 +21,7 @@ from conftest import SAMPLE
 from easyfirst.backends import chooser, compiled, kernels
 from easyfirst.backends import rows as compiled_rows
 from easyfirst.backends.chooser import REFERENCE, choose_backend, plan_for
-from easyfirst.backends.compiled import LSTM_WEIGHTS, NUMBA, BiLSTMFunction
+from easyfirst.backends.compiled import NUMBA, BiLSTMFunction
 from easyfirst.backends.declaration import PRESCRIBED, ROW_ATTENTIONS
 from easyfirst.config import Config
 from easyfirst.data.batching import collate, encode
@@ -161,12 +161,12 @@ def test_the_bilstm_matches_nn_lstm_with_gradients(layers):
 
 
 def test_the_bilstm_function_passes_gradcheck():
-    torch.manual_seed(0)
-    lstm = torch.nn.LSTM(3, 2, bidirectional=True, batch_first=True).double()
-    weights = [getattr(lstm, name).detach().clone().requires_grad_() for name in LSTM_WEIGHTS]
-    x = torch.randn(2, 4, 3, dtype=torch.float64, requires_grad=True)  # the second sentence 2 words long
+    generator = torch.Generator().manual_seed(0)
+    # the input parts of 2 sentences (the second 2 words long), 2 directions, 4 gates of 2 units
+    inputs = torch.randn(2, 4, 2, 8, dtype=torch.float64, generator=generator).requires_grad_()
+    w_hh_t = torch.randn(2, 2, 8, dtype=torch.float64, generator=generator).requires_grad_()
     lengths = np.array([4, 2])
-    assert torch.autograd.gradcheck(lambda x, *w: BiLSTMFunction.apply(x, lengths, *w), (x, *weights))
+    assert torch.autograd.gradcheck(lambda x, w: BiLSTMFunction.apply(x, w, lengths), (inputs, w_hh_t))
 
 
 def rows(function, *inputs):
