@@ -39,19 +39,18 @@ def cold() -> bool:
 
 
 @_jit
-def _fill_windows(rows, pad, width, cols):
-    """cols[i] = the rows i − pad … i + pad of ``rows`` side by side, zeros past the edges (Eq. 1)."""
-    length, channels = rows.shape
-    for i in range(length):
-        for k in range(width):
-            j = i + k - pad
-            base = k * channels
-            if 0 <= j < length:
-                for c in range(channels):
-                    cols[i, base + c] = rows[j, c]
-            else:
-                for c in range(channels):
-                    cols[i, base + c] = 0.0
+def _fill_window(rows, i, lo, hi, pad, width, target):
+    """target = the rows i − pad … i + pad of ``rows`` side by side, zeros outside ``lo:hi`` (Eq. 1)."""
+    channels = rows.shape[1]
+    for k in range(width):
+        j = i + k - pad
+        base = k * channels
+        if lo <= j < hi:
+            for c in range(channels):
+                target[base + c] = rows[j, c]
+        else:
+            for c in range(channels):
+                target[base + c] = 0.0
 
 
 @_jit
@@ -98,14 +97,35 @@ def _add_sketch(full_state, alpha, affine, squashed, state, lo, hi, fast, two, p
 
 
 @_jit
-def _squash(affine, squashed, tanhs, v, z, used, fast, two):
-    """tanh of the rows ``:used`` of aⁿ and the scores zⁿ = tanh(a_z) v (Eq. 2) into ``z``: where
-    ``squashed`` has rows (the records), every column into it and each score summed in float64 (a BLAS
-    call a step costs more than its sum at one sentence); else the score half into ``tanhs`` and the
-    scores in one product, the sketch half's tanh left for where attention falls (:func:`_add_sketch`)."""
+def _windows(state, starts, active, budget, spent, pad, width, cols, need):
+    """The rows of the first ``active`` sentences that step n computes into ``need`` (with ``spent``,
+    those whose budget is not spent), the windows of Sⁿ⁻¹ around each (Eq. 1, its own sentence's)
+    into the same rows of ``cols`` (none where ``cols`` is empty: S⁰ = 0); their count."""
+    wanted = 0
+    for k in range(active):
+        lo, hi = starts[k], starts[k + 1]
+        for i in range(lo, hi):
+            if spent and budget[i] <= 0:
+                continue
+            need[wanted] = i
+            if cols.shape[0]:
+                _fill_window(state, i, lo, hi, pad, width, cols[wanted])
+            wanted += 1
+    return wanted
+
+
+@_jit
+def _squash(affine, squashed, tanhs, v, z, need, wanted, fast, two):
+    """tanh of the rows ``need[:wanted]`` of aⁿ and their scores zⁿ = tanh(a_z) v (Eq. 2) into ``z`` (the
+    others' 0): where ``squashed`` has rows (the records), every column into it and each score summed in
+    float64 (a BLAS call a step costs more than its sum at one sentence); else the score half into
+    ``tanhs`` and the scores in one product, the sketch half's tanh left for where attention falls
+    (:func:`_add_sketch`)."""
     score_dim = tanhs.shape[1]
+    z[:] = 0.0
     if squashed.shape[0]:
-        for i in range(used):
+        for r in range(wanted):
+            i = need[r]
             squashed[i] = affine[i]
             tanh_range(squashed[i], 0, affine.shape[1], fast, two, False)
             score = 0.0
@@ -113,47 +133,10 @@ def _squash(affine, squashed, tanhs, v, z, used, fast, two):
                 score += squashed[i, d] * v[d]
             z[i] = score
         return
-    for i in range(used):
-        tanhs[i] = affine[i, :score_dim]
-        tanh_range(tanhs[i], 0, score_dim, fast, two, False)
-    z[:used] = np.dot(tanhs[:used], v)
-
-
-@_jit
-def _rows_with_budget(budget, starts, active, state, pad, width, cols, need):
-    """The rows of the first ``active`` sentences whose budget is not spent into ``need``, the windows
-    of Sⁿ⁻¹ around each (Eq. 1, its own sentence's) into the same rows of ``cols``; their count."""
-    sketch_dim = state.shape[1]
-    wanted = 0
-    for k in range(active):
-        lo, hi = starts[k], starts[k + 1]
-        for i in range(lo, hi):
-            if budget[i] <= 0:
-                continue
-            need[wanted] = i
-            for slot in range(width):
-                j = i + slot - pad
-                base = slot * sketch_dim
-                if lo <= j < hi:
-                    for c in range(sketch_dim):
-                        cols[wanted, base + c] = state[j, c]
-                else:
-                    for c in range(sketch_dim):
-                        cols[wanted, base + c] = 0.0
-            wanted += 1
-    return wanted
-
-
-@_jit
-def _scores_with_budget(affine, tanhs, v, z, used, need, wanted, fast, two):
-    """:func:`_squash` in tagging over the rows of ``need`` only; the other rows' scores are 0 (their
-    budget is spent: csoftmax gives them nothing whatever they score)."""
-    score_dim = tanhs.shape[1]
     for r in range(wanted):
         tanhs[r] = affine[need[r], :score_dim]
         tanh_range(tanhs[r], 0, score_dim, fast, two, False)
     found = np.dot(tanhs[:wanted], v)
-    z[:used] = 0.0
     for r in range(wanted):
         z[need[r]] = found[r]
 
@@ -203,7 +186,7 @@ def decoder_forward(
     # in tagging with csoftmax, a word whose budget is spent gets α = 0 whatever its score (τ is the
     # same without it): its row of Eq. 1 and its score are not computed (``need``: the rows that are)
     spent = not store and transform == CSOFTMAX
-    need = np.empty(rows if spent else 0, np.int64)
+    need = np.empty(rows, np.int64)
     active = size
     for n in range(1, (steps[order[0]] if size else 0) + 1):
         while steps[order[active - 1]] < n:
@@ -214,28 +197,24 @@ def decoder_forward(
             units = 1.0 if n <= hi - lo else float(math.ceil(n / (hi - lo)))
             for i in range(lo, hi):
                 budget[i] = max(units - beta[i], 0.0)
+        # the windows of Sⁿ⁻¹ times the sketch half, plus the encoder half; training keeps the windows
+        windows = cols[:0] if n == 1 else cols_record[n - 2] if store else cols
+        wanted = _windows(state, starts, active, budget, spent, pad, width, windows, need)
         if n == 1:  # S⁰ = 0
             affine[:used] = packed[:used]
-        elif spent:
-            wanted = _rows_with_budget(budget, starts, active, state, pad, width, cols, need)
-            block = np.dot(cols[:wanted], weight_t)
-            for r in range(wanted):
-                affine[need[r]] = block[r] + packed[need[r]]
-        else:  # the windows of Sⁿ⁻¹ (Eq. 1), each sentence's own, times the sketch half
-            windows = cols_record[n - 2] if store else cols  # training keeps them where they are made
-            for k in range(active):
-                _fill_windows(state[starts[k] : starts[k + 1]], pad, width, windows[starts[k] : starts[k + 1]])
+        elif wanted == used:  # every row, in order
             affine[:used] = np.dot(windows[:used], weight_t)
             affine[:used] += packed[:used]
+        else:
+            block = np.dot(windows[:wanted], weight_t)
+            for r in range(wanted):
+                affine[need[r]] = block[r] + packed[need[r]]
         if store:
             beta_record[n - 1] = beta
             if not full_state:
                 affine_record[n - 1, :used] = affine[:used]
         squashed = tanh_record[n - 1] if store else affine[:0]  # tanh(aⁿ) of every column, kept
-        if spent and n > 1:
-            _scores_with_budget(affine, tanhs, v, z, used, need, wanted, fast, two)
-        else:
-            _squash(affine, squashed, tanhs, v, z, used, fast, two)
+        _squash(affine, squashed, tanhs, v, z[:used], need, wanted, fast, two)
         for k in range(active):
             b, lo, hi = order[k], starts[k], starts[k + 1]
             if hi == lo:
@@ -347,7 +326,8 @@ def decoder_backward(
             for d in range(score_dim):
                 d_a[i, d] = d_z * v[d] * (1.0 - t[i, d] * t[i, d])
         if n > 1:  # the sketch half read Sⁿ⁻¹'s windows
-            _fill_windows(d_a, pad, width, d_cols)
+            for i in range(length):
+                _fill_window(d_a, i, 0, length, pad, width, d_cols[i])
             g_sketch += np.dot(d_cols, back)
 
 
