@@ -3,9 +3,9 @@
 batch, each sentence on its own rows.
 
 Only the time loops and the sketch loop are compiled. The products that do not change across steps (the
-input part of each LSTM gate, the encoder half of Eq. 1) run in torch in tagging, over the rows that
-hold words only (a server's group of one-sentence requests is mostly padding), and in NumPy inside
-:class:`BiLSTMFunction` and :class:`SketchFunction` in training.
+input part of each LSTM gate, the encoder half of Eq. 1) run in torch: with autograd in training, and
+in tagging over the rows that hold words only (a server's group of one-sentence requests is mostly
+padding). :class:`BiLSTMFunction` and :class:`SketchFunction` take them and give their gradients.
 
 Numba compiles the loops once after an install (announced on the logger ``easyfirst``) and keeps them
 in its cache. During a compiled call BLAS runs on one thread (a multi-threaded OpenBLAS that finds the
