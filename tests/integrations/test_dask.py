@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SAMPLE, extra, run_cli
+from conftest import SAMPLE, extra, run_cli, sample_training
+from tiny_transformer import tiny_bert
 
 distributed = extra("distributed", "dask")  # in the dev extra: CI has it
 import dask  # noqa: E402
@@ -139,3 +140,17 @@ def test_the_temporaries_a_killed_worker_left_are_removed_by_a_rerun(client, tmp
     tag_file(client, SAMPLE, outputs[0])
     assert not left[0].exists() and other.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == [other.name, "a.conllu", "b.conllu"]
+
+
+def test_a_model_over_a_transformer_tags_on_the_cluster_as_easyfirst_tag_does(client, tmp_path):
+    """A run trained with --transformer (a tiny random BERT a test writes) tags on the workers, which
+    load the transformer it names, and writes what `easyfirst tag` writes."""
+    bert = tiny_bert(tmp_path / "bert")
+    run = tmp_path / "run"
+    trained = run_cli(*sample_training(run, "--transformer", bert))
+    assert trained.returncode == 0, trained.stderr.decode()
+    expected = tmp_path / "tag.conllu"
+    assert run_cli("tag", "--model", run, SAMPLE, "-o", expected, process=True).returncode == 0
+    out = tmp_path / "dask.conllu"
+    tag_file(client, SAMPLE, out, model=run, shard=3)
+    assert out.read_bytes() == expected.read_bytes()
