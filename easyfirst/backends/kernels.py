@@ -115,6 +115,16 @@ def _windows(state, starts, active, budget, spent, pad, width, cols, need):
 
 
 @_jit
+def _budgets(n, beta, starts, active, budget):
+    """uⁿ = (⌈n/L⌉ − βⁿ⁻¹)₊ of the first ``active`` sentences' words: a fresh unit every L steps."""
+    for k in range(active):
+        lo, hi = starts[k], starts[k + 1]
+        units = 1.0 if n <= hi - lo else float(math.ceil(n / (hi - lo)))
+        for i in range(lo, hi):
+            budget[i] = max(units - beta[i], 0.0)
+
+
+@_jit
 def _squash(affine, squashed, tanhs, v, z, need, wanted, fast, two):
     """tanh of the rows ``need[:wanted]`` of aⁿ and their scores zⁿ = tanh(a_z) v (Eq. 2) into ``z`` (the
     others' 0): where ``squashed`` has rows (the records), every column into it and each score summed in
@@ -169,8 +179,7 @@ def decoder_forward(
     full_state, temperature, coverage_penalty, transform = settings
     cols_record, tanh_record, free_record, beta_record, affine_record, pooled_record = records
     store = tanh_record.shape[0] > 0
-    size, _, out = fixed.shape
-    score_dim = v.shape[0]
+    (size, _, out), score_dim = fixed.shape, v.shape[0]
     sketch_dim = out - score_dim
     width = weight_t.shape[0] // sketch_dim
     pad = width // 2
@@ -192,11 +201,7 @@ def decoder_forward(
         while steps[order[active - 1]] < n:
             active -= 1
         used = starts[active]
-        for k in range(active):  # uⁿ = (⌈n/L⌉ − βⁿ⁻¹)₊: a fresh unit every L steps
-            lo, hi = starts[k], starts[k + 1]
-            units = 1.0 if n <= hi - lo else float(math.ceil(n / (hi - lo)))
-            for i in range(lo, hi):
-                budget[i] = max(units - beta[i], 0.0)
+        _budgets(n, beta, starts, active, budget)
         # the windows of Sⁿ⁻¹ times the sketch half, plus the encoder half; training keeps the windows
         windows = cols[:0] if n == 1 else cols_record[n - 2] if store else cols
         wanted = _windows(state, starts, active, budget, spent, pad, width, windows, need)
