@@ -167,7 +167,7 @@ def _bilstm(values: np.ndarray, w_hh_t: np.ndarray, lengths: np.ndarray, store: 
     shape = (2, size, length) if store else (0, 0, 0)
     gates, tanhs = np.empty((*shape, 4 * hidden), dtype), np.empty((*shape, hidden), dtype)
     cells = np.zeros((2, size, length + 1, hidden) if store else (0, 0, 0, 0), dtype)
-    fast = dtype == np.float32 and not store
+    fast = dtype == np.float32
     with _one_blas_thread():
         kernels().bilstm(values, w_hh_t, lengths, fast, out, gates, cells, tanhs)
     return torch.from_numpy(out), (gates, cells, tanhs, out, lengths)
@@ -272,7 +272,7 @@ def _sketch(fixed, weight, v, lengths, n_steps, total: int, settings: tuple, wor
         np.empty((nef_s, rows, out), dtype),  # NEF-S: aⁿ
         np.empty((nef_s, size, sketch_dim), dtype),  # NEF-S: the pooled tanh, by packed sentence
     )
-    fast = dtype == np.float32 and not store
+    fast = dtype == np.float32
     with _one_blas_thread():
         kernels().decoder_forward(
             values,

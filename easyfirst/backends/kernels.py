@@ -10,9 +10,9 @@ arithmetic), the matrix products go to BLAS (``np.dot``, which Numba takes from 
 
 The forward keeps what the backward needs when it is given record arrays (training, one sentence; see
 :mod:`easyfirst.backends.compiled`); without them (tagging) it keeps nothing, and computes tanh of a
-word's sketch half only where the word got attention (αᵢ = 0 adds nothing, exactly). In float32 tagging
-tanh is the rational approximation of Eigen, XLA and ONNX Runtime's MLAS (:func:`_rational_tanh`, a few
-ulp from tanh, vectorized by LLVM); elsewhere it is computed from exp (:func:`_tanh`).
+word's sketch half only where the word got attention (αᵢ = 0 adds nothing, exactly). In float32 tanh
+is the rational approximation of Eigen, XLA and ONNX Runtime's MLAS (:func:`_rational_tanh`, a few ulp
+from tanh, vectorized by LLVM); in float64 libm's.
 tests/backends/test_compiled.py holds every function here to the reference (easyfirst.model) in float64.
 """
 
@@ -69,7 +69,7 @@ def _pack(fixed, lengths, steps):
 
 
 @_jit
-def _add_sketch(full_state, alpha, affine, squashed, state, lo, hi, fast, two, pooled):
+def _add_sketch(full_state, alpha, affine, squashed, state, lo, hi, fast, pooled):
     """Sⁿ = Sⁿ⁻¹ + αⁿ ⊙ … on the rows ``lo:hi`` of one sentence: Eq. 7 (NEF-F, each attended word's own
     tanh(aⁿ), read from ``squashed`` where it was kept, else computed) or Eq. 4 (NEF-S, the pooled
     tanh(Σ_j α_j a_s,j), kept in ``pooled``); a word with α = 0 is left as it is (it would add zeros)."""
@@ -83,7 +83,7 @@ def _add_sketch(full_state, alpha, affine, squashed, state, lo, hi, fast, two, p
                 pooled[:] = squashed[i, score_dim:]
             else:
                 pooled[:] = affine[i, score_dim:]
-                tanh_range(pooled, 0, sketch_dim, fast, two, False)
+                tanh_range(pooled, 0, sketch_dim, fast, False)
             for d in range(sketch_dim):
                 state[i, d] += alpha[i] * pooled[d]
         return
@@ -91,7 +91,7 @@ def _add_sketch(full_state, alpha, affine, squashed, state, lo, hi, fast, two, p
         total = 0.0
         for i in range(lo, hi):
             total += alpha[i] * affine[i, score_dim + d]
-        pooled[d] = _tanh_any(total, fast, two)
+        pooled[d] = _tanh_any(total, fast)
         for i in range(lo, hi):
             state[i, d] += alpha[i] * pooled[d]
 
@@ -125,7 +125,7 @@ def _budgets(n, beta, starts, active, budget):
 
 
 @_jit
-def _squash(affine, squashed, tanhs, v, z, need, wanted, fast, two):
+def _squash(affine, squashed, tanhs, v, z, need, wanted, fast):
     """tanh of the rows ``need[:wanted]`` of aⁿ and their scores zⁿ = tanh(a_z) v (Eq. 2) into ``z`` (the
     others' 0): where ``squashed`` has rows (the records), every column into it and each score summed in
     float64 (a BLAS call a step costs more than its sum at one sentence); else the score half into
@@ -137,7 +137,7 @@ def _squash(affine, squashed, tanhs, v, z, need, wanted, fast, two):
         for r in range(wanted):
             i = need[r]
             squashed[i] = affine[i]
-            tanh_range(squashed[i], 0, affine.shape[1], fast, two, False)
+            tanh_range(squashed[i], 0, affine.shape[1], fast, False)
             score = 0.0
             for d in range(score_dim):
                 score += squashed[i, d] * v[d]
@@ -145,7 +145,7 @@ def _squash(affine, squashed, tanhs, v, z, need, wanted, fast, two):
         return
     for r in range(wanted):
         tanhs[r] = affine[need[r], :score_dim]
-        tanh_range(tanhs[r], 0, score_dim, fast, two, False)
+        tanh_range(tanhs[r], 0, score_dim, fast, False)
     found = np.dot(tanhs[:wanted], v)
     for r in range(wanted):
         z[need[r]] = found[r]
@@ -184,7 +184,6 @@ def decoder_forward(
     width = weight_t.shape[0] // sketch_dim
     pad = width // 2
     dtype = fixed.dtype
-    two = dtype.type(2.0)
     order, starts, packed = _pack(fixed, lengths, steps)
     rows = starts[size]
     state = np.zeros((rows, sketch_dim), dtype)
@@ -219,7 +218,7 @@ def decoder_forward(
             if not full_state:
                 affine_record[n - 1, :used] = affine[:used]
         squashed = tanh_record[n - 1] if store else affine[:0]  # tanh(aⁿ) of every column, kept
-        _squash(affine, squashed, tanhs, v, z[:used], need, wanted, fast, two)
+        _squash(affine, squashed, tanhs, v, z[:used], need, wanted, fast)
         for k in range(active):
             b, lo, hi = order[k], starts[k], starts[k + 1]
             if hi == lo:
@@ -232,7 +231,7 @@ def decoder_forward(
             attend(transform, n, z[lo:hi], budget[lo:hi], exp_range, state[lo:hi], scores_fixed,
                     scores_weight_t, b, alpha[lo:hi], free[lo:hi])  # fmt: skip
             history[b, n - 1, : hi - lo] = alpha[lo:hi]
-            _add_sketch(full_state, alpha, affine, squashed, state, lo, hi, fast, two, pooled)
+            _add_sketch(full_state, alpha, affine, squashed, state, lo, hi, fast, pooled)
             beta[lo:hi] += alpha[lo:hi]
             if store:
                 free_record[n - 1, lo:hi] = free[lo:hi]
@@ -348,7 +347,6 @@ def bilstm(inputs, w_hh_t, lengths, fast, out, gate_record, cell_record, tanh_re
     size = lengths.shape[0]
     hidden = w_hh_t.shape[1]
     dtype = inputs.dtype
-    two = dtype.type(2.0)
     store = gate_record.shape[0] > 0
     order = np.argsort(-lengths, kind="mergesort")
     state = np.empty((size, hidden), dtype)
@@ -369,13 +367,13 @@ def bilstm(inputs, w_hh_t, lengths, fast, out, gate_record, cell_record, tanh_re
                 gate, given = gates[k], inputs[b, t, direction]
                 for j in range(4 * hidden):
                     gate[j] += given[j]
-                tanh_range(gate, 0, 2 * hidden, fast, two, True)  # i, f
-                tanh_range(gate, 2 * hidden, 3 * hidden, fast, two, False)  # g
-                tanh_range(gate, 3 * hidden, 4 * hidden, fast, two, True)  # o
+                tanh_range(gate, 0, 2 * hidden, fast, True)  # i, f
+                tanh_range(gate, 2 * hidden, 3 * hidden, fast, False)  # g
+                tanh_range(gate, 3 * hidden, 4 * hidden, fast, True)  # o
                 for j in range(hidden):
                     cell[k, j] = gate[hidden + j] * cell[k, j] + gate[j] * gate[2 * hidden + j]
                     squashed[j] = cell[k, j]
-                tanh_range(squashed, 0, hidden, fast, two, False)
+                tanh_range(squashed, 0, hidden, fast, False)
                 for j in range(hidden):
                     state[k, j] = gate[3 * hidden + j] * squashed[j]
                     out[b, t, direction * hidden + j] = state[k, j]

@@ -19,22 +19,6 @@ from easyfirst.backends.declaration import CSOFTMAX, HARD, RIGHT_TO_LEFT, SOFTMA
 _jit = njit(cache=True, error_model="numpy", nogil=True)
 
 
-@_jit
-def _tanh(x, two):
-    """tanh(x) from exp(−2|x|), in the type of ``two`` (2 as float32 or float64): libm's tanh
-    (math.tanh) took half of a forward step's time, and float32's expf is twice as fast as exp. Below
-    |x| = 0.5, expm1 keeps the relative error at a few ulp (1 − e would cancel)."""
-    ax = abs(x)
-    if ax < 0.5:
-        m = math.expm1(-two * ax)
-        y = -m / (two + m)
-    else:
-        e = math.exp(-two * ax)
-        one = two / two
-        y = (one - e) / (one + e)
-    return y if x >= 0 else -y
-
-
 # tanh(x) ≈ x p(x²) / q(x²) on [−C, C] (±1 in float32 beyond), without a call to libm
 _CLAMP = np.float32(7.90531110763549805)
 _ALPHA = tuple(
@@ -67,28 +51,31 @@ def _rational_tanh(x):
 
 
 @_jit
-def _tanh_any(x, fast, two):
-    """tanh(x): the rational approximation in float32 tagging (``fast``), else the exp-based one."""
-    return _rational_tanh(x) if fast else _tanh(x, two)
+def _tanh_any(x, fast):
+    """tanh(x): in float32 (``fast``) the rational approximation, vectorized by LLVM (libm's tanh took
+    half of a forward step's time); in float64 libm's."""
+    return _rational_tanh(x) if fast else math.tanh(x)
+
+
+_HALF = np.float32(0.5)  # exact in float64 too
 
 
 @_jit
-def tanh_range(values, lo, hi, fast, two, sigmoid):
+def tanh_range(values, lo, hi, fast, sigmoid):
     """values[lo:hi] = tanh(values[lo:hi]) in place, or with ``sigmoid`` σ = (1 + tanh(x/2)) / 2, by
     :func:`_tanh_any`; the choice of tanh made once, outside the loop, so that LLVM vectorizes it."""
-    half = two / (two + two)
     if fast and sigmoid:
         for j in range(lo, hi):
-            values[j] = _rational_tanh(values[j] * half) * half + half
+            values[j] = _rational_tanh(values[j] * _HALF) * _HALF + _HALF
     elif fast:
         for j in range(lo, hi):
             values[j] = _rational_tanh(values[j])
     elif sigmoid:
         for j in range(lo, hi):
-            values[j] = _tanh(values[j] * half, two) * half + half
+            values[j] = math.tanh(values[j] * _HALF) * _HALF + _HALF
     else:
         for j in range(lo, hi):
-            values[j] = _tanh(values[j], two)
+            values[j] = math.tanh(values[j])
 
 
 @_jit
