@@ -30,6 +30,17 @@ for room in sorted(Path(__file__).resolve().parent.iterdir()):
         sys.path.append(str(room))
 
 
+def pytest_configure(config):
+    """Compile the CPU loops once before any test process starts, where Numba's cache does not hold them
+    yet (a fresh clone, or a change to the loops): else the first compile's note reaches the stderr of
+    whichever command a test runs first, and the tests that read a command's exact messages fail."""
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller has compiled them
+        return
+    from easyfirst.backends import compiled
+
+    compiled.kernels()
+
+
 # IOB1 as in the original CoNLL-2003 release: entities start with I-, B- only between two adjacent
 # entities of one type. Latin-1 words, a document line, trailing spaces, several blank lines, CRLF.
 IOB1_LATIN1 = (

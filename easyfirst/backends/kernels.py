@@ -23,7 +23,6 @@ import math
 import numpy as np
 import scipy.linalg.cython_blas  # noqa: F401  (Numba's np.dot calls it: loaded now, its threads limited)
 
-from easyfirst.backends import rows
 from easyfirst.backends.declaration import CSOFTMAX, SPARSEMAX
 from easyfirst.backends.rows import _jit, _tanh_any, attend, tanh_range
 
@@ -407,9 +406,6 @@ def lstm_backward(grad, gates, cells, tanh_cells, w_hh, d_gates):
             d_state[direction] = np.dot(d, w_hh[direction])
 
 
-_KERNELS = [
-    value
-    for namespace in (rows.__dict__, globals())
-    for value in list(namespace.values())
-    if hasattr(value, "_cache") and hasattr(value, "py_func")
-]
+# the loops Python calls: each one's cached code holds the functions it calls (a function only called
+# from compiled code may have no cache entry of its own)
+_KERNELS = [bilstm, lstm_backward, decoder_forward, decoder_backward]
