@@ -118,10 +118,13 @@ def _wants_gradients(module, x: torch.Tensor) -> bool:
 
 
 def _on_words(mask: torch.Tensor, rows: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor):
-    """``rows · weightᵀ + bias`` for the rows of ``rows`` ``(B·L, C)`` that hold words, as ``(B·L, O)``:
-    the padding rows are left unset, since the compiled loops read a sentence's own rows only."""
+    """``rows · weightᵀ + bias`` for the rows of ``rows`` ``(B·L, C)`` that hold words, as ``(B·L, O)``;
+    the compiled loops read a sentence's own rows only. Where at least two rows in three hold words (a
+    file's batches, of similar lengths) every row is computed: selecting them cost more (5% of tagging
+    EWT test); else (a server's group of short requests beside a long one) the padding rows are left
+    unset."""
     flat = mask.reshape(-1)
-    if bool(flat.all()):
+    if 3 * int(flat.sum()) >= 2 * flat.numel():
         return torch.addmm(bias, rows, weight.T)
     words = flat.nonzero().squeeze(1)
     found = torch.addmm(bias, rows.index_select(0, words), weight.T)
