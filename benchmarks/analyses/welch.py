@@ -52,7 +52,7 @@ def main() -> None:
         if len(found) < 2:
             raise SystemExit(f"{row}: {len(found)} run(s) in {args.results}; Welch's t needs two seeds a row")
     task = runs[0][0].get("task", "pos")
-    print(f"{'':<26}" + "".join(f"{row:>28}" for row in args.rows) + f"{'difference':>12}{'t':>7}{'df':>6}")
+    print(f"{'':<26}" + "".join(f"{row:>29}" for row in args.rows) + f"{'difference':>12}{'t':>7}{'df':>6}")
     for key in SCORES[task]:
         values = [[100 * run[key] for run in found] for found in runs]
         cells = "".join(
