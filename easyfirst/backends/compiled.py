@@ -390,14 +390,15 @@ def _missing(workload) -> str | None:
 
 _SUPPORTS = {"revision": {1}, "sentences": {ONE, MANY}, "device": {"cpu"}, "dtype": {"float32", "float64"}}
 # any batch, in training and tagging; wider BiLSTM layers than 64 units run faster in torch's LSTM
-# (docs/architecture.md, "Backends"); not yet checked with a transformer's vectors in its input
+# (docs/architecture.md, "Backends"); a transformer's vectors are input like any other (tests/backends/
+# test_compiled.py holds a fine-tuned one's gradients to the reference's)
 NUMBA = Backend(
     "numba",
     encoder=encode,
     decoder=decode,
     encoder_supports=_SUPPORTS
     | {"training": ANY, "encoder_layers": ANY, "dropout_kind": ANY, "hidden_dim": AtMost(64)}
-    | {"transformer": {None}},
+    | {"transformer": ANY},
     decoder_supports=_SUPPORTS
     | {
         "training": ANY,

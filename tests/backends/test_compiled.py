@@ -36,6 +36,7 @@ from easyfirst.training.epochs import backward_step
 from easyfirst.training.loop import build_vocabularies, train
 from easyfirst.training.optim import make_optimizer
 from reference import slow_csoftmax
+from tiny_transformer import tiny_bert
 
 CONFIG = Path(__file__).parents[2] / "configs" / "pos-reference.toml"  # the paper's regime
 LENGTHS = [5, 1, 3, 7, 0, 6]  # padding, a one-word and an empty sentence
@@ -249,6 +250,35 @@ def test_the_models_clipped_gradients_are_the_same_both_ways(tmp_path, attention
         assert (a is None) == (b is None)  # a prescribed order's v gets no gradient either way
         if a is not None:
             torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-9)
+
+
+def test_a_fine_tuned_transformer_under_the_compiled_bilstm_gets_the_references_gradients(tmp_path):
+    """The compiled BiLSTM reads a transformer's word vectors as any other input: with a tiny random
+    BERT fine-tuned under it, every gradient (the transformer's included) is the reference's."""
+    bert = tiny_bert(tmp_path / "bert")
+    sentences = read_conllu(SAMPLE)[:2]
+    config = Config()
+    config.train.batch_size, config.train.reduction = 2, "sum"
+    config.model.embedder.transformer, config.model.embedder.transformer_finetune = str(bert), True
+    vocabs = build_vocabularies(config, sentences)
+    torch.manual_seed(1)
+    model = EasyFirstTagger(config.model, config.loss, vocabs).double()
+    model.eval()  # no dropout: BERT's own would draw differently around the two paths
+    optimizer = make_optimizer("adagrad", 0.1, model)
+    parameters = list(model.parameters())
+    batch = collate([encode(vocabs, s.words, s.tags) for s in sentences], [0, 1])
+    found = []
+    for backend in (NUMBA, REFERENCE):
+        model.backend = backend.name
+        assert plan_for(model, batch.mask, training=True).encoder is backend
+        backward_step(model, model, optimizer, parameters, batch, config.train)
+        found.append(
+            {n: p.grad.to_dense().clone() for n, p in model.named_parameters() if p.grad is not None}
+        )
+    assert any("transformer" in name for name in found[0])  # the transformer's weights got gradients
+    assert found[0].keys() == found[1].keys()
+    for name in found[0]:
+        torch.testing.assert_close(found[0][name], found[1][name], atol=1e-12, rtol=1e-9, msg=name)
 
 
 def test_the_training_log_says_in_one_line_which_backend_runs(tmp_path):
