@@ -14,14 +14,13 @@ import argparse
 import json
 import math
 import statistics
+import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "paper"))
+from attention_study import SCORES, task_of_result  # noqa: E402  (the study's own names for its scores)
+
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "attention-study"
-SCORES = {
-    "pos": ("dev_accuracy", "test_accuracy"),
-    "ner": ("dev_f1", "test_f1"),
-    "qe": ("dev_f1_mult", "test_f1_mult"),
-}
 
 
 def seeds(row: str, folder: Path) -> list[dict]:
@@ -51,9 +50,9 @@ def main() -> None:
     for row, found in zip(args.rows, runs, strict=True):
         if len(found) < 2:
             raise SystemExit(f"{row}: {len(found)} run(s) in {args.results}; Welch's t needs two seeds a row")
-    task = runs[0][0].get("task", "pos")
+    task = task_of_result(runs[0][0])
     print(f"{'':<26}" + "".join(f"{row:>29}" for row in args.rows) + f"{'difference':>12}{'t':>7}{'df':>6}")
-    for key in SCORES[task]:
+    for key in (f"dev_{SCORES[task]}", f"test_{SCORES[task]}"):
         values = [[100 * run[key] for run in found] for found in runs]
         cells = "".join(
             f"{statistics.mean(v):>12.2f} ± {statistics.stdev(v):.2f} ({len(v)} seeds)" for v in values

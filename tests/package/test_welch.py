@@ -52,3 +52,23 @@ def test_the_rows_seeds_are_read_in_order_and_too_few_are_said(tmp_path):
         [sys.executable, SCRIPT, "a", "b", "--results", tmp_path], capture_output=True, text=True
     )
     assert refused.returncode != 0 and "b: 1 run(s)" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_a_rows_score_is_the_one_the_study_keeps_for_its_task(tmp_path):
+    """NER rows kept before results named their task are told by their score (``dev_f1``), QE rows by
+    ``dev_target_f1_mult``."""
+    for name, score in [("n", 0.9), ("n-seed2", 0.92), ("m", 0.91), ("m-seed2", 0.95)]:
+        (tmp_path / f"{name}.json").write_text(json.dumps({"dev_f1": score, "test_f1": score - 0.04}))
+    for name, score in [("q", 0.40), ("q-seed2", 0.42), ("r", 0.38), ("r-seed2", 0.38)]:
+        row = {"task": "qe", "dev_target_f1_mult": score, "test_target_f1_mult": score}
+        (tmp_path / f"{name}.json").write_text(json.dumps(row))
+    ner = subprocess.run(
+        [sys.executable, SCRIPT, "n", "m", "--results", tmp_path], capture_output=True, text=True
+    )
+    assert ner.returncode == 0, ner.stderr
+    assert "test_f1" in ner.stdout and "87.00 ± 1.41 (2 seeds)" in ner.stdout and "-2.00" in ner.stdout
+    qe = subprocess.run(
+        [sys.executable, SCRIPT, "q", "r", "--results", tmp_path], capture_output=True, text=True
+    )
+    assert qe.returncode == 0, qe.stderr
+    assert "dev_target_f1_mult" in qe.stdout and "+3.00" in qe.stdout
