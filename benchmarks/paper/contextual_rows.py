@@ -38,6 +38,13 @@ POS_ROWS: dict[str, tuple[str, list[str], int]] = {
         [*POS_RECIPE, "--transformer-layers", "-4,-3,-2,-1"],
         20,
     ),
+    # a linear probe on each hidden state (benchmarks/analyses/layer_probe.py) finds EWT's tags best in
+    # state 2 and worst in the last, which the recipe reads
+    "pos-minilm-layer2": (
+        "MiniLM, hidden state 2 (the probe's best)",
+        [*POS_RECIPE, "--transformer-layers", "2"],
+        20,
+    ),
     "pos-minilm-mix": (
         "MiniLM, a learned mix of all 7 hidden states",
         [*POS_RECIPE, "--transformer-layers", "0,1,2,3,4,5,6", "--transformer-mix"],
