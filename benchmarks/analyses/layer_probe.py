@@ -142,7 +142,7 @@ def main() -> None:
                     "iterations": args.iterations,
                     "dev_accuracy": rows,
                     "cpu_seconds": time.process_time() - started,
-                    "machine": open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": ")
+                    "machine": open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(" \t:")
                     if sys.platform == "linux"
                     else sys.platform,
                 },
