@@ -190,30 +190,11 @@ class BiLSTMFunction(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
+        size, length, double = ctx.records[3].shape  # the states (B, L, 2H)
+        d_inputs = np.zeros((size, length, 2, 2 * double), ctx.w_hh.dtype)
+        d_w_hh_t = np.zeros((2, double // 2, 2 * double), ctx.w_hh.dtype)
         with _one_blas_thread():
-            return BiLSTMFunction._backward(ctx, grad)
-
-    @staticmethod
-    def _backward(ctx, grad):
-        gates, cells, tanhs, out, counts = ctx.records
-        grad = grad.numpy()
-        size, length, double = out.shape
-        hidden = double // 2
-        d_inputs = np.zeros((size, length, 2, 4 * hidden), gates.dtype)
-        d_w_hh_t = np.zeros((2, hidden, 4 * hidden), gates.dtype)
-        for b, n in enumerate(counts):
-            if not n:
-                continue
-            # each direction's states and their gradients in its reading order
-            states = np.stack([out[b, :n, :hidden], out[b, n - 1 :: -1, hidden:]])
-            ahead = np.stack([grad[b, :n, :hidden], grad[b, n - 1 :: -1, hidden:]])
-            d_gates = np.empty((2, n, 4 * hidden), gates.dtype)
-            records = (
-                np.ascontiguousarray(r[:, b, :steps]) for r, steps in ((gates, n), (cells, n + 1), (tanhs, n))
-            )
-            kernels().lstm_backward(ahead, *records, ctx.w_hh, d_gates)
-            d_inputs[b, :n, 0], d_inputs[b, :n, 1] = d_gates[0], d_gates[1, ::-1]
-            d_w_hh_t += states[:, :-1].transpose(0, 2, 1) @ d_gates[:, 1:]  # h₀ = 0 adds nothing
+            kernels().lstm_backward(_numpy(grad), *ctx.records, ctx.w_hh, d_inputs, d_w_hh_t)
         return torch.from_numpy(d_inputs), torch.from_numpy(d_w_hh_t), None
 
 
@@ -297,16 +278,10 @@ def _sketch(fixed, weight, v, lengths, n_steps, total: int, settings: tuple, wor
 class SketchFunction(torch.autograd.Function):
     """Sᴺ and the history from the encoder half of Eq. 1 ``(B, L, O)`` (bias included), the sketch
     half's weight ``(O, D_s, K)`` and v ``(1, D_z)``: the step loop, with its backward written out
-    (Prop. 1's Jacobian for csoftmax); the sums over steps (the weight's and v's gradients) are one
-    product each."""
+    (Prop. 1's Jacobian for csoftmax)."""
 
     @staticmethod
-    def forward(ctx, *inputs):
-        with _one_blas_thread():
-            return SketchFunction._forward(ctx, *inputs)
-
-    @staticmethod
-    def _forward(ctx, fixed, weight, v, lengths, n_steps, total, settings, word_scores):
+    def forward(ctx, fixed, weight, v, lengths, n_steps, total, settings, word_scores):
         sketch, history, records = _sketch(
             fixed.detach(), weight, v, lengths, n_steps, total, settings, word_scores, True
         )
@@ -316,62 +291,19 @@ class SketchFunction(torch.autograd.Function):
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_sketch, grad_history):
-        with _one_blas_thread():
-            return SketchFunction._backward(ctx, grad_sketch, grad_history)
-
-    @staticmethod
-    def _backward(ctx, grad_sketch, grad_history):
-        cols, tanhs, free, betas, affines, pooled = ctx.records
-        full_state, temperature, coverage_penalty, transform = ctx.settings
-        lengths, n_steps = ctx.counts
+    def backward(ctx, grad_sketch, grad_history):  # autograd gives zeros for an output not used
         out, sketch_dim, width = ctx.weight.shape
-        score_dim = out - sketch_dim
-        flat = ctx.weight.transpose(0, 2, 1).reshape(out, width * sketch_dim)
         # the transposed window map: dS_j = Σ_k W_{K−1−k}ᵀ da_{j+k−w}, rows (k, o)
-        back = np.ascontiguousarray(ctx.weight[:, :, ::-1].transpose(2, 0, 1)).reshape(
-            width * out, sketch_dim
-        )
-        dtype = ctx.history.dtype
-        d_fixed = np.zeros((*ctx.history.shape[::2], out), dtype)
-        d_flat, d_v = np.zeros_like(flat), np.zeros_like(ctx.v)
-        order = np.argsort(-n_steps, kind="stable")  # the packing of kernels.decoder_forward
-        starts = np.concatenate([[0], np.cumsum(lengths[order])])
-        for k, b in enumerate(order):
-            lo, hi, steps = starts[k], starts[k + 1], n_steps[b]
-            if hi == lo or not steps:
-                continue
-            n = hi - lo
-            d_affines, d_scores = np.empty((steps, n, out), dtype), np.empty((steps, n), dtype)
-            g_sketch = np.zeros((n, sketch_dim), dtype) if grad_sketch is None else grad_sketch[b, :n].numpy()
-            g_history = (
-                np.zeros((steps, n), dtype) if grad_history is None else grad_history[b, :steps, :n].numpy()
-            )
-            record = tanhs[:steps, lo:hi]
-            kernels().decoder_backward(
-                np.ascontiguousarray(record),
-                np.ascontiguousarray(free[:steps, lo:hi]),
-                np.ascontiguousarray(betas[: steps + 1, lo:hi]),
-                np.ascontiguousarray(affines[:steps, lo:hi]),
-                np.ascontiguousarray(pooled[:steps, k]),
-                np.ascontiguousarray(ctx.history[b, :steps, :n]),
-                back,
-                ctx.v,
-                g_sketch.copy(),
-                np.ascontiguousarray(g_history),
-                full_state,
-                temperature,
-                coverage_penalty,
-                transform,
-                d_affines,
-                d_scores,
-            )
-            d_fixed[b, :n] = d_affines.sum(0)
-            d_flat += d_affines[1:].reshape(-1, out).T @ cols[: steps - 1, lo:hi].reshape(-1, flat.shape[1])
-            d_v += d_scores.reshape(-1) @ record[..., :score_dim].reshape(-1, score_dim)
+        back = np.ascontiguousarray(ctx.weight[:, :, ::-1].transpose(2, 0, 1)).reshape(width * out, -1)
+        d_fixed = np.zeros((*ctx.history.shape[::2], out), ctx.history.dtype)
+        d_flat, d_v = np.zeros((out, width * sketch_dim), d_fixed.dtype), np.zeros_like(ctx.v)
+        with _one_blas_thread():
+            grads = _numpy(grad_sketch), _numpy(grad_history)
+            kernels().decoder_backward(ctx.records, ctx.history, back, ctx.v, *ctx.counts, ctx.settings,
+                                       *grads, d_fixed, d_flat, d_v)  # fmt: skip
         d_weight = torch.from_numpy(d_flat).view(out, width, sketch_dim).transpose(1, 2)
-        # a prescribed order or hard attention never reads v: no gradient, as in the reference
-        d_v = torch.from_numpy(d_v)[None] if transform in LEARNED else None
+        # a prescribed order or hard attention (the settings' last) never reads v: no gradient, as in the reference
+        d_v = torch.from_numpy(d_v)[None] if ctx.settings[-1] in LEARNED else None
         return torch.from_numpy(d_fixed), d_weight, d_v, None, None, None, None, None
 
 

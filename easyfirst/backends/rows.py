@@ -1,7 +1,8 @@
 """The attention of one sentence's step (Eq. 3) and tanh, compiled by Numba for
 :mod:`easyfirst.backends.kernels`: each transformation on one row of scores (csoftmax, sparsemax,
 softmax, the prescribed orders, vanilla easy-first's hard choice), writing α and the set of words its
-backward reads (csoftmax's free set A, sparsemax's support, softmax's every word, none for the others).
+backward (:func:`attend_backward`) reads (csoftmax's free set A, sparsemax's support, softmax's every
+word, none for the others).
 tests/backends/test_compiled.py holds them to the batched functions of easyfirst.ops and to slow
 solvers (tests/reference.py).
 """
@@ -239,3 +240,30 @@ def attend(transform, n, z, budget, exp_range, sketch, scores_fixed, scores_weig
         hard_row(sketch, budget, scores_fixed[b, : z.shape[0]], scores_weight_t, alpha, free)
     else:  # a prescribed order
         prescribed_row(n, transform, alpha, free)
+
+
+@_jit
+def attend_backward(transform, n, alpha, free, beta, d_alpha, d_z, d_beta):
+    """The backward of :func:`attend` on one sentence's row of step n: from dαⁿ ``d_alpha``, dzⁿ into
+    ``d_z`` and, for csoftmax, the gradient through the budget u = (⌈n/L⌉ − βⁿ⁻¹)₊ added into ``d_beta``.
+    csoftmax, Prop. 1: dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = (dα − …) off A; softmax the same with
+    A = all; sparsemax: dz = dα − mean_S(dα) on the support S; a prescribed order or hard: A empty, dz = 0."""
+    length = alpha.shape[0]
+    mass = 0.0
+    dot = 0.0
+    for i in range(length):
+        if free[i]:
+            weight = 1.0 if transform == SPARSEMAX else alpha[i]
+            mass += weight
+            dot += weight * d_alpha[i]
+    mean = dot / mass if mass > 0 else dot
+    units = 1.0 if n <= length else float(math.ceil(n / length))
+    for i in range(length):
+        centred = d_alpha[i] - mean
+        if free[i]:
+            d_z[i] = centred if transform == SPARSEMAX else alpha[i] * centred
+        else:
+            d_z[i] = 0.0
+            # the gradient passes where ⌈n/L⌉ − β ≥ 0, as autograd's clamp_min
+            if transform == CSOFTMAX and beta[i] <= units:
+                d_beta[i] -= centred
