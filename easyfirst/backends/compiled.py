@@ -1,21 +1,13 @@
 """Backend ``numba``: the model's BiLSTM and decoder on the CPU through the compiled loops of
 :mod:`easyfirst.backends.kernels`, in training (with the backward written out) and in tagging, any
-batch, each sentence on its own rows.
-
-Only the time loops and the sketch loop are compiled. The products that do not change across steps (the
-input part of each LSTM gate, the encoder half of Eq. 1) run in torch: with autograd in training, and
-in tagging over the rows that hold words only (a server's group of one-sentence requests is mostly
-padding). :class:`BiLSTMFunction` and :class:`SketchFunction` take them and give their gradients.
-
-Numba compiles the loops once after an install (announced on the logger ``easyfirst``) and keeps them
-in its cache. During a compiled call BLAS runs on one thread (a multi-threaded OpenBLAS that finds the
-other cores busy waits for them: one sentence per update ran 7× slower on this project's 2-core machine
-with another job on the second core); the caller's setting is restored after the call."""
+batch, each sentence on its own rows. Only the time loops and the sketch loop are compiled: the
+products that do not change across steps (the input part of each LSTM gate, the encoder half of Eq. 1)
+run in torch (:func:`encode`, :func:`decode`), and :class:`BiLSTMFunction` and :class:`SketchFunction`
+take them and give their gradients."""
 
 from __future__ import annotations
 
 import logging
-import threading
 from contextlib import contextmanager
 
 import numpy as np
@@ -56,7 +48,8 @@ def kernels():
 
 
 def _compile_every_loop() -> None:
-    """Run each compiled loop once on tiny float32 inputs, with and without records, and each backward."""
+    """Run each compiled loop once on tiny float32 inputs: with records and each backward, then
+    :func:`warm_up`'s."""
     two = np.full(1, 2, np.int64)
     # the first compile may be asked for inside the caller's inference_mode (a Tagger's first batch)
     with torch.inference_mode(False), torch.enable_grad():
@@ -67,43 +60,36 @@ def _compile_every_loop() -> None:
             *(part.requires_grad_() for part in parts), two, two, 2, (True, 1.0, 0.0, CSOFTMAX), None
         )
         (sketch.sum() + history.sum()).backward()
-    _run_tagging_loops()
+    warm_up()
 
 
-def _run_tagging_loops() -> None:
+def warm_up() -> bool:
+    """Run each tagging loop once on a tiny float32 input, so that Numba has compiled them (after an
+    install; later read from its cache) before a request waits for it; False where Numba is missing."""
+    if kernels() is None:
+        return False
     one = np.ones(1, np.int64)
     with torch.no_grad():
         _bilstm(np.zeros((1, 1, 2, 4), np.float32), np.zeros((2, 1, 4), np.float32), one, store=False)
         _sketch(torch.zeros(1, 1, 2), torch.zeros(2, 1, 1), torch.ones(1, 1), one, one, 1, (True, 1.0, 0.0, CSOFTMAX),
                 None, False)  # fmt: skip
-
-
-_holding = threading.local()  # depth: how many compiled calls of this thread hold BLAS at one thread
+    return True
 
 
 @contextmanager
 def _one_blas_thread():
-    """BLAS on one thread for the duration of a compiled call, the caller's settings restored after;
-    a call inside another (a function's products around its loops) finds them held and does nothing
-    (reading and setting them cost about 8 µs, 3% of an update at one sentence)."""
-    depth = getattr(_holding, "depth", 0)
-    if depth:
-        _holding.depth = depth + 1
-        try:
-            yield
-        finally:
-            _holding.depth = depth
-        return
+    """BLAS on one thread for the duration of a compiled call, the caller's settings restored after (a
+    multi-threaded OpenBLAS that finds the other cores busy waits for them: one sentence per update ran
+    7× slower on this project's 2-core machine with another job on the second core). Reading and setting
+    them cost about 8 µs (3% of an update at one sentence), so each compiled call holds them once."""
     kernels()  # the BLAS libraries are known once the kernels are imported
     before = [library.num_threads for library in _blas]
     for library, threads in zip(_blas, before, strict=True):
         if threads != 1:
             library.set_num_threads(1)
-    _holding.depth = 1
     try:
         yield
     finally:
-        _holding.depth = 0
         for library, threads in zip(_blas, before, strict=True):
             if threads != 1:
                 library.set_num_threads(threads)
@@ -202,14 +188,10 @@ def decode(decoder, states, mask, steps, score_words, beyond_length):
     """easyfirst.model.sketch.SketchDecoder.forward: Sᴺ ``(B, L, D_s)`` and the history ``(B, N_max,
     L)``, each sentence running its own N_b steps over its own words."""
     size, length = mask.shape
-    lengths = mask.sum(1).numpy()  # L_b, and N_b as easyfirst.model.sketch.sentence_steps counts them
-    n_steps = (
-        lengths
-        if steps is None
-        else np.full_like(lengths, steps)
-        if beyond_length
-        else lengths.clip(max=steps)
-    )
+    lengths = mask.sum(1).numpy()  # L_b
+    # N_b, as easyfirst.model.sketch.sentence_steps counts them: L_b, else N, at most L_b unless beyond it
+    n_steps = lengths if steps is None else np.full_like(lengths, steps)
+    n_steps = n_steps if beyond_length else np.minimum(n_steps, lengths)
     total = int(n_steps.max()) if size else 0
     if not total or not length:  # no step to run
         return states.new_zeros(size, length, decoder.sketch_dim), states.new_zeros(size, total, length)
@@ -307,23 +289,10 @@ class SketchFunction(torch.autograd.Function):
         return torch.from_numpy(d_fixed), d_weight, d_v, None, None, None, None, None
 
 
-def warm_up() -> bool:
-    """Run each compiled loop once on a tiny float32 input, so that Numba has compiled them (after an
-    install; later read from its cache) before a request waits for it; False where Numba is missing."""
-    if kernels() is None:
-        return False
-    _run_tagging_loops()
-    return True
-
-
-def _missing(workload) -> str | None:
-    return None if kernels() else "Numba cannot be imported (pip install numba)"
-
-
-_SUPPORTS = {"revision": {1}, "sentences": {ONE, MANY}, "device": {"cpu"}, "dtype": {"float32", "float64"}}
-# any batch, in training and tagging; wider BiLSTM layers than 64 units run faster in torch's LSTM
-# (docs/architecture.md, "Backends"); a transformer's vectors are input like any other (tests/backends/
+# any batch on the CPU, in training and tagging; wider BiLSTM layers than 64 units run faster in torch's
+# LSTM (docs/architecture.md, "Backends"); a transformer's vectors are input like any other (tests/backends/
 # test_compiled.py holds a fine-tuned one's gradients to the reference's)
+_SUPPORTS = {"revision": {1}, "sentences": {ONE, MANY}, "device": {"cpu"}, "dtype": {"float32", "float64"}}
 NUMBA = Backend(
     "numba",
     encoder=encode,
@@ -341,5 +310,5 @@ NUMBA = Backend(
         "attention_temperature": ANY,
         "coverage_penalty": ANY,
     },
-    missing=_missing,
+    missing=lambda workload: None if kernels() else "Numba cannot be imported (pip install numba)",
 )
