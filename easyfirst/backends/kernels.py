@@ -10,10 +10,8 @@ arithmetic), the matrix products go to BLAS (``np.dot``, which Numba takes from 
 
 The forward keeps what the backward needs when it is given record arrays (training; see
 :mod:`easyfirst.backends.compiled`); without them (tagging) it keeps nothing, and computes tanh of a
-word's sketch half only where the word got attention (αᵢ = 0 adds nothing, exactly). In float32 tanh
-is the rational approximation of Eigen, XLA and ONNX Runtime's MLAS (:func:`_rational_tanh`, a few ulp
-from tanh, vectorized by LLVM); in float64 libm's.
-tests/backends/test_compiled.py holds every function here to the reference (easyfirst.model) in float64.
+word's sketch half only where the word got attention (αᵢ = 0 adds nothing, exactly). tanh is
+:func:`easyfirst.backends.rows.tanh_range`'s. tests/backends/test_compiled.py holds every function here to the reference (easyfirst.model) in float64.
 """
 
 from __future__ import annotations
