@@ -286,12 +286,7 @@ def decoder_backward(
     score_dim = v.shape[0]
     width = back.shape[0] // out
     dtype = history.dtype
-    order = np.argsort(-steps, kind="mergesort")  # the packing of decoder_forward's _pack
-    starts = np.zeros(size + 1, np.int64)
-    g_sketch = np.empty((rows, out - score_dim), dtype)  # dSⁿ by packed row
-    for k in range(size):
-        starts[k + 1] = starts[k] + lengths[order[k]]
-        g_sketch[starts[k] : starts[k + 1]] = grad_sketch[order[k], : lengths[order[k]]]
+    order, starts, g_sketch = _pack(grad_sketch, lengths, steps)  # dSⁿ by packed row
     d_affines = np.empty((total, rows, out), dtype)  # daⁿ of the rows still running at step n
     used = np.zeros(total + 2, np.int64)  # the rows still running at step n (none after the last)
     g_beta, d_alpha, d_z = np.zeros(rows, dtype), np.empty(rows, dtype), np.empty(rows, dtype)
