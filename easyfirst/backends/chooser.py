@@ -17,17 +17,13 @@ from easyfirst.backends.declaration import DECODER_SETTINGS, ENCODER_SETTINGS, M
 
 REFERENCE = Backend(  # the model's own modules: nn.LSTM and the step loop of Alg. 2
     "reference",
+    "the model's torch modules",
     encoder=lambda encoder, x, mask: encoder(x, mask),
     decoder=lambda decoder, *arguments: decoder(*arguments),
 )
 # in order of preference; the reference last, computing everything
 BACKENDS: dict[str, Backend] = {b.name: b for b in (NUMBA, REFERENCE)}
 assert tuple(BACKENDS) == NAMES
-# what each backend computes, for the one line the verbs print
-_WHAT = {
-    "numba": "compiled CPU loops",
-    "reference": "the model's torch modules",
-}
 
 
 @dataclass(frozen=True)
@@ -55,7 +51,9 @@ class Plan:
         for part, backend in parts.items():
             if backend is not None:
                 ran.setdefault(backend.name, []).append(part)
-        line = ", ".join(f"{name} ({_WHAT[name]}: {' and '.join(what)})" for name, what in ran.items())
+        line = ", ".join(
+            f"{name} ({BACKENDS[name].what}: {' and '.join(what)})" for name, what in ran.items()
+        )
         if not self.passed_over:
             return line
         first = self.passed_over[0][0]  # the most preferred backend that was passed over, and why

@@ -146,9 +146,8 @@ def encode(encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def _bilstm(values: np.ndarray, w_hh_t: np.ndarray, lengths: np.ndarray, store: bool):
-    """The time loops of one layer (kernels.bilstm) from the input parts ``(B, L, 2, 4H)`` and ``W_hhᵀ``
-    ``(2, H, 4H)``: the states ``(B, L, 2H)`` and, with ``store``, the records of the backward (gates,
-    cells, tanh(cells), each direction in its reading order)."""
+    """kernels.bilstm on NumPy arrays: the states ``(B, L, 2H)`` as a tensor and, with ``store``, the
+    records of the backward."""
     size, length, _, four = values.shape
     hidden = four // 4
     dtype = values.dtype
@@ -170,17 +169,17 @@ class BiLSTMFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, inputs, w_hh_t, lengths):
         out, ctx.records = _bilstm(_numpy(inputs), _numpy(w_hh_t), lengths, store=True)
-        ctx.w_hh = np.ascontiguousarray(_numpy(w_hh_t).transpose(0, 2, 1))  # (2, 4H, H)
+        ctx.w_hh_t = _numpy(w_hh_t)
         return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         size, length, double = ctx.records[3].shape  # the states (B, L, 2H)
-        d_inputs = np.zeros((size, length, 2, 2 * double), ctx.w_hh.dtype)
-        d_w_hh_t = np.zeros((2, double // 2, 2 * double), ctx.w_hh.dtype)
+        d_inputs = np.zeros((size, length, 2, 2 * double), ctx.w_hh_t.dtype)
+        d_w_hh_t = np.zeros_like(ctx.w_hh_t)
         with _one_blas_thread():
-            kernels().lstm_backward(_numpy(grad), *ctx.records, ctx.w_hh, d_inputs, d_w_hh_t)
+            kernels().lstm_backward(_numpy(grad), *ctx.records, ctx.w_hh_t, d_inputs, d_w_hh_t)
         return torch.from_numpy(d_inputs), torch.from_numpy(d_w_hh_t), None
 
 
@@ -295,6 +294,7 @@ class SketchFunction(torch.autograd.Function):
 _SUPPORTS = {"revision": {1}, "sentences": {ONE, MANY}, "device": {"cpu"}, "dtype": {"float32", "float64"}}
 NUMBA = Backend(
     "numba",
+    "compiled CPU loops",
     encoder=encode,
     decoder=decode,
     encoder_supports=_SUPPORTS

@@ -73,7 +73,8 @@ ONE, MANY = "one", "many"
 
 @dataclass(frozen=True)
 class Backend:
-    """A named way of computing the model's encoder and/or decoder.
+    """A named way of computing the model's encoder and/or decoder, ``what`` it computes with in words
+    (for the one line the verbs print).
 
     ``encoder(module, x, mask)`` → states and ``decoder(module, states, mask, steps, score_words,
     beyond_length)`` → (sketch, attention) take the model's own modules (easyfirst.model.encoder,
@@ -85,6 +86,7 @@ class Backend:
     when it can)."""
 
     name: str
+    what: str
     encoder: Callable | None = None
     decoder: Callable | None = None
     encoder_supports: Mapping[str, Any] = field(default_factory=dict)
@@ -93,19 +95,16 @@ class Backend:
     missing: Callable[[Mapping[str, Any]], str | None] = lambda workload: None
 
     def refuses(self, part: str, workload: Mapping[str, Any]) -> str | None:
-        """Why this backend cannot compute ``part`` ("encoder" or "decoder") for ``workload``, in words;
-        None when it can."""
-        if getattr(self, part) is None:
-            return f"does not compute the {part}"
+        """Why this backend cannot compute ``part`` ("encoder" or "decoder", one it computes) for
+        ``workload``, in words; None when it can."""
         supports = self.encoder_supports if part == "encoder" else self.decoder_supports
         for key, value in workload.items():
             if key not in supports:
                 return f"does not declare {key}"
             allowed = supports[key]
             if key == "revision" and value not in allowed:
-                return (
-                    f"not ported to revision {value} of the reference's {part} (computes {_listed(allowed)})"
-                )
+                computes = " and ".join(map(str, sorted(allowed)))
+                return f"not ported to revision {value} of the reference's {part} (computes {computes})"
             if isinstance(allowed, AtMost) and value not in allowed:
                 return f"{key} = {value} ({allowed})"
             if allowed is not ANY and value not in allowed:
@@ -118,7 +117,3 @@ class Backend:
                 only = " or ".join(str(v).lower() for v in sorted(allowed, key=str))
                 return f"{key} = {value} only with {other} = {only}"
         return self.missing(workload)  # last: finding out may import the backend (Numba: 0.4 s)
-
-
-def _listed(values) -> str:
-    return " and ".join(map(str, sorted(values)))

@@ -381,13 +381,13 @@ def bilstm(inputs, w_hh_t, lengths, fast, out, gate_record, cell_record, tanh_re
 
 
 @_jit
-def lstm_backward(grad, gates, cells, tanh_cells, out, lengths, w_hh, d_inputs, d_w_hh_t):
+def lstm_backward(grad, gates, cells, tanh_cells, out, lengths, w_hh_t, d_inputs, d_w_hh_t):
     """The backward of :func:`bilstm` in training, each direction's time loop in reverse, the sentences
     still running at a step taking one product together: from the states' gradient ``grad`` and the
-    states ``out`` ``(B, L, 2H)``, the records, and ``w_hh`` ``(2, 4H, H)``, the gradients of the input
+    states ``out`` ``(B, L, 2H)``, the records, and ``w_hh_t`` ``(2, H, 4H)``, the gradients of the input
     parts into ``d_inputs`` ``(B, L, 2, 4H)`` and of W_hhᵀ into ``d_w_hh_t`` ``(2, H, 4H)`` (zeros on
     entry)."""
-    size, hidden = lengths.shape[0], w_hh.shape[2]
+    size, hidden = lengths.shape[0], w_hh_t.shape[1]
     dtype = grad.dtype
     order = np.argsort(-lengths, kind="mergesort")
     d_state, d_cell = np.zeros((size, hidden), dtype), np.zeros((size, hidden), dtype)
@@ -423,7 +423,7 @@ def lstm_backward(grad, gates, cells, tanh_cells, out, lengths, w_hh, d_inputs, 
                     previous[r] = out[b, before, direction * hidden : (direction + 1) * hidden]
                     gathered[r] = d
                     r += 1
-            d_state[:active] = np.dot(d_gates[:active], w_hh[direction])
+            d_state[:active] = np.dot(d_gates[:active], w_hh_t[direction].T)
         if r:
             d_w_hh_t[direction] = np.dot(previous[:r].T, gathered[:r])
 
