@@ -222,12 +222,11 @@ def _sketch(fixed, weight, v, lengths, n_steps, total: int, settings: tuple, wor
     size, length, out = values.shape
     sketch_dim, width = weight.shape[1], weight.shape[2]
     dtype = values.dtype
-    counts = lengths
     if word_scores is None:
         word_scores = (np.empty((0, 0, 0), dtype), np.empty((0, 0), dtype))
     sketch = np.zeros((size, length, sketch_dim), dtype)
     history = np.zeros((size, total, length), dtype)
-    steps, rows = (total, int(counts.sum())) if store else (0, 0)
+    steps, rows = (total, int(lengths.sum())) if store else (0, 0)
     nef_s = 0 if settings[0] else steps
     records = (
         np.empty((max(steps - 1, 0), rows, width * sketch_dim), dtype),  # windows of Sⁿ⁻¹, n ≥ 2
@@ -243,7 +242,7 @@ def _sketch(fixed, weight, v, lengths, n_steps, total: int, settings: tuple, wor
             values,
             _numpy(flat_weight(weight).T),  # (K·D_s, O)
             _numpy(v[0]),
-            counts,
+            lengths,
             n_steps,
             settings,
             _EXP_RANGE,
@@ -283,7 +282,7 @@ class SketchFunction(torch.autograd.Function):
             kernels().decoder_backward(ctx.records, ctx.history, back, ctx.v, *ctx.counts, ctx.settings,
                                        *grads, d_fixed, d_flat, d_v)  # fmt: skip
         d_weight = torch.from_numpy(d_flat).view(out, width, sketch_dim).transpose(1, 2)
-        # a prescribed order or hard attention (the settings' last) never reads v: no gradient, as in the reference
+        # a prescribed order or hard attention never reads v: no gradient, as in the reference
         d_v = torch.from_numpy(d_v)[None] if ctx.settings[-1] in LEARNED else None
         return torch.from_numpy(d_fixed), d_weight, d_v, None, None, None, None, None
 

@@ -9,9 +9,10 @@ dozens of small torch or NumPy operations a step, each with a fixed cost of 0.3�
 arithmetic), the matrix products go to BLAS (``np.dot``, which Numba takes from SciPy).
 
 The forward keeps what the backward needs when it is given record arrays (training; see
-:mod:`easyfirst.backends.compiled`); without them (tagging) it keeps nothing, and computes tanh of a
-word's sketch half only where the word got attention (αᵢ = 0 adds nothing, exactly). tanh is
-:func:`easyfirst.backends.rows.tanh_range`'s. tests/backends/test_compiled.py holds every function here to the reference (easyfirst.model) in float64.
+:mod:`easyfirst.backends.compiled`); without them (tagging) it keeps nothing, and computes tanh
+(:func:`easyfirst.backends.rows.tanh_range`) of a word's sketch half only where the word got attention
+(αᵢ = 0 adds nothing, exactly). tests/backends/test_compiled.py holds every function here to the
+reference (easyfirst.model) in float64.
 """
 
 from __future__ import annotations
@@ -337,10 +338,10 @@ def bilstm(inputs, w_hh_t, lengths, fast, out, gate_record, cell_record, tanh_re
     """Both directions of a bidirectional ``nn.LSTM`` layer over each sentence b's first ``lengths[b]``
     rows: ``inputs`` ``(B, L, 2, 4H)`` (x W_ihᵀ + both biases, per direction, gates i, f, g, o, in the
     words' order), ``w_hh_t`` ``(2, H, 4H)``; the states into ``out`` ``(B, L, 2H)`` (forward, then
-    backward direction; zeros on entry, left so on padding). At time step t the sentences still running
-    (the longest first) take one product together. With records (training: ``gate_record`` ``(2, B, L,
-    4H)``, ``cell_record`` ``(2, B, L + 1, H)`` zeros at 0, ``tanh_record`` ``(2, B, L, H)``; empty
-    arrays in tagging) it keeps each direction's gates, cells and tanh(cells) in its reading order."""
+    backward direction; zeros on entry, left so on padding). With records (training: ``gate_record``
+    ``(2, B, L, 4H)``, ``cell_record`` ``(2, B, L + 1, H)`` zeros at 0, ``tanh_record`` ``(2, B, L,
+    H)``; empty arrays in tagging) it keeps each direction's gates, cells and tanh(cells) in its reading
+    order."""
     size = lengths.shape[0]
     hidden = w_hh_t.shape[1]
     dtype = inputs.dtype
@@ -382,11 +383,10 @@ def bilstm(inputs, w_hh_t, lengths, fast, out, gate_record, cell_record, tanh_re
 
 @_jit
 def lstm_backward(grad, gates, cells, tanh_cells, out, lengths, w_hh_t, d_inputs, d_w_hh_t):
-    """The backward of :func:`bilstm` in training, each direction's time loop in reverse, the sentences
-    still running at a step taking one product together: from the states' gradient ``grad`` and the
-    states ``out`` ``(B, L, 2H)``, the records, and ``w_hh_t`` ``(2, H, 4H)``, the gradients of the input
-    parts into ``d_inputs`` ``(B, L, 2, 4H)`` and of W_hhᵀ into ``d_w_hh_t`` ``(2, H, 4H)`` (zeros on
-    entry)."""
+    """The backward of :func:`bilstm` in training, each direction's time loop in reverse: from the
+    states' gradient ``grad`` and the states ``out`` ``(B, L, 2H)``, the records and ``w_hh_t``, the
+    gradients of the input parts into ``d_inputs`` ``(B, L, 2, 4H)`` and of W_hhᵀ into ``d_w_hh_t``
+    ``(2, H, 4H)`` (zeros on entry)."""
     size, hidden = lengths.shape[0], w_hh_t.shape[1]
     dtype = grad.dtype
     order = np.argsort(-lengths, kind="mergesort")
