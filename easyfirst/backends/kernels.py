@@ -289,7 +289,7 @@ def decoder_backward(
     dtype = history.dtype
     order, starts, g_sketch = _pack(grad_sketch, lengths, steps)  # dSⁿ by packed row
     d_affines = np.empty((total, rows, out), dtype)  # daⁿ of the rows still running at step n
-    used = np.zeros(total + 2, np.int64)  # the rows still running at step n (none after the last)
+    used = np.zeros(total + 1, np.int64)  # the rows still running at step n
     g_beta, d_alpha, d_z = np.zeros(rows, dtype), np.empty(rows, dtype), np.empty(rows, dtype)
     d_pooled, d_cols = np.empty(out - score_dim, dtype), np.empty((rows, width * out), dtype)
     active = 0
