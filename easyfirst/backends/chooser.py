@@ -1,12 +1,9 @@
-"""The one place that chooses which backend computes each part of the model: :func:`choose_backend`.
-
-Called by the training loop (each update and the dev evaluation) and by the Tagger (each batch), through
-:func:`plan_for`; nothing else picks a path. For each part (encoder, decoder) it takes the first backend in
-:data:`BACKENDS`' order of preference that computes that part, is installed, and declares every setting
-of the part's workload with a value it supports (easyfirst.backends.declaration); else the reference.
-The answer, a :class:`Plan`, says what runs and why the faster ones were passed over: the training log
-and the model card print it. A forced backend (``--backend``) narrows the choice to itself and the
-reference, which always runs what it does not support.
+"""The one place that chooses which backend computes each part of the model: :func:`choose_backend`,
+asked for each batch by the training loop and the Tagger through :func:`plan_for`. Per part it takes the
+first backend of :data:`BACKENDS` that computes the part, is installed and declares every setting of the
+part's workload with its value (easyfirst.backends.declaration), else the reference; a forced backend
+(``--backend``) narrows the choice to itself and the reference. The :class:`Plan` says what runs and why
+the faster ones were passed over: the training log and the model card print it.
 """
 
 from __future__ import annotations
@@ -20,17 +17,13 @@ from easyfirst.backends.declaration import DECODER_SETTINGS, ENCODER_SETTINGS, M
 
 REFERENCE = Backend(  # the model's own modules: nn.LSTM and the step loop of Alg. 2
     "reference",
+    "the model's torch modules",
     encoder=lambda encoder, x, mask: encoder(x, mask),
     decoder=lambda decoder, *arguments: decoder(*arguments),
 )
 # in order of preference; the reference last, computing everything
 BACKENDS: dict[str, Backend] = {b.name: b for b in (NUMBA, REFERENCE)}
 assert tuple(BACKENDS) == NAMES
-# what each backend computes, for the one line the verbs print
-_WHAT = {
-    "numba": "compiled CPU loops",
-    "reference": "the model's torch modules",
-}
 
 
 @dataclass(frozen=True)
@@ -58,7 +51,9 @@ class Plan:
         for part, backend in parts.items():
             if backend is not None:
                 ran.setdefault(backend.name, []).append(part)
-        line = ", ".join(f"{name} ({_WHAT[name]}: {' and '.join(what)})" for name, what in ran.items())
+        line = ", ".join(
+            f"{name} ({BACKENDS[name].what}: {' and '.join(what)})" for name, what in ran.items()
+        )
         if not self.passed_over:
             return line
         first = self.passed_over[0][0]  # the most preferred backend that was passed over, and why
@@ -111,20 +106,17 @@ def load_tagging_loops(model=None) -> bool:
     ``easyfirst tag`` call this before they tag); it changes no choice. With ``model``, only where its
     batches take numba. False where nothing was loaded."""
     if model is not None:
-        plan = _tagging_plan(model)
+        plan = _model_plan(model, MANY)
         if NUMBA not in (plan.encoder, plan.decoder):
             return False
     return compiled.warm_up()
 
 
 def plan_for(model, mask, training: bool) -> Plan:
-    """The :class:`Plan` for ``model`` (easyfirst.model.tagger.EasyFirstTagger: its ``settings`` and
+    """The :class:`Plan` for ``model`` (easyfirst.model.tagger.EasyFirstTagger: its ``settings``, dtype and
     forced ``backend``) on a batch with ``mask`` ``(B, L)``."""
     one = mask.shape[0] == 1 and bool(mask.all())
-    dtype = str(model.output.weight.dtype).removeprefix("torch.")
-    return choose_backend(
-        model.settings, ONE if one else MANY, mask.device.type, dtype, training, model.backend
-    )
+    return _model_plan(model, ONE if one else MANY, mask.device.type, training)
 
 
 def run_plan(settings, batch_size: int, device: str, training: bool, force: str = "auto") -> Plan:
@@ -139,14 +131,16 @@ def waits_for_compiler(plan: Plan) -> bool:
     return NUMBA in (plan.encoder, plan.decoder) and bool(compiled.kernels()) and compiled.kernels().cold()
 
 
-def _tagging_plan(model, training: bool = False) -> Plan:
-    """The plan of ``model``'s batches of many sentences (as it tags) in its dtype, on its device."""
-    dtype = str(model.output.weight.dtype).removeprefix("torch.")
-    device = model.output.weight.device.type
-    return choose_backend(model.settings, MANY, device, dtype, training, model.backend)
+def _model_plan(model, sentences: str, device: str | None = None, training: bool = False) -> Plan:
+    """The plan of ``model``'s batches of ``sentences`` in its dtype, on ``device`` (default: its own)."""
+    weight = model.output.weight
+    dtype = str(weight.dtype).removeprefix("torch.")
+    return choose_backend(
+        model.settings, sentences, device or weight.device.type, dtype, training, model.backend
+    )
 
 
 def backend_line(model, training: bool = False) -> str:
     """The one line that says which backend computes ``model``'s batches (an EasyFirstTagger on its
     device, with its forced ``backend``), for the verbs (tag, evaluate, serve) and the Tagger."""
-    return _tagging_plan(model, training).describe()
+    return _model_plan(model, MANY, training=training).describe()

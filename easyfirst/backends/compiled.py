@@ -1,21 +1,13 @@
 """Backend ``numba``: the model's BiLSTM and decoder on the CPU through the compiled loops of
 :mod:`easyfirst.backends.kernels`, in training (with the backward written out) and in tagging, any
-batch, each sentence on its own rows.
-
-Only the time loops and the sketch loop are compiled. The products that do not change across steps (the
-input part of each LSTM gate, the encoder half of Eq. 1) run in torch: with autograd in training, and
-in tagging over the rows that hold words only (a server's group of one-sentence requests is mostly
-padding). :class:`BiLSTMFunction` and :class:`SketchFunction` take them and give their gradients.
-
-Numba compiles the loops once after an install (announced on the logger ``easyfirst``) and keeps them
-in its cache. During a compiled call BLAS runs on one thread (a multi-threaded OpenBLAS that finds the
-other cores busy waits for them: one sentence per update ran 7× slower on this project's 2-core machine
-with another job on the second core); the caller's setting is restored after the call."""
+batch, each sentence on its own rows. Only the time loops and the sketch loop are compiled: the
+products that do not change across steps (the input part of each LSTM gate, the encoder half of Eq. 1)
+run in torch (:func:`encode`, :func:`decode`), and :class:`BiLSTMFunction` and :class:`SketchFunction`
+take them and give their gradients."""
 
 from __future__ import annotations
 
 import logging
-import threading
 from contextlib import contextmanager
 
 import numpy as np
@@ -56,7 +48,8 @@ def kernels():
 
 
 def _compile_every_loop() -> None:
-    """Run each compiled loop once on tiny float32 inputs, with and without records, and each backward."""
+    """Run each compiled loop once on tiny float32 inputs: with records and each backward, then
+    :func:`warm_up`'s."""
     two = np.full(1, 2, np.int64)
     # the first compile may be asked for inside the caller's inference_mode (a Tagger's first batch)
     with torch.inference_mode(False), torch.enable_grad():
@@ -67,43 +60,36 @@ def _compile_every_loop() -> None:
             *(part.requires_grad_() for part in parts), two, two, 2, (True, 1.0, 0.0, CSOFTMAX), None
         )
         (sketch.sum() + history.sum()).backward()
-    _run_tagging_loops()
+    warm_up()
 
 
-def _run_tagging_loops() -> None:
+def warm_up() -> bool:
+    """Run each tagging loop once on a tiny float32 input, so that Numba has compiled them (after an
+    install; later read from its cache) before a request waits for it; False where Numba is missing."""
+    if kernels() is None:
+        return False
     one = np.ones(1, np.int64)
     with torch.no_grad():
         _bilstm(np.zeros((1, 1, 2, 4), np.float32), np.zeros((2, 1, 4), np.float32), one, store=False)
         _sketch(torch.zeros(1, 1, 2), torch.zeros(2, 1, 1), torch.ones(1, 1), one, one, 1, (True, 1.0, 0.0, CSOFTMAX),
                 None, False)  # fmt: skip
-
-
-_holding = threading.local()  # depth: how many compiled calls of this thread hold BLAS at one thread
+    return True
 
 
 @contextmanager
 def _one_blas_thread():
-    """BLAS on one thread for the duration of a compiled call, the caller's settings restored after;
-    a call inside another (a function's products around its loops) finds them held and does nothing
-    (reading and setting them cost about 8 µs, 3% of an update at one sentence)."""
-    depth = getattr(_holding, "depth", 0)
-    if depth:
-        _holding.depth = depth + 1
-        try:
-            yield
-        finally:
-            _holding.depth = depth
-        return
+    """BLAS on one thread for the duration of a compiled call, the caller's settings restored after (a
+    multi-threaded OpenBLAS that finds the other cores busy waits for them: one sentence per update ran
+    7× slower on this project's 2-core machine with another job on the second core). Reading and setting
+    them cost about 8 µs (3% of an update at one sentence), so each compiled call holds them once."""
     kernels()  # the BLAS libraries are known once the kernels are imported
     before = [library.num_threads for library in _blas]
     for library, threads in zip(_blas, before, strict=True):
         if threads != 1:
             library.set_num_threads(1)
-    _holding.depth = 1
     try:
         yield
     finally:
-        _holding.depth = 0
         for library, threads in zip(_blas, before, strict=True):
             if threads != 1:
                 library.set_num_threads(threads)
@@ -160,9 +146,8 @@ def encode(encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def _bilstm(values: np.ndarray, w_hh_t: np.ndarray, lengths: np.ndarray, store: bool):
-    """The time loops of one layer (kernels.bilstm) from the input parts ``(B, L, 2, 4H)`` and ``W_hhᵀ``
-    ``(2, H, 4H)``: the states ``(B, L, 2H)`` and, with ``store``, the records of the backward (gates,
-    cells, tanh(cells), each direction in its reading order)."""
+    """kernels.bilstm on NumPy arrays: the states ``(B, L, 2H)`` as a tensor and, with ``store``, the
+    records of the backward."""
     size, length, _, four = values.shape
     hidden = four // 4
     dtype = values.dtype
@@ -184,36 +169,17 @@ class BiLSTMFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, inputs, w_hh_t, lengths):
         out, ctx.records = _bilstm(_numpy(inputs), _numpy(w_hh_t), lengths, store=True)
-        ctx.w_hh = np.ascontiguousarray(_numpy(w_hh_t).transpose(0, 2, 1))  # (2, 4H, H)
+        ctx.w_hh_t = _numpy(w_hh_t)
         return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
+        size, length, double = ctx.records[3].shape  # the states (B, L, 2H)
+        d_inputs = np.zeros((size, length, 2, 2 * double), ctx.w_hh_t.dtype)
+        d_w_hh_t = np.zeros_like(ctx.w_hh_t)
         with _one_blas_thread():
-            return BiLSTMFunction._backward(ctx, grad)
-
-    @staticmethod
-    def _backward(ctx, grad):
-        gates, cells, tanhs, out, counts = ctx.records
-        grad = grad.numpy()
-        size, length, double = out.shape
-        hidden = double // 2
-        d_inputs = np.zeros((size, length, 2, 4 * hidden), gates.dtype)
-        d_w_hh_t = np.zeros((2, hidden, 4 * hidden), gates.dtype)
-        for b, n in enumerate(counts):
-            if not n:
-                continue
-            # each direction's states and their gradients in its reading order
-            states = np.stack([out[b, :n, :hidden], out[b, n - 1 :: -1, hidden:]])
-            ahead = np.stack([grad[b, :n, :hidden], grad[b, n - 1 :: -1, hidden:]])
-            d_gates = np.empty((2, n, 4 * hidden), gates.dtype)
-            records = (
-                np.ascontiguousarray(r[:, b, :steps]) for r, steps in ((gates, n), (cells, n + 1), (tanhs, n))
-            )
-            kernels().lstm_backward(ahead, *records, ctx.w_hh, d_gates)
-            d_inputs[b, :n, 0], d_inputs[b, :n, 1] = d_gates[0], d_gates[1, ::-1]
-            d_w_hh_t += states[:, :-1].transpose(0, 2, 1) @ d_gates[:, 1:]  # h₀ = 0 adds nothing
+            kernels().lstm_backward(_numpy(grad), *ctx.records, ctx.w_hh_t, d_inputs, d_w_hh_t)
         return torch.from_numpy(d_inputs), torch.from_numpy(d_w_hh_t), None
 
 
@@ -221,14 +187,10 @@ def decode(decoder, states, mask, steps, score_words, beyond_length):
     """easyfirst.model.sketch.SketchDecoder.forward: Sᴺ ``(B, L, D_s)`` and the history ``(B, N_max,
     L)``, each sentence running its own N_b steps over its own words."""
     size, length = mask.shape
-    lengths = mask.sum(1).numpy()  # L_b, and N_b as easyfirst.model.sketch.sentence_steps counts them
-    n_steps = (
-        lengths
-        if steps is None
-        else np.full_like(lengths, steps)
-        if beyond_length
-        else lengths.clip(max=steps)
-    )
+    lengths = mask.sum(1).numpy()  # L_b
+    # N_b, as easyfirst.model.sketch.sentence_steps counts them: L_b, else N, at most L_b unless beyond it
+    n_steps = lengths if steps is None else np.full_like(lengths, steps)
+    n_steps = n_steps if beyond_length else np.minimum(n_steps, lengths)
     total = int(n_steps.max()) if size else 0
     if not total or not length:  # no step to run
         return states.new_zeros(size, length, decoder.sketch_dim), states.new_zeros(size, total, length)
@@ -260,12 +222,11 @@ def _sketch(fixed, weight, v, lengths, n_steps, total: int, settings: tuple, wor
     size, length, out = values.shape
     sketch_dim, width = weight.shape[1], weight.shape[2]
     dtype = values.dtype
-    counts = lengths
     if word_scores is None:
         word_scores = (np.empty((0, 0, 0), dtype), np.empty((0, 0), dtype))
     sketch = np.zeros((size, length, sketch_dim), dtype)
     history = np.zeros((size, total, length), dtype)
-    steps, rows = (total, int(counts.sum())) if store else (0, 0)
+    steps, rows = (total, int(lengths.sum())) if store else (0, 0)
     nef_s = 0 if settings[0] else steps
     records = (
         np.empty((max(steps - 1, 0), rows, width * sketch_dim), dtype),  # windows of Sⁿ⁻¹, n ≥ 2
@@ -281,7 +242,7 @@ def _sketch(fixed, weight, v, lengths, n_steps, total: int, settings: tuple, wor
             values,
             _numpy(flat_weight(weight).T),  # (K·D_s, O)
             _numpy(v[0]),
-            counts,
+            lengths,
             n_steps,
             settings,
             _EXP_RANGE,
@@ -297,16 +258,10 @@ def _sketch(fixed, weight, v, lengths, n_steps, total: int, settings: tuple, wor
 class SketchFunction(torch.autograd.Function):
     """Sᴺ and the history from the encoder half of Eq. 1 ``(B, L, O)`` (bias included), the sketch
     half's weight ``(O, D_s, K)`` and v ``(1, D_z)``: the step loop, with its backward written out
-    (Prop. 1's Jacobian for csoftmax); the sums over steps (the weight's and v's gradients) are one
-    product each."""
+    (Prop. 1's Jacobian for csoftmax)."""
 
     @staticmethod
-    def forward(ctx, *inputs):
-        with _one_blas_thread():
-            return SketchFunction._forward(ctx, *inputs)
-
-    @staticmethod
-    def _forward(ctx, fixed, weight, v, lengths, n_steps, total, settings, word_scores):
+    def forward(ctx, fixed, weight, v, lengths, n_steps, total, settings, word_scores):
         sketch, history, records = _sketch(
             fixed.detach(), weight, v, lengths, n_steps, total, settings, word_scores, True
         )
@@ -316,84 +271,29 @@ class SketchFunction(torch.autograd.Function):
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_sketch, grad_history):
-        with _one_blas_thread():
-            return SketchFunction._backward(ctx, grad_sketch, grad_history)
-
-    @staticmethod
-    def _backward(ctx, grad_sketch, grad_history):
-        cols, tanhs, free, betas, affines, pooled = ctx.records
-        full_state, temperature, coverage_penalty, transform = ctx.settings
-        lengths, n_steps = ctx.counts
+    def backward(ctx, grad_sketch, grad_history):  # autograd gives zeros for an output not used
         out, sketch_dim, width = ctx.weight.shape
-        score_dim = out - sketch_dim
-        flat = ctx.weight.transpose(0, 2, 1).reshape(out, width * sketch_dim)
         # the transposed window map: dS_j = Σ_k W_{K−1−k}ᵀ da_{j+k−w}, rows (k, o)
-        back = np.ascontiguousarray(ctx.weight[:, :, ::-1].transpose(2, 0, 1)).reshape(
-            width * out, sketch_dim
-        )
-        dtype = ctx.history.dtype
-        d_fixed = np.zeros((*ctx.history.shape[::2], out), dtype)
-        d_flat, d_v = np.zeros_like(flat), np.zeros_like(ctx.v)
-        order = np.argsort(-n_steps, kind="stable")  # the packing of kernels.decoder_forward
-        starts = np.concatenate([[0], np.cumsum(lengths[order])])
-        for k, b in enumerate(order):
-            lo, hi, steps = starts[k], starts[k + 1], n_steps[b]
-            if hi == lo or not steps:
-                continue
-            n = hi - lo
-            d_affines, d_scores = np.empty((steps, n, out), dtype), np.empty((steps, n), dtype)
-            g_sketch = np.zeros((n, sketch_dim), dtype) if grad_sketch is None else grad_sketch[b, :n].numpy()
-            g_history = (
-                np.zeros((steps, n), dtype) if grad_history is None else grad_history[b, :steps, :n].numpy()
-            )
-            record = tanhs[:steps, lo:hi]
-            kernels().decoder_backward(
-                np.ascontiguousarray(record),
-                np.ascontiguousarray(free[:steps, lo:hi]),
-                np.ascontiguousarray(betas[: steps + 1, lo:hi]),
-                np.ascontiguousarray(affines[:steps, lo:hi]),
-                np.ascontiguousarray(pooled[:steps, k]),
-                np.ascontiguousarray(ctx.history[b, :steps, :n]),
-                back,
-                ctx.v,
-                g_sketch.copy(),
-                np.ascontiguousarray(g_history),
-                full_state,
-                temperature,
-                coverage_penalty,
-                transform,
-                d_affines,
-                d_scores,
-            )
-            d_fixed[b, :n] = d_affines.sum(0)
-            d_flat += d_affines[1:].reshape(-1, out).T @ cols[: steps - 1, lo:hi].reshape(-1, flat.shape[1])
-            d_v += d_scores.reshape(-1) @ record[..., :score_dim].reshape(-1, score_dim)
+        back = np.ascontiguousarray(ctx.weight[:, :, ::-1].transpose(2, 0, 1)).reshape(width * out, -1)
+        d_fixed = np.zeros((*ctx.history.shape[::2], out), ctx.history.dtype)
+        d_flat, d_v = np.zeros((out, width * sketch_dim), d_fixed.dtype), np.zeros_like(ctx.v)
+        with _one_blas_thread():
+            grads = _numpy(grad_sketch), _numpy(grad_history)
+            kernels().decoder_backward(ctx.records, ctx.history, back, ctx.v, *ctx.counts, ctx.settings,
+                                       *grads, d_fixed, d_flat, d_v)  # fmt: skip
         d_weight = torch.from_numpy(d_flat).view(out, width, sketch_dim).transpose(1, 2)
         # a prescribed order or hard attention never reads v: no gradient, as in the reference
-        d_v = torch.from_numpy(d_v)[None] if transform in LEARNED else None
+        d_v = torch.from_numpy(d_v)[None] if ctx.settings[-1] in LEARNED else None
         return torch.from_numpy(d_fixed), d_weight, d_v, None, None, None, None, None
 
 
-def warm_up() -> bool:
-    """Run each compiled loop once on a tiny float32 input, so that Numba has compiled them (after an
-    install; later read from its cache) before a request waits for it; False where Numba is missing."""
-    if kernels() is None:
-        return False
-    _run_tagging_loops()
-    return True
-
-
-def _missing(workload) -> str | None:
-    return None if kernels() else "Numba cannot be imported (pip install numba)"
-
-
-_SUPPORTS = {"revision": {1}, "sentences": {ONE, MANY}, "device": {"cpu"}, "dtype": {"float32", "float64"}}
-# any batch, in training and tagging; wider BiLSTM layers than 64 units run faster in torch's LSTM
-# (docs/architecture.md, "Backends"); a transformer's vectors are input like any other (tests/backends/
+# any batch on the CPU, in training and tagging; wider BiLSTM layers than 64 units run faster in torch's
+# LSTM (docs/architecture.md, "Backends"); a transformer's vectors are input like any other (tests/backends/
 # test_compiled.py holds a fine-tuned one's gradients to the reference's)
+_SUPPORTS = {"revision": {1}, "sentences": {ONE, MANY}, "device": {"cpu"}, "dtype": {"float32", "float64"}}
 NUMBA = Backend(
     "numba",
+    "compiled CPU loops",
     encoder=encode,
     decoder=decode,
     encoder_supports=_SUPPORTS
@@ -409,5 +309,5 @@ NUMBA = Backend(
         "attention_temperature": ANY,
         "coverage_penalty": ANY,
     },
-    missing=_missing,
+    missing=lambda workload: None if kernels() else "Numba cannot be imported (pip install numba)",
 )

@@ -1,18 +1,8 @@
-"""What a backend is: a name, the parts of the model it computes, and a declaration of what it supports.
-
-A model runs in two parts a backend may take over: the **encoder** (the BiLSTM layers, with the dropout
-between them) and the **decoder** (the sketch steps of Alg. 2). For each part, a run has a *workload*:
-the settings that part's computation depends on, by name, with their values (``ENCODER_SETTINGS``,
-``DECODER_SETTINGS``: ``[model]`` keys as a config file writes them, read flat from the model's settings
-whichever part holds them, plus what the batch and the run add: how many sentences, device, dtype,
-training or not). They are named here, not taken from the model's parts (``ModelConfig.encoder``,
-``.decoder``): a part's sizes are read from its modules' weights and change no computation, while the
-model's name and the dropout kind, kept outside the parts, do. A backend declares, per part it computes, the values it supports of
-each setting (:data:`ANY`: every value). A setting it does not declare is a setting it was not written
-for: the chooser passes it over (easyfirst.backends.chooser), so a new setting runs on the reference
-until a backend is ported and declares it.
-
-Torch-free: the declarations are data.
+"""What a backend is: a name, the parts of the model it computes (the **encoder**: the BiLSTM layers,
+with the dropout between them; the **decoder**: the sketch steps of Alg. 2), and, for each, the values
+it supports of each setting of the part's *workload* (below). A setting it does not declare is one it
+was not written for: the chooser (easyfirst.backends.chooser) passes it over, so a new setting runs on
+the reference until a backend is ported and declares it. Torch-free: the declarations are data.
 """
 
 from __future__ import annotations
@@ -39,29 +29,26 @@ class AtMost:
         return f"at most {self.limit}"
 
 
-# The revision of the reference's equations, per part: the encoder is easyfirst/model/encoder.py, the
-# decoder easyfirst/model/sketch.py with what it calls in easyfirst/ops (window.py, attention.py,
-# constrained.py). A change to what the reference computes bumps its part's number here; every fast
-# backend declares the revisions it computes, so it declines that part until it is ported and declares
-# the new one (tests/backends/test_compiled.py, in float64, says when it agrees again). tests/backends/test_backends.py fails when the reference's code changes and asks for this
-# decision.
+# The revision of the reference's equations, per part (the encoder: easyfirst/model/encoder.py; the
+# decoder: easyfirst/model/sketch.py with what it calls in easyfirst/ops): a change to what the reference
+# computes bumps it, and every fast backend declines the part until it is ported and declares the new
+# number (docs/architecture.md, "How to add …"; tests/backends/test_backends.py asks when the code changes).
 REVISIONS = {"encoder": 1, "decoder": 1}
 
-# the settings each part's computation reads (``revision``: the number above); a new setting of the
-# encoder or the decoder goes here, and every fast backend declines it until it declares it.
-# ``transformer`` (model.transformer, a name or None): a backend that computes any of the embedder's parts
-# itself, or that was not checked with a transformer's vectors in its input, declares {None}
-ENCODER_SETTINGS = (
-    "revision",
-    "encoder_layers",
-    "hidden_dim",
-    "dropout_kind",
+# A part's workload: the settings its computation reads, with their values: its revision (above), then
+# ``[model]`` keys as a config file writes them, read flat from the model's settings whichever part holds
+# them (named here, not taken from ``ModelConfig.encoder``, ``.decoder``: a part's sizes are read from its
+# modules' weights and change no computation, while the model's name and the dropout kind, kept outside
+# the parts, do), then what the batch adds (_BATCH). A new setting goes here. ``transformer``
+# (model.transformer, a name or None): a backend that computes any of the embedder's parts itself, or
+# that was not checked with a transformer's vectors in its input, declares {None}.
+_BATCH = (
     "sentences",
     "device",
     "dtype",
     "training",
-    "transformer",
-)
+)  # sentences: ONE or MANY (below); training: gradients wanted
+ENCODER_SETTINGS = ("revision", "encoder_layers", "hidden_dim", "dropout_kind", *_BATCH, "transformer")
 DECODER_SETTINGS = (
     "revision",
     "model",
@@ -70,10 +57,7 @@ DECODER_SETTINGS = (
     "steps_beyond_length",
     "attention_temperature",
     "coverage_penalty",
-    "sentences",
-    "device",
-    "dtype",
-    "training",
+    *_BATCH,
 )
 # the attention transformations the compiled path computes (names of easyfirst.ops.kinds.KINDS), and the
 # codes its loops take (easyfirst.backends.rows), read from that table by name
@@ -89,7 +73,8 @@ ONE, MANY = "one", "many"
 
 @dataclass(frozen=True)
 class Backend:
-    """A named way of computing the model's encoder and/or decoder.
+    """A named way of computing the model's encoder and/or decoder, ``what`` it computes with in words
+    (for the one line the verbs print).
 
     ``encoder(module, x, mask)`` → states and ``decoder(module, states, mask, steps, score_words,
     beyond_length)`` → (sketch, attention) take the model's own modules (easyfirst.model.encoder,
@@ -101,6 +86,7 @@ class Backend:
     when it can)."""
 
     name: str
+    what: str
     encoder: Callable | None = None
     decoder: Callable | None = None
     encoder_supports: Mapping[str, Any] = field(default_factory=dict)
@@ -109,19 +95,16 @@ class Backend:
     missing: Callable[[Mapping[str, Any]], str | None] = lambda workload: None
 
     def refuses(self, part: str, workload: Mapping[str, Any]) -> str | None:
-        """Why this backend cannot compute ``part`` ("encoder" or "decoder") for ``workload``, in words;
-        None when it can."""
-        if getattr(self, part) is None:
-            return f"does not compute the {part}"
+        """Why this backend cannot compute ``part`` ("encoder" or "decoder", one it computes) for
+        ``workload``, in words; None when it can."""
         supports = self.encoder_supports if part == "encoder" else self.decoder_supports
         for key, value in workload.items():
             if key not in supports:
                 return f"does not declare {key}"
             allowed = supports[key]
             if key == "revision" and value not in allowed:
-                return (
-                    f"not ported to revision {value} of the reference's {part} (computes {_listed(allowed)})"
-                )
+                computes = " and ".join(map(str, sorted(allowed)))
+                return f"not ported to revision {value} of the reference's {part} (computes {computes})"
             if isinstance(allowed, AtMost) and value not in allowed:
                 return f"{key} = {value} ({allowed})"
             if allowed is not ANY and value not in allowed:
@@ -134,7 +117,3 @@ class Backend:
                 only = " or ".join(str(v).lower() for v in sorted(allowed, key=str))
                 return f"{key} = {value} only with {other} = {only}"
         return self.missing(workload)  # last: finding out may import the backend (Numba: 0.4 s)
-
-
-def _listed(values) -> str:
-    return " and ".join(map(str, sorted(values)))

@@ -8,12 +8,11 @@ sentences that have stopped. The element-wise work is plain loops (one compiled 
 dozens of small torch or NumPy operations a step, each with a fixed cost of 0.3–5 µs against a few µs of
 arithmetic), the matrix products go to BLAS (``np.dot``, which Numba takes from SciPy).
 
-The forward keeps what the backward needs when it is given record arrays (training, one sentence; see
-:mod:`easyfirst.backends.compiled`); without them (tagging) it keeps nothing, and computes tanh of a
-word's sketch half only where the word got attention (αᵢ = 0 adds nothing, exactly). In float32 tanh
-is the rational approximation of Eigen, XLA and ONNX Runtime's MLAS (:func:`_rational_tanh`, a few ulp
-from tanh, vectorized by LLVM); in float64 libm's.
-tests/backends/test_compiled.py holds every function here to the reference (easyfirst.model) in float64.
+The forward keeps what the backward needs when it is given record arrays (training; see
+:mod:`easyfirst.backends.compiled`); without them (tagging) it keeps nothing, and computes tanh
+(:func:`easyfirst.backends.rows.tanh_range`) of a word's sketch half only where the word got attention
+(αᵢ = 0 adds nothing, exactly). tests/backends/test_compiled.py holds every function here to the
+reference (easyfirst.model) in float64.
 """
 
 from __future__ import annotations
@@ -23,8 +22,8 @@ import math
 import numpy as np
 import scipy.linalg.cython_blas  # noqa: F401  (Numba's np.dot calls it: loaded now, its threads limited)
 
-from easyfirst.backends.declaration import CSOFTMAX, SPARSEMAX
-from easyfirst.backends.rows import _jit, _tanh_any, attend, tanh_range
+from easyfirst.backends.declaration import CSOFTMAX
+from easyfirst.backends.rows import _jit, _tanh_any, attend, attend_backward, tanh_range
 
 
 def cold() -> bool:
@@ -243,95 +242,95 @@ def decoder_forward(
 
 
 @_jit
-def decoder_backward(
-    tanhs,
-    free_record,
-    betas,
-    affines,
-    pooled_record,
-    history,
-    back,
-    v,
-    g_sketch,
-    grad_history,
-    full_state,
-    temperature,
-    coverage_penalty,
-    transform,
-    d_affines,
-    d_scores,
-):
-    """The step loop of :class:`easyfirst.backends.compiled.SketchFunction`'s backward: daⁿ into
-    ``d_affines`` and dzⁿ (before the temperature) into ``d_scores``; ``g_sketch`` (dSᴺ on entry) is used
-    up."""
-    steps, length = history.shape
-    out = tanhs.shape[2]
-    score_dim = v.shape[0]
-    sketch_dim = out - score_dim
-    width = back.shape[0] // out
-    pad = width // 2
-    g_beta = np.zeros(length, history.dtype)
-    d_alpha = np.empty(length, history.dtype)
-    d_pooled = np.empty(sketch_dim, history.dtype)
-    d_cols = np.empty((length, width * out), history.dtype)
-    for n in range(steps, 0, -1):
-        k = n - 1
-        t, alpha, free, d_a = tanhs[k], history[k], free_record[k], d_affines[k]
-        for i in range(length):
-            d_alpha[i] = g_beta[i] + grad_history[k, i]
-        if full_state:  # Sⁿ = Sⁿ⁻¹ + α ⊙ t_s
-            for i in range(length):
-                total = 0.0
-                for d in range(sketch_dim):
-                    total += g_sketch[i, d] * t[i, score_dim + d]
-                    d_a[i, score_dim + d] = alpha[i] * g_sketch[i, d] * (1.0 - t[i, score_dim + d] ** 2)
-                d_alpha[i] += total
-        else:  # Sⁿ = Sⁿ⁻¹ + α pᵀ, p = tanh(αᵀ a_s)
-            pooled, a = pooled_record[k], affines[k]
+def _sketch_backward(full_state, n, k, alpha, tanhs, records, g_sketch, lo, hi, d_pooled, d_alpha, d_a):
+    """The backward of :func:`_add_sketch` at step n on the rows ``lo:hi`` of the k-th packed sentence
+    (``alpha`` its αⁿ, from 0; ``records`` NEF-S's aⁿ and pooled tanh): from dSⁿ ``g_sketch``, the
+    sketch half of daⁿ into ``d_a`` and dαⁿ added into ``d_alpha``."""
+    sketch_dim = g_sketch.shape[1]
+    score_dim = d_a.shape[1] - sketch_dim
+    if full_state:  # Sⁿ = Sⁿ⁻¹ + α ⊙ t_s
+        for i in range(lo, hi):
+            total = 0.0
             for d in range(sketch_dim):
-                total = 0.0
-                for i in range(length):
-                    total += alpha[i] * g_sketch[i, d]
-                d_pooled[d] = total * (1.0 - pooled[d] * pooled[d])
-            for i in range(length):
-                total = 0.0
-                for d in range(sketch_dim):
-                    total += g_sketch[i, d] * pooled[d] + a[i, score_dim + d] * d_pooled[d]
-                    d_a[i, score_dim + d] = alpha[i] * d_pooled[d]  # no tanh': a_s enters the sum only
-                d_alpha[i] += total
-        # csoftmax, Prop. 1: dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = (dα − …) off A;
-        # softmax the same with A = all; sparsemax: dz = dα − mean_S(dα) on the support S; a prescribed
-        # order or hard: A empty, dz = 0
-        # (easyfirst.backends.rows.attention_row_backward)
-        mass = 0.0
-        dot = 0.0
-        for i in range(length):
-            if free[i]:
-                weight = 1.0 if transform == SPARSEMAX else alpha[i]
-                mass += weight
-                dot += weight * d_alpha[i]
-        mean = dot / mass if mass > 0 else dot
-        units = 1.0 if n <= length else float(math.ceil(n / length))
-        for i in range(length):
-            centred = d_alpha[i] - mean
-            if free[i]:
-                d_z = centred if transform == SPARSEMAX else alpha[i] * centred
-            else:
-                d_z = 0.0
-                # u = (⌈n/L⌉ − β)₊: the gradient passes where ⌈n/L⌉ − β ≥ 0, as autograd's clamp_min
-                if transform == CSOFTMAX and betas[k, i] <= units:
-                    g_beta[i] -= centred
-            if coverage_penalty != 0.0:
-                g_beta[i] -= coverage_penalty * d_z
-            if temperature != 1.0:
-                d_z /= temperature
-            d_scores[k, i] = d_z
-            for d in range(score_dim):
-                d_a[i, d] = d_z * v[d] * (1.0 - t[i, d] * t[i, d])
-        if n > 1:  # the sketch half read Sⁿ⁻¹'s windows
-            for i in range(length):
-                _fill_window(d_a, i, 0, length, pad, width, d_cols[i])
-            g_sketch += np.dot(d_cols, back)
+                t = tanhs[i, score_dim + d]
+                total += g_sketch[i, d] * t
+                d_a[i, score_dim + d] = alpha[i - lo] * g_sketch[i, d] * (1.0 - t * t)
+            d_alpha[i] += total
+        return
+    affine, pooled = records[0][n - 1], records[1][n - 1, k]
+    for d in range(sketch_dim):  # Sⁿ = Sⁿ⁻¹ + α pᵀ, p = tanh(αᵀ a_s)
+        total = 0.0
+        for i in range(lo, hi):
+            total += alpha[i - lo] * g_sketch[i, d]
+        d_pooled[d] = total * (1.0 - pooled[d] * pooled[d])
+    for i in range(lo, hi):
+        total = 0.0
+        for d in range(sketch_dim):
+            total += g_sketch[i, d] * pooled[d] + affine[i, score_dim + d] * d_pooled[d]
+            d_a[i, score_dim + d] = alpha[i - lo] * d_pooled[d]  # no tanh': a_s enters the sum only
+        d_alpha[i] += total
+
+
+@_jit
+def decoder_backward(
+    records, history, back, v, lengths, steps, settings, grad_sketch, grad_history, d_fixed, d_flat, d_v
+):
+    """The backward of :func:`decoder_forward` in training, each sentence's steps in reverse, the
+    sentences packed as it packs them: from its ``records`` and ``history``, and dSᴺ ``grad_sketch``
+    ``(B, L, D_s)`` and the history's gradient ``grad_history`` ``(B, N_max, L)``, the gradients of
+    ``fixed`` into ``d_fixed`` ``(B, L, O)``, of the sketch half's weight into ``d_flat`` ``(O, K·D_s)``
+    and of v into ``d_v`` (zeros on entry); ``back`` ``(K·O, D_s)``: the transposed window map. The
+    weight's gradient Σₙ daⁿᵀ windows(Sⁿ⁻¹) is one product over the steps every row runs, then one a step."""
+    full_state, temperature, coverage_penalty, transform = settings
+    cols_record, tanhs, free_record, betas = records[:4]
+    (size, total, _), (rows, out) = history.shape, tanhs.shape[1:]
+    score_dim = v.shape[0]
+    width = back.shape[0] // out
+    dtype = history.dtype
+    order, starts, g_sketch = _pack(grad_sketch, lengths, steps)  # dSⁿ by packed row
+    d_affines = np.empty((total, rows, out), dtype)  # daⁿ of the rows still running at step n
+    used = np.zeros(total + 1, np.int64)  # the rows still running at step n
+    g_beta, d_alpha, d_z = np.zeros(rows, dtype), np.empty(rows, dtype), np.empty(rows, dtype)
+    d_pooled, d_cols = np.empty(out - score_dim, dtype), np.empty((rows, width * out), dtype)
+    active = 0
+    for n in range(total, 0, -1):
+        while active < size and steps[order[active]] >= n:
+            active += 1
+        used[n] = starts[active]
+        t, d_a = tanhs[n - 1], d_affines[n - 1]
+        for k in range(active):
+            b, lo, hi = order[k], starts[k], starts[k + 1]
+            if hi == lo:
+                continue
+            alpha = history[b, n - 1]
+            for i in range(lo, hi):
+                d_alpha[i] = g_beta[i] + grad_history[b, n - 1, i - lo]
+            _sketch_backward(
+                full_state, n, k, alpha, t, records[4:], g_sketch, lo, hi, d_pooled, d_alpha, d_a
+            )
+            attend_backward(transform, n, alpha[: hi - lo], free_record[n - 1, lo:hi], betas[n - 1, lo:hi],
+                            d_alpha[lo:hi], d_z[lo:hi], g_beta[lo:hi])  # fmt: skip
+            for i in range(lo, hi):  # Eq. 2 with the temperature and the coverage penalty
+                if coverage_penalty != 0.0:
+                    g_beta[i] -= coverage_penalty * d_z[i]
+                if temperature != 1.0:
+                    d_z[i] /= temperature
+                for d in range(score_dim):
+                    d_a[i, d] = d_z[i] * v[d] * (1.0 - t[i, d] * t[i, d])
+                    d_v[d] += d_z[i] * t[i, d]
+                d_fixed[b, i - lo] += d_a[i]
+            for i in range(lo, hi if n > 1 else lo):  # the sketch half read Sⁿ⁻¹'s windows
+                _fill_window(d_a, i, lo, hi, width // 2, width, d_cols[i])
+        if n > 1:
+            g_sketch[: used[n]] += np.dot(d_cols[: used[n]], back)
+    first = 2  # the weight's gradient
+    while first <= total and used[first] == rows:
+        first += 1
+    if first > 2:
+        flat = d_affines[1 : first - 1].reshape(-1, out)
+        d_flat += np.dot(flat.T, cols_record[: first - 2].reshape(-1, d_flat.shape[1]))
+    for n in range(first, total + 1):
+        d_flat += np.dot(d_affines[n - 1, : used[n]].T, cols_record[n - 2, : used[n]])
 
 
 @_jit
@@ -339,10 +338,10 @@ def bilstm(inputs, w_hh_t, lengths, fast, out, gate_record, cell_record, tanh_re
     """Both directions of a bidirectional ``nn.LSTM`` layer over each sentence b's first ``lengths[b]``
     rows: ``inputs`` ``(B, L, 2, 4H)`` (x W_ihᵀ + both biases, per direction, gates i, f, g, o, in the
     words' order), ``w_hh_t`` ``(2, H, 4H)``; the states into ``out`` ``(B, L, 2H)`` (forward, then
-    backward direction; zeros on entry, left so on padding). At time step t the sentences still running
-    (the longest first) take one product together. With records (training: ``gate_record`` ``(2, B, L,
-    4H)``, ``cell_record`` ``(2, B, L + 1, H)`` zeros at 0, ``tanh_record`` ``(2, B, L, H)``; empty
-    arrays in tagging) it keeps each direction's gates, cells and tanh(cells) in its reading order."""
+    backward direction; zeros on entry, left so on padding). With records (training: ``gate_record``
+    ``(2, B, L, 4H)``, ``cell_record`` ``(2, B, L + 1, H)`` zeros at 0, ``tanh_record`` ``(2, B, L,
+    H)``; empty arrays in tagging) it keeps each direction's gates, cells and tanh(cells) in its reading
+    order."""
     size = lengths.shape[0]
     hidden = w_hh_t.shape[1]
     dtype = inputs.dtype
@@ -383,27 +382,50 @@ def bilstm(inputs, w_hh_t, lengths, fast, out, gate_record, cell_record, tanh_re
 
 
 @_jit
-def lstm_backward(grad, gates, cells, tanh_cells, w_hh, d_gates):
-    """The time loop of one bidirectional LSTM layer's backward: the gates' gradients into
-    ``d_gates`` ``(2, L, 4H)`` from the states' ``grad`` ``(2, L, H)``, ``w_hh`` ``(2, 4H, H)``."""
-    _, length, hidden = grad.shape
-    d_state = np.zeros((2, hidden), grad.dtype)
-    d_cell = np.zeros((2, hidden), grad.dtype)
-    for t in range(length - 1, -1, -1):
-        for direction in range(2):
-            gate, d = gates[direction, t], d_gates[direction, t]
-            for j in range(hidden):
-                i, f = gate[j], gate[hidden + j]
-                g, o = gate[2 * hidden + j], gate[3 * hidden + j]
-                tanh_cell = tanh_cells[direction, t, j]
-                d_h = grad[direction, t, j] + d_state[direction, j]
-                c = d_cell[direction, j] + d_h * o * (1 - tanh_cell * tanh_cell)
-                d[j] = c * g * i * (1 - i)
-                d[hidden + j] = c * cells[direction, t, j] * f * (1 - f)
-                d[2 * hidden + j] = c * i * (1 - g * g)
-                d[3 * hidden + j] = d_h * tanh_cell * o * (1 - o)
-                d_cell[direction, j] = c * f
-            d_state[direction] = np.dot(d, w_hh[direction])
+def lstm_backward(grad, gates, cells, tanh_cells, out, lengths, w_hh_t, d_inputs, d_w_hh_t):
+    """The backward of :func:`bilstm` in training, each direction's time loop in reverse: from the
+    states' gradient ``grad`` and the states ``out`` ``(B, L, 2H)``, the records and ``w_hh_t``, the
+    gradients of the input parts into ``d_inputs`` ``(B, L, 2, 4H)`` and of W_hhᵀ into ``d_w_hh_t``
+    ``(2, H, 4H)`` (zeros on entry)."""
+    size, hidden = lengths.shape[0], w_hh_t.shape[1]
+    dtype = grad.dtype
+    order = np.argsort(-lengths, kind="mergesort")
+    d_state, d_cell = np.zeros((size, hidden), dtype), np.zeros((size, hidden), dtype)
+    d_gates = np.empty((size, 4 * hidden), dtype)
+    rows = lengths.sum()
+    previous, gathered = np.empty((rows, hidden), dtype), np.empty((rows, 4 * hidden), dtype)  # h_{s−1}, dg_s
+    for direction in range(2):
+        d_state[:] = 0
+        d_cell[:] = 0
+        active = 0
+        r = 0
+        for step in range((lengths[order[0]] if size else 0) - 1, -1, -1):
+            while active < size and lengths[order[active]] > step:
+                active += 1
+            for k in range(active):
+                b = order[k]
+                t = step if direction == 0 else lengths[b] - 1 - step
+                gate, d = gates[direction, b, step], d_gates[k]
+                for j in range(hidden):
+                    i, f = gate[j], gate[hidden + j]
+                    g, o = gate[2 * hidden + j], gate[3 * hidden + j]
+                    tanh_cell = tanh_cells[direction, b, step, j]
+                    d_h = grad[b, t, direction * hidden + j] + d_state[k, j]
+                    c = d_cell[k, j] + d_h * o * (1 - tanh_cell * tanh_cell)
+                    d[j] = c * g * i * (1 - i)
+                    d[hidden + j] = c * cells[direction, b, step, j] * f * (1 - f)
+                    d[2 * hidden + j] = c * i * (1 - g * g)
+                    d[3 * hidden + j] = d_h * tanh_cell * o * (1 - o)
+                    d_cell[k, j] = c * f
+                d_inputs[b, t, direction] = d
+                if step:  # the state before, in the reading order (h₀ = 0 adds nothing)
+                    before = t - 1 if direction == 0 else t + 1
+                    previous[r] = out[b, before, direction * hidden : (direction + 1) * hidden]
+                    gathered[r] = d
+                    r += 1
+            d_state[:active] = np.dot(d_gates[:active], w_hh_t[direction].T)
+        if r:
+            d_w_hh_t[direction] = np.dot(previous[:r].T, gathered[:r])
 
 
 # the loops Python calls: each one's cached code holds the functions it calls (a function only called

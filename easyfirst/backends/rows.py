@@ -1,7 +1,8 @@
 """The attention of one sentence's step (Eq. 3) and tanh, compiled by Numba for
 :mod:`easyfirst.backends.kernels`: each transformation on one row of scores (csoftmax, sparsemax,
 softmax, the prescribed orders, vanilla easy-first's hard choice), writing α and the set of words its
-backward reads (csoftmax's free set A, sparsemax's support, softmax's every word, none for the others).
+backward (:func:`attend_backward`) reads (csoftmax's free set A, sparsemax's support, softmax's every
+word, none for the others).
 tests/backends/test_compiled.py holds them to the batched functions of easyfirst.ops and to slow
 solvers (tests/reference.py).
 """
@@ -19,7 +20,8 @@ from easyfirst.backends.declaration import CSOFTMAX, HARD, RIGHT_TO_LEFT, SOFTMA
 _jit = njit(cache=True, error_model="numpy", nogil=True)
 
 
-# tanh(x) ≈ x p(x²) / q(x²) on [−C, C] (±1 in float32 beyond), without a call to libm
+# tanh(x) ≈ x p(x²) / q(x²) on [−C, C] (±1 in float32 beyond), without a call to libm: the rational
+# approximation of Eigen, XLA and ONNX Runtime's MLAS, a few ulp from tanh
 _CLAMP = np.float32(7.90531110763549805)
 _ALPHA = tuple(
     np.float32(a)
@@ -158,8 +160,8 @@ def _csoftmax_log(z, u, wide, alpha, free):
 
 @_jit
 def sparsemax_row(z, alpha, free):
-    """sparsemax(z) of one row into ``alpha`` and its support into ``free``, as
-    :func:`easyfirst.backends.rows.sparsemax_row`."""
+    """sparsemax(z) of one row into ``alpha``, as easyfirst.ops.attention's, and its support into
+    ``free``."""
     ordered = np.sort(z.astype(np.float64))[::-1]
     running = 0.0
     total = 0.0
@@ -191,7 +193,7 @@ def softmax_row(z, alpha, free):
 @_jit
 def prescribed_row(n, transform, alpha, free):
     """α of step n for a prescribed order (UNIFORM, LEFT_TO_RIGHT, RIGHT_TO_LEFT), as
-    :func:`easyfirst.backends.rows.prescribed_row`; no word is free."""
+    easyfirst.ops.attention's; no word is free."""
     length = alpha.shape[0]
     position = (n - 1) % length
     if transform == RIGHT_TO_LEFT:
@@ -206,7 +208,7 @@ def prescribed_row(n, transform, alpha, free):
 
 @_jit
 def hard_row(sketch, budget, scores_fixed, scores_weight_t, alpha, free):
-    """α of vanilla easy-first into ``alpha``, as :func:`easyfirst.backends.rows.hard_row`: all on the
+    """α of vanilla easy-first into ``alpha``, as easyfirst.ops.attention's ``hard``: all on the
     word with budget left whose best tag score (``scores_fixed`` + ``sketch`` ``scores_weight_t``) is
     highest, the leftmost of ties; none when no word has budget left. No word is free."""
     tags = np.dot(sketch, scores_weight_t)
@@ -239,3 +241,30 @@ def attend(transform, n, z, budget, exp_range, sketch, scores_fixed, scores_weig
         hard_row(sketch, budget, scores_fixed[b, : z.shape[0]], scores_weight_t, alpha, free)
     else:  # a prescribed order
         prescribed_row(n, transform, alpha, free)
+
+
+@_jit
+def attend_backward(transform, n, alpha, free, beta, d_alpha, d_z, d_beta):
+    """The backward of :func:`attend` on one sentence's row of step n: from dαⁿ ``d_alpha``, dzⁿ into
+    ``d_z`` and, for csoftmax, the gradient through the budget u = (⌈n/L⌉ − βⁿ⁻¹)₊ added into ``d_beta``.
+    csoftmax, Prop. 1: dz = α_A ⊙ (dα − ⟨α_A, dα⟩ / Σα_A), du = (dα − …) off A; softmax the same with
+    A = all; sparsemax: dz = dα − mean_S(dα) on the support S; a prescribed order or hard: A empty, dz = 0."""
+    length = alpha.shape[0]
+    mass = 0.0
+    dot = 0.0
+    for i in range(length):
+        if free[i]:
+            weight = 1.0 if transform == SPARSEMAX else alpha[i]
+            mass += weight
+            dot += weight * d_alpha[i]
+    mean = dot / mass if mass > 0 else dot
+    units = 1.0 if n <= length else float(math.ceil(n / length))
+    for i in range(length):
+        centred = d_alpha[i] - mean
+        if free[i]:
+            d_z[i] = centred if transform == SPARSEMAX else alpha[i] * centred
+        else:
+            d_z[i] = 0.0
+            # the gradient passes where ⌈n/L⌉ − β ≥ 0, as autograd's clamp_min
+            if transform == CSOFTMAX and beta[i] <= units:
+                d_beta[i] -= centred
