@@ -125,12 +125,6 @@ def run_plan(settings, batch_size: int, device: str, training: bool, force: str 
     return choose_backend(settings, ONE if batch_size == 1 else MANY, device, "float32", training, force)
 
 
-def waits_for_compiler(plan: Plan) -> bool:
-    """Whether the plan's first batch waits for Numba to compile the kernels (the first run after an
-    install, about 30 s), which the training's progress says."""
-    return NUMBA in (plan.encoder, plan.decoder) and bool(compiled.kernels()) and compiled.kernels().cold()
-
-
 def _model_plan(model, sentences: str, device: str | None = None, training: bool = False) -> Plan:
     """The plan of ``model``'s batches of ``sentences`` in its dtype, on ``device`` (default: its own)."""
     weight = model.output.weight

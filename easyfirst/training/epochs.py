@@ -17,7 +17,7 @@ from rich.progress import (
 )
 from rich.table import Column
 
-from easyfirst.backends.chooser import plan_for, run_plan, waits_for_compiler
+from easyfirst.backends.chooser import plan_for
 from easyfirst.config import TrainConfig
 from easyfirst.data.batching import Batch, collate, indices_in_order
 from easyfirst.data.buckets import bucket_indices
@@ -27,7 +27,7 @@ from easyfirst.parallel.workers import Workers
 from easyfirst.training import anneal, distributed, hogwild
 from easyfirst.training.checkpoints import CheckpointClock, save_checkpoint
 from easyfirst.training.optim import clip_gradients, schedule_lr
-from easyfirst.training.reporting import COMPILING, ProgressLines, Rate, duration
+from easyfirst.training.reporting import ProgressLines, Rate, duration
 from easyfirst.training.state import Run
 
 
@@ -168,20 +168,15 @@ def bar_columns(epoch: int, epochs: int) -> tuple:
 def progress_bar(run: Run, epoch: int, total: int, done: int):
     """The epoch's progress: a bar on a terminal, else plain lines on the run log
     (easyfirst.training.reporting.ProgressLines); yields ``update(completed, loss, words)``. Only the
-    main process calls it (Hogwild's other workers run :func:`train_part` alone). While the first
-    update waits for Numba to compile the time loops, it says so; the speed and time left come once
-    measured (reporting.Rate)."""
+    main process calls it (Hogwild's other workers run :func:`train_part` alone). The speed and time
+    left come once measured (reporting.Rate)."""
     console = run.log.console
-    t = run.config.train
-    compiling = waits_for_compiler(run_plan(run.config.model, t.batch_size, run.device.type, True, t.backend))
     if not console.is_terminal:
-        yield ProgressLines(run.log, epoch, run.config.train.epochs, total, done, compiling)
+        yield ProgressLines(run.log, epoch, run.config.train.epochs, total, done)
         return
     rate = Rate(total)
     with Progress(*bar_columns(epoch, run.config.train.epochs), console=console, transient=True) as bar:
-        shown = bar.add_task(
-            "train", total=total, completed=done, loss=0.0, speed=f"  {COMPILING}" if compiling else ""
-        )
+        shown = bar.add_task("train", total=total, completed=done, loss=0.0, speed="")
 
         def update(completed: int, loss: float, words: int) -> None:
             measured = rate(completed, words)

@@ -110,14 +110,10 @@ def duration(seconds: float) -> str:
     return (f"{hours} h " if hours else "") + f"{minutes} min {rest} s"
 
 
-# said while the first update waits for Numba to compile the time loops (easyfirst.backends.kernels)
-COMPILING = "compiling (once per install, ~30 s)"
-
-
 class Rate:
     """The words per second and the seconds left in an epoch of ``total`` updates, measured from the
-    first update this run of the epoch saw (its own time, which holds a first run's compiling, and the
-    updates of an earlier run, resumed from, are not counted); None until :data:`PROGRESS_MIN_SECONDS`
+    first update this run of the epoch saw (its own time, and the updates of an earlier run, resumed
+    from, are not counted); None until :data:`PROGRESS_MIN_SECONDS`
     and an update more have passed, when an estimate starts to mean something."""
 
     def __init__(self, total: int, clock: Callable = time.perf_counter):
@@ -140,7 +136,7 @@ class ProgressLines:
     ``update(completed, loss, words)`` after each update (``words``: the words trained on so far in the
     epoch; by this process, or with Hogwild workers everyone's, read by the main process), a line when
     one is due (the PROGRESS_ constants above), with the speed and time left once :class:`Rate` has
-    them. With ``compiling``, a line at once says that the first update waits for Numba."""
+    them."""
 
     def __init__(
         self,
@@ -149,15 +145,12 @@ class ProgressLines:
         epochs: int,
         total: int,
         done: int,
-        compiling: bool = False,
         clock: Callable = time.perf_counter,
     ):
         self.log, self.epoch, self.epochs, self.total, self.clock = log, epoch, epochs, total, clock
         self.started = self.last = clock()
         self.last_done = done
         self.rate = Rate(total, clock)
-        if compiling:
-            log(f"epoch {epoch}/{epochs}  {COMPILING}")
 
     def __call__(self, completed: int, loss: float, words: int) -> None:
         measured = self.rate(completed, words)
