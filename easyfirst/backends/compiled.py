@@ -40,7 +40,7 @@ def kernels():
         _module = compiled
         if compiled.cold():
             logging.getLogger("easyfirst").warning(
-                "easyfirst: compiling the CPU loops (once after an install, about 25 s on 2 cores); "
+                "easyfirst: compiling the CPU loops (once after an install, about 30 s of one core); "
                 "later runs read them from Numba's cache"
             )
             _compile_every_loop()

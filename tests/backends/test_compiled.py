@@ -364,7 +364,7 @@ def test_the_first_compile_is_announced_once(monkeypatch, caplog):
         assert compiled.kernels() is module
     assert compiled_all == [1]  # every loop, so that no later process finds one missing from the cache
     assert [r.getMessage() for r in caplog.records if "compiling" in r.getMessage()] == [
-        "easyfirst: compiling the CPU loops (once after an install, about 25 s on 2 cores); later runs read "
+        "easyfirst: compiling the CPU loops (once after an install, about 30 s of one core); later runs read "
         "them from Numba's cache"
     ]
 
