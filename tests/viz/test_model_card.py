@@ -152,7 +152,8 @@ def test_export_drops_the_affix_vocabularies_a_model_without_affixes_never_reads
     vocab = json.loads((run / "vocab.json").read_text())
     vocab["prefixes"]["symbols"] = vocab["suffixes"]["symbols"] = ["T", "Th", "e", "he"]  # as before
     (run / "vocab.json").write_text(json.dumps(vocab))
-    done = run_cli("export", run, "-o", tmp_path / "out")
+    # float32 weights: float16 could flip a tie of this one-epoch model, which is not what is tested
+    done = run_cli("export", run, "-o", tmp_path / "out", "--no-half")
     assert done.returncode == 0, done.stderr.decode()
     exported = json.loads((tmp_path / "out" / "vocab.json").read_text())
     assert exported["prefixes"]["symbols"] == exported["suffixes"]["symbols"] == []
