@@ -25,6 +25,7 @@ summary table).
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections import Counter
@@ -372,11 +373,20 @@ def warm_transformer(run: Run) -> None:
             f"[bold]transformer[/] computing the vectors of {len(sentences):,} sentences, once for the run"
         )
     count = transformer.warm(sentences, run.device)
-    if transformer.cache is not None:
+    cache = transformer.cache
+    if cache is None:
+        return
+    run.log(
+        f"[bold]transformer[/] the vectors of {count:,} sentences computed in "
+        f"{time.perf_counter() - started:.1f} s and kept for the run "
+        f"({cache.size / 2**20:,.0f} MB of {run.config.train.transformer_cache_mb:,})"
+    )
+    distinct = len({tuple(s) for s in sentences if s})
+    if 0 < len(cache.rows) < distinct:  # the first ones were dropped: every epoch computes them again
+        needed = math.ceil(cache.size / len(cache.rows) * distinct / 2**20 * 1.05)
         run.log(
-            f"[bold]transformer[/] the vectors of {count:,} sentences computed in "
-            f"{time.perf_counter() - started:.1f} s and kept for the run "
-            f"({transformer.cache.size / 2**20:,.0f} MB of {run.config.train.transformer_cache_mb:,})"
+            f"[bold yellow]transformer[/] only {len(cache.rows):,} of the {distinct:,} sentences fit: the "
+            f"others are computed again every epoch; --transformer-cache-mb {needed:,} keeps them all"
         )
 
 

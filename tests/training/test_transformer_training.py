@@ -63,6 +63,27 @@ def test_a_frozen_run_computes_each_sentence_once_however_many_epochs(tmp_path, 
     assert counts == [distinct, distinct]
 
 
+def test_a_cache_too_small_for_the_run_says_what_would_keep_every_sentence(tmp_path, monkeypatch):
+    """A learned mix of MiniLM's seven states over EWT needs 2.2 GB, past the default 2 GB: the first
+    sentences were dropped and computed again every epoch, and the log said "kept for the run"."""
+    from easyfirst.model.transformer import SentenceCache, TransformerEmbedder
+
+    bert = tiny_bert(tmp_path / "bert")
+    distinct = len({tuple(s) for s in sample_sentences()})
+    # 2 KB instead of the option's megabytes: a few of the sample's sentences (16 floats a word) fit
+    monkeypatch.setattr(
+        TransformerEmbedder, "start_cache", lambda self, mb: setattr(self, "cache", SentenceCache(2048))
+    )
+    done = run_cli(*sample_training(tmp_path / "small", "--transformer", bert, epochs=1))
+    assert done.returncode == 0, done.stderr.decode()
+    said = " ".join(done.stderr.decode().split())
+    assert f"of the {distinct} sentences fit: the others are computed again every epoch" in said
+    assert "--transformer-cache-mb 1 keeps them all" in said
+    monkeypatch.undo()
+    done = run_cli(*sample_training(tmp_path / "enough", "--transformer", bert, epochs=1))
+    assert done.returncode == 0 and "sentences fit" not in done.stderr.decode()
+
+
 def test_a_run_records_its_transformer_tags_through_every_path_and_refuses_other_weights(tmp_path):
     bert = tiny_bert(tmp_path / "bert")
     run = tmp_path / "run"
