@@ -3,11 +3,13 @@ state's frozen word vectors, for each sub-word pooling, scored on the dev set.
 
     python benchmarks/analyses/layer_probe.py                        # MiniLM on UD English EWT
     python benchmarks/analyses/layer_probe.py --transformer PATH --treebank DIR --train 3000 --json out.json
+    python benchmarks/analyses/layer_probe.py --files eng.train eng.testa     # CoNLL-2003's BIO tags
 
 The word vectors are made as ``easyfirst train --transformer`` makes them (easyfirst.model.transformer:
 windows, then each word's pieces pooled), for every hidden state at once (0 = the embeddings' output)
 and for the last four averaged (``last 4``, as ``--transformer-layers -4,-3,-2,-1`` gives the
-tagger). A probe sees the word's vector alone, no context beyond what the
+tagger). With BIO tags (a CoNLL column file) most words are O: the words of entities are scored
+apart as well. A probe sees the word's vector alone, no context beyond what the
 transformer put into it and no other input: it says which states carry the tags linearly, not what a
 tagger reaches from them. Each probe: the vectors standardised on the training words, L-BFGS on the
 mean cross-entropy with a small L2 penalty, from zeros (deterministic). One torch thread.
@@ -36,6 +38,14 @@ def treebank_files(folder: Path) -> tuple[Path, Path]:
     return found[0][0], found[1][0]
 
 
+def read(path: Path):
+    """A file's sentences: UPOS of a CoNLL-U file, else the BIO tags of a CoNLL column file."""
+    from easyfirst.data.conll import read_conll
+    from easyfirst.data.conllu import read_conllu
+
+    return read_conllu(path) if path.suffix == ".conllu" else read_conll(path)
+
+
 def word_vectors(embedder, sentences, batch: int = 32) -> dict[str, torch.Tensor]:
     """For each pooling, every word's vector from every hidden state ``(words, hidden states, D)``; the
     transformer runs once, sentences of similar length together."""
@@ -54,8 +64,8 @@ def word_vectors(embedder, sentences, batch: int = 32) -> dict[str, torch.Tensor
     return {p: torch.cat([by_index[i][p] for i in range(len(sentences))]) for p in POOLINGS}
 
 
-def probe(train_x, train_y, dev_x, dev_y, classes: int, iterations: int) -> tuple[float, float]:
-    """Train and dev accuracy of softmax regression on standardised vectors."""
+def probe(train_x, train_y, dev_x, dev_y, classes: int, iterations: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Softmax regression on standardised vectors: whether each training and each dev word is right."""
     mean, std = train_x.mean(0), train_x.std(0).clamp_min(1e-6)
     train_x, dev_x = (train_x - mean) / std, (dev_x - mean) / std
     weight = torch.zeros(train_x.shape[1], classes, requires_grad=True)
@@ -64,18 +74,20 @@ def probe(train_x, train_y, dev_x, dev_y, classes: int, iterations: int) -> tupl
 
     def loss():
         optimizer.zero_grad()
-        value = (
-            torch.nn.functional.cross_entropy(train_x @ weight + bias, train_y) + 1e-4 * weight.square().sum()
-        )
+        value = torch.nn.functional.cross_entropy(train_x @ weight + bias, train_y)
+        value = value + 1e-4 * weight.square().sum()
         value.backward()
         return value
 
     optimizer.step(loss)
     with torch.no_grad():
-        return tuple(
-            float(((x @ weight + bias).argmax(1) == y).float().mean())
-            for x, y in ((train_x, train_y), (dev_x, dev_y))
-        )
+        return tuple((x @ weight + bias).argmax(1) == y for x, y in ((train_x, train_y), (dev_x, dev_y)))
+
+
+def table(rows: dict[str, dict[str, float]], what: str) -> None:
+    print(f"\n{'hidden state':<14}" + "".join(f"{p:>8}" for p in POOLINGS) + f"   ({what}, %)")
+    for name, scores in rows.items():
+        print(f"{name:<14}" + "".join(f"{100 * scores[p]:>8.2f}" for p in POOLINGS))
 
 
 def main() -> None:
@@ -87,33 +99,42 @@ def main() -> None:
     parser.add_argument(
         "--treebank", type=Path, default=data / "ud" / "UD_English-EWT", help="a UD treebank's folder"
     )
+    parser.add_argument(
+        "--files",
+        type=Path,
+        nargs=2,
+        metavar=("TRAIN", "DEV"),
+        help="a training and a dev file instead (CoNLL-U: UPOS; else a CoNLL column file: BIO tags)",
+    )
     parser.add_argument("--train", type=int, default=3000, help="training sentences (the first ones)")
     parser.add_argument("--iterations", type=int, default=100, help="L-BFGS iterations per probe")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    from easyfirst.data.conllu import read_conllu
     from easyfirst.data.transformer_models import load_transformer
     from easyfirst.model.transformer import TransformerEmbedder
 
-    train_path, dev_path = treebank_files(args.treebank)
-    train, dev = read_conllu(train_path)[: args.train], read_conllu(dev_path)
+    train_path, dev_path = args.files or treebank_files(args.treebank)
+    train, dev = read(train_path)[: args.train], read(dev_path)
     tags = sorted({t for s in train for t in s.tags})
     index = {t: i for i, t in enumerate(tags)}
     train_y = torch.tensor([index[t] for s in train for t in s.tags])
     dev_y = torch.tensor([index.get(t, -1) for s in dev for t in s.tags])
+    # BIO tags: most words are O, so the words of entities are scored apart too
+    entities = dev_y != index["O"] if "O" in index else None
     net, tokenizer, digest = load_transformer(args.transformer)
     depth = net.config.num_hidden_layers + 1
     embedder = TransformerEmbedder(net, tokenizer, layers=range(depth), mix=True)
     started = time.process_time()
-    rows: dict[str, dict[str, float]] = {}
     train_vectors = word_vectors(embedder, [s.words for s in train])
     dev_vectors = word_vectors(embedder, [s.words for s in dev])
+    rows: dict[str, dict[str, float]] = {}
+    entity_rows: dict[str, dict[str, float]] = {}
+    choices = {str(k): (k,) for k in range(depth)} | {"last 4": tuple(range(max(0, depth - 4), depth))}
     for pooling in POOLINGS:
         train_x, dev_x = train_vectors[pooling], dev_vectors[pooling]
-        choices = {str(k): (k,) for k in range(depth)} | {"last 4": tuple(range(max(0, depth - 4), depth))}
         for name, layers in choices.items():
-            train_acc, dev_acc = probe(
+            on_train, on_dev = probe(
                 train_x[:, layers].mean(1),
                 train_y,
                 dev_x[:, layers].mean(1),
@@ -121,36 +142,40 @@ def main() -> None:
                 len(tags),
                 args.iterations,
             )
-            rows.setdefault(name, {})[pooling] = dev_acc
-            print(
-                f"state {name:>6}  {pooling:<5}  train {100 * train_acc:6.2f}  dev {100 * dev_acc:6.2f}",
-                flush=True,
-            )
-    print(f"\n{'hidden state':<14}" + "".join(f"{p:>8}" for p in POOLINGS) + "   (dev accuracy, %)")
-    for name, scores in rows.items():
-        print(f"{name:<14}" + "".join(f"{100 * scores[p]:>8.2f}" for p in POOLINGS))
+            rows.setdefault(name, {})[pooling] = float(on_dev.float().mean())
+            line = f"state {name:>6}  {pooling:<5}  train {100 * float(on_train.float().mean()):6.2f}"
+            line += f"  dev {100 * rows[name][pooling]:6.2f}"
+            if entities is not None:
+                entity_rows.setdefault(name, {})[pooling] = float(on_dev[entities].float().mean())
+                line += f"  dev words not O {100 * entity_rows[name][pooling]:6.2f}"
+            print(line, flush=True)
+    table(rows, "dev accuracy")
+    if entities is not None:
+        table(entity_rows, "dev accuracy on the words whose tag is not O")
     if args.json:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "transformer": args.transformer,
-                    "sha256": digest,
-                    "treebank": args.treebank.name,
-                    "train_sentences": len(train),
-                    "train_words": len(train_y),
-                    "dev_words": len(dev_y),
-                    "iterations": args.iterations,
-                    "dev_accuracy": rows,
-                    "cpu_seconds": time.process_time() - started,
-                    "machine": open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(" \t:")
-                    if sys.platform == "linux"
-                    else sys.platform,
-                },
-                indent=1,
-            )
-            + "\n",
-            encoding="utf-8",
-        )
+        result = {
+            "transformer": args.transformer,
+            "sha256": digest,
+            "train": str(train_path.name),
+            "dev": str(dev_path.name),
+            "train_sentences": len(train),
+            "train_words": len(train_y),
+            "dev_words": len(dev_y),
+            "iterations": args.iterations,
+            "dev_accuracy": rows,
+            "cpu_seconds": time.process_time() - started,
+            "machine": machine(),
+        }
+        if entities is not None:
+            result["dev_accuracy_not_o"] = entity_rows
+        args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+
+
+def machine() -> str:
+    """The CPU's model name (Linux), else the platform."""
+    if sys.platform != "linux":
+        return sys.platform
+    return open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(" \t:")
 
 
 if __name__ == "__main__":

@@ -50,6 +50,42 @@ def test_each_hidden_state_is_probed_and_the_embeddings_carry_a_words_own_tag(tm
     assert "hidden state" in done.stdout
 
 
+def test_bio_tags_of_a_column_file_are_also_scored_on_the_words_that_are_not_o(tmp_path):
+    """NER: the nouns are entities (B-/I- by position in a run of nouns), the other words O."""
+    rng = random.Random(1)
+    words = sorted(TAG)
+    for part, count in (("train", 60), ("dev", 20)):
+        lines = []
+        for _ in range(count):
+            previous = "O"
+            for word in (rng.choice(words) for _ in range(rng.randint(3, 9))):
+                tag = "O" if TAG[word] != "NOUN" else ("I-ANIMAL" if previous != "O" else "B-ANIMAL")
+                lines.append(f"{word} {tag}")
+                previous = tag
+            lines.append("")
+        (tmp_path / part).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "probe.json"
+    model = tiny_bert(tmp_path / "bert")
+    command = [
+        sys.executable,
+        SCRIPT,
+        "--transformer",
+        model,
+        "--files",
+        tmp_path / "train",
+        tmp_path / "dev",
+    ]
+    done = subprocess.run([*command, "--iterations", "50", "--json", out], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert (result["train"], result["dev"]) == ("train", "dev")
+    assert set(result["dev_accuracy_not_o"]) == {"0", "1", "2", "last 4"}
+    assert "the words whose tag is not O" in done.stdout
+    # the accuracy on the words of entities is its own number, not the one over all words
+    for state, scores in result["dev_accuracy_not_o"].items():
+        assert set(scores) == {"mean", "first", "last"} and scores != result["dev_accuracy"][state]
+
+
 def test_a_treebank_folder_without_a_dev_file_is_refused_in_a_line(tmp_path):
     (tmp_path / "x-ud-train.conllu").write_text(conllu([["the", "cat"]]), encoding="utf-8")
     done = subprocess.run([sys.executable, SCRIPT, "--treebank", tmp_path], capture_output=True, text=True)
