@@ -6,8 +6,10 @@ easy-first decoder, beside the English recipes, for attention_study.py to train 
 
 Each row is the English recipe of its task (POS: the POS defaults with GloVe 6B 50-d, temperature 0.25
 with vectors; NER: the NER defaults with GloVe, ``--task ner --pretrained glove-6b-50d``) with MiniLM's
-vectors added under the BiLSTM, frozen, the last layer, mean of each word's sub-words (the defaults),
-unless the row varies one of them. attention_study.py trains each row in one process on one thread,
+vectors added under the BiLSTM, frozen, mean of each word's sub-words, unless the row varies one of
+them. The POS rows read MiniLM's last hidden state (``--transformer-layers -1``, the default when
+they were defined and run); the NER rows, defined after a linear probe found the last state the
+poorest for both tasks (benchmarks/analyses/layer_probe.py), read today's default: the last four. attention_study.py trains each row in one process on one thread,
 continues an interrupted row from its checkpoint, skips a finished one, and writes
 benchmarks/results/attention-study/ROW[-seedK].json, from which ``--report`` rebuilds the tables.
 """
@@ -16,21 +18,22 @@ from __future__ import annotations
 
 MINILM = ["--transformer", "all-minilm-l6-v2"]
 POS_RECIPE = ["--pretrained", "glove-6b-50d", *MINILM]
+POS_LAST = [*POS_RECIPE, "--transformer-layers", "-1"]  # the state the POS rows were run on
 NER_RECIPE = ["--pretrained", "glove-6b-50d", *MINILM]
 
 # row → (what it varies, flags, epochs)
 POS_ROWS: dict[str, tuple[str, list[str], int]] = {
     "pos-minilm": (
         "NEF-F, N = L, the POS English recipe with MiniLM (frozen, last layer, mean)",
-        POS_RECIPE,
+        POS_LAST,
         20,
     ),
-    "pos-bilstm-minilm": ("BiLSTM (N = 0), the same with MiniLM", [*POS_RECIPE, "--model", "bilstm"], 20),
-    "pos-minilm-first": ("MiniLM, first sub-word", [*POS_RECIPE, "--transformer-pooling", "first"], 20),
-    "pos-minilm-last": ("MiniLM, last sub-word", [*POS_RECIPE, "--transformer-pooling", "last"], 20),
+    "pos-bilstm-minilm": ("BiLSTM (N = 0), the same with MiniLM", [*POS_LAST, "--model", "bilstm"], 20),
+    "pos-minilm-first": ("MiniLM, first sub-word", [*POS_LAST, "--transformer-pooling", "first"], 20),
+    "pos-minilm-last": ("MiniLM, last sub-word", [*POS_LAST, "--transformer-pooling", "last"], 20),
     "pos-minilm-first-last": (
         "MiniLM, first and last sub-words",
-        [*POS_RECIPE, "--transformer-pooling", "first_last"],
+        [*POS_LAST, "--transformer-pooling", "first_last"],
         20,
     ),
     "pos-minilm-last4": (
@@ -60,7 +63,7 @@ POS_ROWS: dict[str, tuple[str, list[str], int]] = {
     "pos-minilm-finetune": (
         "MiniLM fine-tuned (lr 2e-5), 16 sentences per update, Adam lr 0.001",
         [
-            *POS_RECIPE,
+            *POS_LAST,
             *("--transformer-finetune", "--batch-size", "16", "--reduction", "mean", "--shuffle"),
             *("--optimizer", "adam", "--lr", "0.001"),
         ],
@@ -68,7 +71,11 @@ POS_ROWS: dict[str, tuple[str, list[str], int]] = {
     ),
 }
 NER_ROWS: dict[str, tuple[str, list[str], int]] = {
-    "ner-minilm": ("NEF-CRF-F, N = 5, the NER English recipe with MiniLM", NER_RECIPE, 50),
+    "ner-minilm": (
+        "NEF-CRF-F, N = 5, the NER English recipe with MiniLM (the last four states)",
+        NER_RECIPE,
+        50,
+    ),
     "ner-bilstm-crf-minilm": ("BiLSTM-CRF, the same with MiniLM", [*NER_RECIPE, "--model", "bilstm"], 50),
     # what the uncased model costs: the case feature and the characters carry capitalisation
     "ner-minilm-nocase": (

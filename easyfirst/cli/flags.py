@@ -135,8 +135,8 @@ FLAGS = (
          help="With --transformer: a word's vector from its sub-words' (first, last, mean, or first_last: "
               "the first and last concatenated)."),
     Flag("--transformer-layers", "model.transformer_layers", metavar="K,K,...",
-         help="With --transformer: the hidden layers used, averaged (0: the embeddings, -1: the last; e.g. "
-              "-4,-3,-2,-1)."),
+         help="With --transformer: the hidden layers used, averaged (0: the embeddings, -1: the last). "
+              "Default: the last four (all of a model with fewer)."),
     Flag("--transformer-mix", "model.transformer_mix",
          help="With --transformer: a learned scalar mix of --transformer-layers instead of their average."),
     Flag("--transformer-finetune", "model.transformer_finetune",

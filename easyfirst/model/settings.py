@@ -31,11 +31,21 @@ from easyfirst.ops.kinds import KINDS
 POOLINGS = ("first", "last", "mean", "first_last")
 
 
-def parse_layers(text: str) -> tuple[int, ...]:
-    """``"-4,-3,-2,-1"`` → ``(-4, -3, -2, -1)``; ValueError for anything else."""
+# the hidden states a transformer's vectors average by default: the last four (all of a model with
+# fewer). A linear probe of MiniLM's states (docs/contextual.md) found EWT's UPOS and CoNLL-2003's
+# entities within 0.1-0.8 points of the best state in their mean, 8.7 and 13 points below it in the
+# last state alone; UDPipe 2 and BERT's feature-based NER read the last four too
+LAST_FOUR = "-4,-3,-2,-1"
+
+
+def parse_layers(text: str, depth: int | None = None) -> tuple[int, ...]:
+    """``"-4,-3,-2,-1"`` → ``(-4, -3, -2, -1)``; ValueError for anything else. Given the transformer's
+    ``depth`` (its hidden states), :data:`LAST_FOUR` of a model with fewer than four is all of them."""
     layers = tuple(int(part) for part in text.split(","))
     if not layers or len(set(layers)) != len(layers):
         raise ValueError(text)
+    if depth is not None and text == LAST_FOUR:
+        layers = tuple(k for k in layers if k >= -depth)
     return layers
 
 
@@ -112,7 +122,7 @@ class EmbedderSettings(Freezable):
     transformer: str | None = None
     transformer_pooling: str = field(default="mean", metadata=checked(one_of(lambda: list(POOLINGS))))
     transformer_layers: str = field(
-        default="-1",
+        default=LAST_FOUR,
         metadata=checked(
             Rule(layers_valid, "distinct layer numbers separated by commas (-1: the last)", "x")
         ),

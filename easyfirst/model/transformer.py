@@ -129,7 +129,7 @@ class TransformerEmbedder(nn.Module):
                 f"with (their SHA-256 is {digest[:16]}…, the run recorded {e.transformer_sha256[:16]}…); "
                 "give the run the transformer it was trained with"
             )
-        layers = parse_layers(e.transformer_layers)
+        layers = parse_layers(e.transformer_layers, net.config.num_hidden_layers + 1)
         module = cls(
             net,
             tokenizer,

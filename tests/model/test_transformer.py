@@ -13,7 +13,7 @@ import torch
 from conftest import extra
 from easyfirst.data import transformer_models
 from easyfirst.errors import InputError
-from easyfirst.model.settings import EmbedderSettings
+from easyfirst.model.settings import EmbedderSettings, parse_layers
 from easyfirst.model.transformer import SentenceCache, TransformerEmbedder
 from tiny_transformer import tiny_bert
 
@@ -65,7 +65,9 @@ def test_each_pooling_is_the_hand_computation_over_the_words_pieces(folder, pool
             "first_last": torch.cat([last[places[0]], last[places[-1]]]),
         }[pooling]
         expected.append(word)
-    got = embedder(folder, transformer_pooling=pooling)([SENTENCE], len(SENTENCE) + 2, CPU)
+    got = embedder(folder, transformer_pooling=pooling, transformer_layers="-1")(
+        [SENTENCE], len(SENTENCE) + 2, CPU
+    )
     assert got.shape == (1, len(SENTENCE) + 2, 32 if pooling == "first_last" else 16)
     torch.testing.assert_close(got[0, : len(SENTENCE)], torch.stack(expected), rtol=1e-5, atol=1e-5)
     assert not got[0, len(SENTENCE) :].any()  # padding: zeros
@@ -86,6 +88,19 @@ def test_chosen_layers_are_averaged_and_a_learned_mix_weighs_them(folder):
     torch.testing.assert_close(mixed([SENTENCE], len(SENTENCE), CPU)[0], expected, rtol=1e-5, atol=1e-5)
     mixed([SENTENCE], len(SENTENCE), CPU).sum().backward()
     assert mixed.mix.grad is not None and mixed.mix.grad.abs().sum() > 0
+
+
+def test_by_default_the_last_four_states_are_averaged_or_all_of_a_smaller_model(folder):
+    """The tiny BERT has three hidden states (the embeddings' output and two layers): all three."""
+    hidden, positions = by_hand(folder, SENTENCE)
+    firsts = [p[0] for p in positions]
+    got = embedder(folder, transformer_pooling="first")([SENTENCE], len(SENTENCE), CPU)[0]
+    expected = (hidden[0, firsts] + hidden[1, firsts] + hidden[2, firsts]) / 3
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    assert parse_layers("-4,-3,-2,-1", 7) == (-4, -3, -2, -1)  # MiniLM: states 3..6
+    assert parse_layers("-4", 3) == (-4,)  # a state asked for alone is not dropped: the embedder refuses it
+    with pytest.raises(InputError, match="hidden states 0..2"):
+        embedder(folder, transformer_layers="-4")
 
 
 def test_the_mix_and_the_mean_pooling_pass_gradcheck_in_float64(folder):
