@@ -88,6 +88,8 @@ def test_loading_something_that_is_not_a_model_folder(tmp_path):
         Tagger.load(tmp_path)
 
 
+# torch's weights-only reader first warns that it meets a pickle protocol it was not written for
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
 def test_a_pickle_in_place_of_the_weights_is_refused_without_running(run_dir, tmp_path):
     import pickle
     import shutil
