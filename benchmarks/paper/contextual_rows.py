@@ -48,6 +48,11 @@ POS_ROWS: dict[str, tuple[str, list[str], int]] = {
         [*POS_RECIPE, "--transformer-layers", "2"],
         20,
     ),
+    "pos-bilstm-minilm-layer2": (
+        "BiLSTM (N = 0), the same on hidden state 2",
+        [*POS_RECIPE, "--transformer-layers", "2", "--model", "bilstm"],
+        20,
+    ),
     "pos-minilm-mix": (
         "MiniLM, a learned mix of all 7 hidden states",
         [
