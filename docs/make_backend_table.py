@@ -46,12 +46,7 @@ def _cell(backend, part: str, setting: str) -> str:
     supports = backend.encoder_supports if part == "encoder" else backend.decoder_supports
     if setting not in supports:
         return "declines"
-    cell = _values(supports[setting])
-    for key, value, other, allowed in backend.together:  # a value supported with some of another's only
-        if key == setting:
-            shown = f"`{str(value).lower()}`"
-            cell = cell.replace(shown, f"{shown} (with `{other}` {_values(allowed)} only)")
-    return cell
+    return _values(supports[setting])
 
 
 def render() -> str:

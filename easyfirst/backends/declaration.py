@@ -80,10 +80,8 @@ class Backend:
     beyond_length)`` → (sketch, attention) take the model's own modules (easyfirst.model.encoder,
     easyfirst.model.sketch) and compute what their ``forward`` computes; None: this backend does not
     compute that part. ``encoder_supports`` and ``decoder_supports`` map each setting it was written for
-    to the values it supports (a set, or :data:`ANY`); ``together`` narrows them jointly: each
-    ``(setting, value, other, values)`` says that with ``setting`` = ``value`` it supports ``other`` in
-    ``values`` only. ``missing(workload)`` says why it cannot run this workload in this install (None
-    when it can)."""
+    to the values it supports (a set, or :data:`ANY`). ``missing(workload)`` says why it cannot run this
+    workload in this install (None when it can)."""
 
     name: str
     what: str
@@ -91,7 +89,6 @@ class Backend:
     decoder: Callable | None = None
     encoder_supports: Mapping[str, Any] = field(default_factory=dict)
     decoder_supports: Mapping[str, Any] = field(default_factory=dict)
-    together: tuple[tuple[str, Any, str, Any], ...] = ()
     missing: Callable[[Mapping[str, Any]], str | None] = lambda workload: None
 
     def refuses(self, part: str, workload: Mapping[str, Any]) -> str | None:
@@ -112,8 +109,4 @@ class Backend:
                     " or ".join(sorted(map(str, allowed))) + " only" if len(allowed) <= 3 else "not supported"
                 )
                 return f"{key} = {value} ({listed})"
-        for key, value, other, allowed in self.together:
-            if workload.get(key) == value and workload.get(other) not in allowed:
-                only = " or ".join(str(v).lower() for v in sorted(allowed, key=str))
-                return f"{key} = {value} only with {other} = {only}"
         return self.missing(workload)  # last: finding out may import the backend (Numba: 0.4 s)
