@@ -34,7 +34,7 @@ POOLINGS = ("first", "last", "mean", "first_last")
 # the hidden states a transformer's vectors average by default: the last four (all of a model with
 # fewer). A linear probe of MiniLM's states (docs/contextual.md) found EWT's UPOS and CoNLL-2003's
 # entities within 0.1-0.8 points of the best state in their mean, 8.7 and 13 points below it in the
-# last state alone; UDPipe 2 and BERT's feature-based NER read the last four too
+# last state alone; UDPipe 2 averages BERT's last four too
 LAST_FOUR = "-4,-3,-2,-1"
 
 

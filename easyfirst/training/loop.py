@@ -381,12 +381,13 @@ def warm_transformer(run: Run) -> None:
         f"{time.perf_counter() - started:.1f} s and kept for the run "
         f"({cache.size / 2**20:,.0f} MB of {run.config.train.transformer_cache_mb:,})"
     )
-    distinct = len({tuple(s) for s in sentences if s})
-    if 0 < len(cache.rows) < distinct:  # the first ones were dropped: every epoch computes them again
-        needed = math.ceil(cache.size / len(cache.rows) * distinct / 2**20 * 1.05)
+    distinct, kept = len({tuple(s) for s in sentences if s}), len(cache.rows)
+    if kept < distinct:  # the first ones were dropped: every epoch computes them again
+        megabytes = math.ceil(cache.size / max(kept, 1) * distinct / 2**20 * 1.05)
+        advice = f"; --transformer-cache-mb {megabytes:,} keeps them all" if kept else ""
         run.log(
-            f"[bold yellow]transformer[/] only {len(cache.rows):,} of the {distinct:,} sentences fit: the "
-            f"others are computed again every epoch; --transformer-cache-mb {needed:,} keeps them all"
+            f"[bold yellow]transformer[/] only {kept:,} of the {distinct:,} sentences fit: the others are "
+            f"computed again every epoch{advice}"
         )
 
 
