@@ -41,6 +41,11 @@ POS_ROWS: dict[str, tuple[str, list[str], int]] = {
         [*POS_RECIPE, "--transformer-layers", "-4,-3,-2,-1"],
         20,
     ),
+    "pos-bilstm-minilm-last4": (
+        "BiLSTM (N = 0), the same on layers -4..-1",
+        [*POS_RECIPE, "--transformer-layers", "-4,-3,-2,-1", "--model", "bilstm"],
+        20,
+    ),
     # a linear probe on each hidden state (benchmarks/analyses/layer_probe.py) finds EWT's tags best in
     # state 2 and worst in the last, which the recipe reads
     "pos-minilm-layer2": (
