@@ -17,13 +17,11 @@ reference (easyfirst.model) in float64.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import scipy.linalg.cython_blas  # noqa: F401  (Numba's np.dot calls it: loaded now, its threads limited)
 
 from easyfirst.backends.declaration import CSOFTMAX
-from easyfirst.backends.rows import _jit, _tanh_any, attend, attend_backward, tanh_range
+from easyfirst.backends.rows import _jit, _tanh_any, attend, attend_backward, budget_units, tanh_range
 
 
 def cold() -> bool:
@@ -117,7 +115,7 @@ def _budgets(n, beta, starts, active, budget):
     """uⁿ = (⌈n/L⌉ − βⁿ⁻¹)₊ of the first ``active`` sentences' words: a fresh unit every L steps."""
     for k in range(active):
         lo, hi = starts[k], starts[k + 1]
-        units = 1.0 if n <= hi - lo else float(math.ceil(n / (hi - lo)))
+        units = budget_units(n, hi - lo)
         for i in range(lo, hi):
             budget[i] = max(units - beta[i], 0.0)
 

@@ -244,6 +244,13 @@ def attend(transform, n, z, budget, exp_range, sketch, scores_fixed, scores_weig
 
 
 @_jit
+def budget_units(n, length):
+    """⌈n/L⌉: the units of attention budget each of a sentence's L words has had by step n (Eq. 11's
+    u = (⌈n/L⌉ − βⁿ⁻¹)₊, a fresh unit every L steps)."""
+    return 1.0 if n <= length else float(math.ceil(n / length))
+
+
+@_jit
 def attend_backward(transform, n, alpha, free, beta, d_alpha, d_z, d_beta):
     """The backward of :func:`attend` on one sentence's row of step n: from dαⁿ ``d_alpha``, dzⁿ into
     ``d_z`` and, for csoftmax, the gradient through the budget u = (⌈n/L⌉ − βⁿ⁻¹)₊ added into ``d_beta``.
@@ -258,7 +265,7 @@ def attend_backward(transform, n, alpha, free, beta, d_alpha, d_z, d_beta):
             mass += weight
             dot += weight * d_alpha[i]
     mean = dot / mass if mass > 0 else dot
-    units = 1.0 if n <= length else float(math.ceil(n / length))
+    units = budget_units(n, length)
     for i in range(length):
         centred = d_alpha[i] - mean
         if free[i]:
