@@ -26,6 +26,9 @@ from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "speed"))
+from models import cpu_model  # noqa: E402  (benchmarks/speed/models.py: the CPU's name from /proc/cpuinfo)
+
 POOLINGS = ("mean", "first", "last")
 
 
@@ -164,18 +167,11 @@ def main() -> None:
             "iterations": args.iterations,
             "dev_accuracy": rows,
             "cpu_seconds": time.process_time() - started,
-            "machine": machine(),
+            "machine": cpu_model(),
         }
         if entities is not None:
             result["dev_accuracy_not_o"] = entity_rows
         args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-
-
-def machine() -> str:
-    """The CPU's model name (Linux), else the platform."""
-    if sys.platform != "linux":
-        return sys.platform
-    return open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(" \t:")
 
 
 if __name__ == "__main__":
