@@ -13,7 +13,8 @@ from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted(
-    [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "data" / "README.md", *(ROOT / "docs").rglob("*.md")]
+    [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "data" / "README.md", ROOT / "benchmarks" / "README.md"]
+    + list((ROOT / "docs").rglob("*.md"))
     + list((ROOT / "easyfirst" / "resources").glob("*/README.md"))
 )
 FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
@@ -152,3 +153,11 @@ def test_the_quickstart_writes_only_under_runs():
     assert len(written) >= 8, written
     assert [w for w in written if not w.startswith("runs/")] == []
     assert "runs/" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def test_benchmarks_readme_names_every_script():
+    """benchmarks/README.md is the index of the studies: a script missing from it is one no reader finds."""
+    index = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    scripts = [p for p in (ROOT / "benchmarks").rglob("*.py") if p.name != "__init__.py"]
+    assert len(scripts) > 30
+    assert [str(p.relative_to(ROOT)) for p in scripts if f"`{p.name}`" not in index] == []
