@@ -87,10 +87,11 @@ NER_ROWS: dict[str, tuple[str, list[str], int]] = {
         50,
     ),
     "ner-bilstm-crf-minilm": ("BiLSTM-CRF, the same with MiniLM", [*NER_RECIPE, "--model", "bilstm"], 50),
-    # what the uncased model costs: the case feature and the characters carry capitalisation
+    # what the uncased model costs: GloVe 6B and MiniLM are both uncased, so without the case feature,
+    # the characters and the affix n-grams (which keep their case) no input sees a capital letter
     "ner-minilm-nocase": (
-        "NER with MiniLM, no case feature, no characters",
-        [*NER_RECIPE, "--set", "model.case_dim=0", "--char-dim", "0"],
+        "NER with MiniLM and no input that sees case: no case feature, characters or affix n-grams",
+        [*NER_RECIPE, "--set", "model.case_dim=0", "--char-dim", "0", "--affix-dim", "0"],
         50,
     ),
 }
