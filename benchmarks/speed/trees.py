@@ -6,6 +6,8 @@ Each round runs, for every tree in turn (its code through PYTHONPATH, one torch 
   bundled name, for every tree, so that only the code differs) tagging EWT test (``--file``: another,
   read by the model's task) in this process (no pool), in words per CPU second of the call (after a
   warm-up of 50 sentences);
+- ``tag13``: the same in groups of 13 sentences, one call a group (what a server gathers from one-sentence
+  requests; benchmarks/speed/serve_groups.py);
 - ``train1``: one epoch at one sentence per update (the paper's regime, `--workers 1`) on the first
   ``--sentences`` sentences of EWT train, dev on 100 of EWT dev, in training words per second of the
   epoch (metrics.json);
@@ -31,7 +33,7 @@ import tempfile
 from pathlib import Path
 
 TAG = """
-import json, sys, time, torch
+import json, os, sys, time, torch
 torch.set_num_threads(1)
 from easyfirst.api import Tagger
 from easyfirst.data.conllu import read_conllu
@@ -46,8 +48,10 @@ sentences = [s.words for s in read]
 import inspect  # a tree before issue #45's records takes no records=
 asked = {"records": True} if "records" in inspect.signature(tagger.tag).parameters else {}
 tagger.tag(sentences[:50], **asked)
+group = int(os.environ["GROUP"]) or len(sentences)
 start = time.process_time()
-tagger.tag(sentences, **asked)
+for first in range(0, len(sentences), group):
+    tagger.tag(sentences[first : first + group], **asked)
 import easyfirst
 rate = sum(map(len, sentences)) / (time.process_time() - start)
 print(json.dumps({"rate": rate, "package": easyfirst.__file__}))
@@ -70,8 +74,13 @@ def measure(tree: Path, what: str, files: dict[str, Path], scratch: Path, model:
     # run in the tree: `python -c` and `-m` put the working directory first on sys.path, ahead of
     # PYTHONPATH, so run from another checkout they imported that one's package (every comparison
     # before 2026-11-29 that ran from a checkout timed that checkout against itself)
-    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
-    if what == "tag":
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tree),
+        "OMP_NUM_THREADS": "1",
+        "GROUP": "13" if what == "tag13" else "0",
+    }
+    if what in ("tag", "tag13"):
         done = subprocess.run(
             [sys.executable, "-c", TAG, str(files["test"]), *([str(model)] if model else [])],
             env=env,
@@ -111,12 +120,14 @@ def main() -> None:
     parser.add_argument(
         "--only",
         nargs="*",
-        choices=["tag", "train1", "train16", "hogwild"],
+        choices=["tag", "tag13", "train1", "train16", "hogwild"],
         default=["tag", "train1", "train16"],
     )
-    parser.add_argument("--model", type=Path, help="tag: this model folder (or bundled name) in every tree")
     parser.add_argument(
-        "--file", type=Path, help="tag: this file (default: EWT test), read by the model's task"
+        "--model", type=Path, help="tag, tag13: this model folder (or bundled name) in every tree"
+    )
+    parser.add_argument(
+        "--file", type=Path, help="tag, tag13: this file (default: EWT test), read by the model's task"
     )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
