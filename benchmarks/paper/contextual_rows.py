@@ -7,10 +7,12 @@ easy-first decoder, beside the English recipes, for attention_study.py to train 
 Each row is the English recipe of its task (POS: the POS defaults with GloVe 6B 50-d, temperature 0.25
 with vectors; NER: the NER defaults with GloVe, ``--task ner --pretrained glove-6b-50d``) with MiniLM's
 vectors added under the BiLSTM, frozen, mean of each word's sub-words, unless the row varies one of
-them. The POS rows read MiniLM's last hidden state (``--transformer-layers -1``, the default when
-they were defined and run); the NER rows, defined after a linear probe found the last state the
-poorest for both tasks (benchmarks/analyses/layer_probe.py), read today's default: the last four. attention_study.py trains each row in one process on one thread,
-continues an interrupted row from its checkpoint, skips a finished one, and writes
+them. The first POS rows (``pos-minilm`` and ``pos-bilstm-minilm``) read MiniLM's
+last hidden state (``--transformer-layers -1``, the default when they were defined and run); the rows
+defined after a linear probe found the last state the poorest for both tasks
+(benchmarks/analyses/layer_probe.py) read today's default, the last four, unless they vary the layers.
+attention_study.py trains each row in one process on one thread, continues an interrupted row from its
+checkpoint, skips a finished one, and writes
 benchmarks/results/attention-study/ROW[-seedK].json, from which ``--report`` rebuilds the tables.
 """
 
@@ -34,11 +36,12 @@ POS_ROWS: dict[str, tuple[str, list[str], int]] = {
         20,
     ),
     "pos-bilstm-minilm": ("BiLSTM (N = 0), the same with MiniLM", [*POS_LAST, "--model", "bilstm"], 20),
-    "pos-minilm-first": ("MiniLM, first sub-word", [*POS_LAST, "--transformer-pooling", "first"], 20),
-    "pos-minilm-last": ("MiniLM, last sub-word", [*POS_LAST, "--transformer-pooling", "last"], 20),
+    # the pooling rows read today's default layers, against pos-minilm-last4 (mean pooling, the default)
+    "pos-minilm-first": ("MiniLM, first sub-word", [*POS_RECIPE, "--transformer-pooling", "first"], 20),
+    "pos-minilm-last": ("MiniLM, last sub-word", [*POS_RECIPE, "--transformer-pooling", "last"], 20),
     "pos-minilm-first-last": (
         "MiniLM, first and last sub-words",
-        [*POS_LAST, "--transformer-pooling", "first_last"],
+        [*POS_RECIPE, "--transformer-pooling", "first_last"],
         20,
     ),
     "pos-minilm-last4": (
