@@ -56,7 +56,9 @@ for line in sys.stdin:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("trees", nargs="+", type=Path)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--sentences", type=int, default=300)

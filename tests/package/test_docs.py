@@ -13,7 +13,12 @@ from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted(
-    [ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "data" / "README.md", ROOT / "benchmarks" / "README.md"]
+    [
+        ROOT / "README.md",
+        ROOT / "CHANGELOG.md",
+        ROOT / "data" / "README.md",
+        ROOT / "benchmarks" / "README.md",
+    ]
     + list((ROOT / "docs").rglob("*.md"))
     + list((ROOT / "easyfirst" / "resources").glob("*/README.md"))
 )
