@@ -20,14 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "speed"))
-from models import cpu_model  # noqa: E402  (benchmarks/speed/models.py: the CPU's name from /proc/cpuinfo)
+from easyfirst.parallel.cores import processor
 
 POOLINGS = ("mean", "first", "last")
 
@@ -167,7 +165,7 @@ def main() -> None:
             "iterations": args.iterations,
             "dev_accuracy": rows,
             "cpu_seconds": time.process_time() - started,
-            "machine": cpu_model(),
+            "machine": processor(),
         }
         if entities is not None:
             result["dev_accuracy_not_o"] = entity_rows

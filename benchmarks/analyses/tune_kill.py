@@ -84,9 +84,9 @@ def machine() -> str:
 
     import torch
 
-    names = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")]
-    cpu = names[0] if names else platform.processor()
-    return f"{os.cpu_count()} cores, {cpu}, {platform.system()}, torch {torch.__version__}"
+    from easyfirst.parallel.cores import processor
+
+    return f"{os.cpu_count()} cores, {processor()}, {platform.system()}, torch {torch.__version__}"
 
 
 def main() -> None:

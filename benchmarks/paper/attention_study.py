@@ -138,6 +138,7 @@ def save_row(
         "best_epoch": metrics["best_epoch"],
         "epochs": metrics["epochs"],
         "seconds_per_epoch": metrics["seconds_per_epoch"],
+        "processor": metrics.get("processor"),  # None: trained before run folders recorded it
         "sharpness": stats.get("sharpness"),
         "first_focus": stats.get("first_focus"),
     }

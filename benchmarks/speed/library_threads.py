@@ -25,7 +25,6 @@ import argparse
 import ctypes
 import json
 import os
-import platform
 import signal
 import statistics
 import subprocess
@@ -37,6 +36,7 @@ import torch
 
 from easyfirst import Tagger
 from easyfirst.data.conllu import read_conllu
+from easyfirst.parallel.cores import processor
 
 
 def ewt_dev() -> Path:
@@ -70,17 +70,6 @@ def timed(tagger: Tagger, sentences: list[list[str]]) -> tuple[float, float, lis
     tagged = tagger.tag(sentences)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     return words / cpu, words / wall, [t.tags for t in tagged]
-
-
-def cpu_model() -> str:
-    """The processor's name, as /proc/cpuinfo gives it (the machine's type elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
 
 
 def measure(args) -> tuple[dict, dict]:
@@ -142,7 +131,7 @@ def main() -> None:
     if args.json:
         found = {
             "command": "python benchmarks/speed/library_threads.py " + " ".join(sys.argv[1:]),
-            "machine": f"{cpu_model()}, {os.cpu_count()} cores",
+            "machine": f"{processor()}, {os.cpu_count()} cores",
             "torch": torch.__version__,
             "sentences": args.sentences,
             "torch_threads": args.torch_threads,

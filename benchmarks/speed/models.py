@@ -22,11 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+from easyfirst.parallel.cores import processor
 
 DEFAULT_FILES = {"pos": "ud/UD_English-EWT/en_ewt-ud-test.conllu", "ner": "ner/conll2003/eng.testb"}
 
@@ -35,13 +36,6 @@ def read_words(config, path: Path) -> list[list[str]]:
     from easyfirst.tasks import get_task
 
     return [s.words for s in get_task(config.data.task).read(path, config.data)]
-
-
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").is_file() else []:
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "?"
 
 
 def timed_parts(tagger, sentences) -> dict[str, float]:
@@ -137,7 +131,7 @@ def main() -> None:
                 {
                     "file": str(path),
                     "words": words,
-                    "machine": f"{cpu_model()}, {os.cpu_count()} cores",
+                    "machine": f"{processor()}, {os.cpu_count()} cores",
                     "torch": torch.__version__,
                     "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                     "words_per_cpu_second": rates,

@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import signal
 import socket
 import subprocess
@@ -167,8 +166,9 @@ def quantiles(values: list[float]) -> dict:
 def machine() -> str:
     import torch
 
-    names = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")]
-    return f"{os.cpu_count()} cores, {names[0] if names else platform.processor()}, torch {torch.__version__}"
+    from easyfirst.parallel.cores import processor
+
+    return f"{os.cpu_count()} cores, {processor()}, torch {torch.__version__}"
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from models import cpu_model  # benchmarks/speed/models.py: the CPU's name from /proc/cpuinfo
+from easyfirst.parallel.cores import processor
 
 TRANSFORMER = "all-minilm-l6-v2"
 
@@ -102,7 +102,7 @@ def main() -> None:
                 seconds[name].append(time.process_time() - started)
     speed = {name: words / statistics.median(s) for name, s in seconds.items()}
     result = {
-        "machine": f"{os.cpu_count()}-core {cpu_model()}, torch {torch.__version__}",
+        "machine": f"{os.cpu_count()}-core {processor()}, torch {torch.__version__}",
         "command": "OMP_NUM_THREADS=1 python benchmarks/speed/transformer.py " + " ".join(sys.argv[1:]),
         "transformer": TRANSFORMER,
         "tagged_sentences": len(sentences),

@@ -4,6 +4,7 @@ free of torch, so that a command can ask before importing it."""
 from __future__ import annotations
 
 import os
+import platform
 
 
 def available_cores() -> int:
@@ -12,6 +13,19 @@ def available_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def processor() -> str:
+    """The processor's model name, as Linux's /proc/cpuinfo gives it (``platform.processor()`` or the
+    architecture elsewhere): what seconds measured on this machine were measured on."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
 
 
 MAX_TAGGING_PROCESSES = 8  # beyond this, a tagging call's batches are too few to keep the processes busy

@@ -13,6 +13,7 @@ import torch
 from easyfirst.atomic import write_json
 from easyfirst.backends.chooser import run_plan
 from easyfirst.data.batching import encode
+from easyfirst.parallel.cores import processor
 from easyfirst.runs import load_model, save_model
 from easyfirst.training import anneal, distributed
 from easyfirst.training.checkpoints import save_checkpoint
@@ -127,6 +128,7 @@ def finish(run: Run, started: float) -> dict:
         train_sentences=len(run.train_sents),
         dropped_long_sentences=len(splits.train) - len(run.train_sents),
         device=str(run.device),
+        processor=processor(),  # what the seconds per epoch were measured on
         threads=torch.get_num_threads(),
         processes=run.group.size,
         workers=1 if run.workers is None else run.workers.count,

@@ -347,7 +347,10 @@ def _how_trained(metrics: dict) -> str:
     else:
         per_epoch += " per epoch (evaluation not timed)"
     backend = f" Backend: {metrics['backend']}." if "backend" in metrics else ""
-    return f"Trained on {metrics.get('device', '?')} by {who}: {per_epoch}.{backend}"
+    device = metrics.get("device", "?")
+    if "processor" in metrics:  # older runs did not record it
+        device += f" ({metrics['processor']})"
+    return f"Trained on {device} by {who}: {per_epoch}.{backend}"
 
 
 def _use_and_limits(config: Config, half: bool, scored: bool = True) -> str:

@@ -199,7 +199,9 @@ def test_the_command_line_forces_a_backend_and_refuses_an_unknown_one(tmp_path):
     text = (tmp_path / "run" / "train.log").read_text()
     assert "backend reference (the model's torch modules: BiLSTM and decoder)" in text
     # and, without --threads, one torch thread (issue #46: more spin when other work shares the cores)
-    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["threads"] == 1
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["threads"] == 1
+    assert metrics["processor"].strip() and "\n" not in metrics["processor"]  # what the seconds ran on
     done = run_cli("export", tmp_path / "run", "--output", tmp_path / "exported")
     assert done.returncode == 0, done.stderr.decode()
     card = (tmp_path / "exported" / "README.md").read_text()  # the model card says which backend trained it

@@ -202,6 +202,16 @@ def test_the_card_says_who_trained_the_model_and_both_times_per_epoch(counts, wh
     assert f"Trained on cpu {who}" in card
     assert "43 s of training and 10 s of evaluation (dev scores, saving) per epoch." in card
     assert "process(es)" not in card
+    card = model_card(
+        Config.for_task("pos"),
+        {**metrics, "processor": "Example CPU 3000"},
+        {"words": 10, "tags": 3},
+        100,
+        "runs/x",
+        False,
+        flags=FLAG_OF,
+    )
+    assert f"Trained on cpu (Example CPU 3000) {who}" in card  # which machine the seconds are of
     older = {k: v for k, v in metrics.items() if k != "eval_seconds_per_epoch"}
     card = model_card(
         Config.for_task("pos"), older, {"words": 10, "tags": 3}, 100, "runs/x", False, flags=FLAG_OF
