@@ -41,7 +41,8 @@ class Attention:
 
 
 def _softmax(z: torch.Tensor, mask: torch.Tensor, u: torch.Tensor, n: int) -> torch.Tensor:
-    return torch.softmax(z.masked_fill(~mask, float("-inf")), dim=-1)
+    # a finite padding score: a row with no word (an empty sentence) gets α = 0, not 0/0 = NaN
+    return torch.softmax(z.masked_fill(~mask, _MASKED_SCORE), dim=-1) * mask
 
 
 def _sparsemax(z: torch.Tensor, mask: torch.Tensor, u: torch.Tensor, n: int) -> torch.Tensor:

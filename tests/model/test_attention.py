@@ -16,6 +16,7 @@ from easyfirst.data.batching import encode, iterate_batches
 from easyfirst.errors import InputError
 from easyfirst.model.sketch import SketchDecoder
 from easyfirst.model.tagger import EasyFirstTagger
+from easyfirst.ops.attention import ATTENTIONS
 
 LENGTHS = [12, 3, 40, 1]
 
@@ -83,6 +84,26 @@ def test_more_steps_than_words_stay_finite_and_refresh_the_budget(name, scale):
         for start in range(0, steps - L + 1, L):
             block = history[b, start : start + L, :L].sum(0)
             torch.testing.assert_close(block, torch.ones(L), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTIONS))
+@pytest.mark.parametrize("steps", [None, 3])
+def test_an_empty_sentence_in_a_batch_gets_no_attention_and_no_nan(name, steps):
+    """softmax over a row of padding alone was 0/0: the empty sentence's NaN reached the whole batch's
+    gradient. Every attention leaves an empty row at α = 0 and the others as they are without it."""
+    torch.manual_seed(4)
+    decoder = SketchDecoder(6, sketch_dim=4, attention_dim=5, attention=name).double()
+    output = torch.randn(5, 10, dtype=torch.float64)
+    states, mask = padded_states([4, 0, 2], seed=5)
+    states.requires_grad_()
+    sketch, history = decoder(states, mask, steps, output_layer(states, output))
+    sketch.sum().backward()
+    assert torch.isfinite(sketch).all() and torch.isfinite(states.grad).all()
+    assert (history[1] == 0).all() and (sketch[1] == 0).all()
+    others = states[[0, 2]].detach()
+    alone, alone_history = decoder(others, mask[[0, 2]], steps, output_layer(others, output))
+    torch.testing.assert_close(sketch[[0, 2]], alone)
+    torch.testing.assert_close(history[[0, 2]], alone_history)
 
 
 def test_hard_attention_passes_no_gradient_through_the_choice_but_trains_the_sketches():
