@@ -180,12 +180,15 @@ def report() -> None:
 
 def table(rows: dict[str, list[dict]], columns: list[str], cells) -> str:
     """One task's table: per row its name, what it varies, epochs and seeds, then ``cells(results)`` under
-    ``columns``, then the mean seconds per epoch."""
+    ``columns``, then the mean seconds per epoch (and the processor, where the runs recorded one)."""
     head = ["row", "varies", "epochs", "seeds", *columns, "s/epoch"]
     lines = [f"| {' | '.join(head)} |", "|---|---|" + "---:|" * (len(head) - 2)]
     for name, results in rows.items():
         lead = [name, results[0]["varies"], str(len(results[0]["epochs"])), str(len(results))]
         seconds = f"{statistics.mean(r['seconds_per_epoch'] for r in results):.0f}"
+        processors = {r.get("processor") for r in results} - {None}  # None: run before it was recorded
+        if processors:
+            seconds += f" ({processors.pop()})" if len(processors) == 1 else " (several processors)"
         lines.append(f"| {' | '.join([*lead, *cells(results), seconds])} |")
     return "\n".join(lines)
 
