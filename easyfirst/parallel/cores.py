@@ -1,5 +1,6 @@
-"""The cores this process may run on, and how many processes tag a call on them (easyfirst.tagging.pool);
-free of torch, so that a command can ask before importing it."""
+"""The cores this process may run on, how many processes tag a call on them (easyfirst.tagging.pool), and
+the processor's name that a run records beside its timings; free of torch, so that a command can ask
+before importing it."""
 
 from __future__ import annotations
 

@@ -348,8 +348,8 @@ def _how_trained(metrics: dict) -> str:
         per_epoch += " per epoch (evaluation not timed)"
     backend = f" Backend: {metrics['backend']}." if "backend" in metrics else ""
     device = metrics.get("device", "?")
-    if "processor" in metrics:  # older runs did not record it
-        device += f" ({metrics['processor']})"
+    if "processor" in metrics:  # older runs did not record it; on a GPU it names the host's CPU
+        device += f" ({metrics['processor']})" if device == "cpu" else f" (host CPU {metrics['processor']})"
     return f"Trained on {device} by {who}: {per_epoch}.{backend}"
 
 

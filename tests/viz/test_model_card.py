@@ -212,6 +212,16 @@ def test_the_card_says_who_trained_the_model_and_both_times_per_epoch(counts, wh
         flags=FLAG_OF,
     )
     assert f"Trained on cpu (Example CPU 3000) {who}" in card  # which machine the seconds are of
+    card = model_card(
+        Config.for_task("pos"),
+        {**metrics, "device": "cuda:0", "processor": "Example CPU 3000"},
+        {"words": 10, "tags": 3},
+        100,
+        "runs/x",
+        False,
+        flags=FLAG_OF,
+    )
+    assert f"Trained on cuda:0 (host CPU Example CPU 3000) {who}" in card  # the GPU ran it, not that CPU
     older = {k: v for k, v in metrics.items() if k != "eval_seconds_per_epoch"}
     card = model_card(
         Config.for_task("pos"), older, {"words": 10, "tags": 3}, 100, "runs/x", False, flags=FLAG_OF
